@@ -1,0 +1,548 @@
+"""Decode trace records into columns (internal to :mod:`agentab.traces`).
+
+Design
+------
+Each record is decoded by :mod:`msgspec` against the typed schema in
+:mod:`agentab.record`, which validates types and ranges in C and names the
+offending field. Values then go straight into per-column Python lists for a
+chunk of records; argument and observation objects are re-encoded as
+canonical JSON (sorted keys) into one byte buffer per column, so no Python
+string is created per step. Every ``chunk_size`` records the lists become
+Arrow arrays, and timestamps are parsed for the whole chunk at once. Memory is
+therefore the final Arrow tables plus one chunk of Python objects.
+
+Problems are collected as :class:`Rejection` entries carrying the source,
+line and field. In strict mode the earliest problem is raised as a
+:class:`~agentab.errors.TraceError`; otherwise the record is left out of both
+tables and listed in ``Traces.rejected``, so that records read == runs loaded
++ records rejected, always.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from collections.abc import Sequence
+from itertools import repeat
+from typing import Any, NamedTuple
+
+import msgspec
+from msgspec.structs import astuple
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import TraceError
+from .record import TERMINAL_LISTS, Record, Step
+
+_STATUSES = frozenset(("ok", "error", None))
+_MAX_EPOCH_S = 1e10  # 2286-11-20; a larger number is almost surely milliseconds
+_NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """One record left out, and why."""
+
+    ordinal: int  # position among all records read (0-based)
+    source: str
+    line: int
+    run_id: str | None
+    field: str | None
+    reason: str
+
+    def error(self) -> TraceError:
+        return TraceError(self.reason, source=self.source, line=self.line, field=self.field)
+
+
+# --------------------------------------------------------------------------- #
+# Diagnostics: turn a decoder failure into (field, reason)
+# --------------------------------------------------------------------------- #
+_AT = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
+_MISSING = re.compile(r"^Object missing required field `(.+)`$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(.+)`$")
+_PATH_TOKEN = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")
+
+
+def _join(path: str | None, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _walk(obj: Any, path: str) -> Any:
+    """Follow a msgspec path like ``.steps[2].tokens_in`` into a decoded object."""
+    for name, index, quoted in _PATH_TOKEN.findall(path):
+        if index:
+            obj = obj[int(index)]
+        else:
+            obj = obj[name or quoted]
+    return obj
+
+
+def _find_nonfinite(obj: Any, path: str = "") -> str | None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path or "(record)"
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            found = _find_nonfinite(value, _join(path, str(key)))
+            if found:
+                return found
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            found = _find_nonfinite(value, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _plain(msg: str) -> str:
+    msg = msg.replace("`", "")
+    return msg[:1].lower() + msg[1:]
+
+
+def diagnose(raw: bytes, exc: Exception) -> tuple[str | None, str, int]:
+    """Explain why ``raw`` failed to decode as a :class:`Record`.
+
+    Returns ``(field, reason, line_offset)``; ``line_offset`` is the number of
+    lines into ``raw`` at which a JSON syntax error sits (0 for one-line
+    records).
+    """
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as err:
+        return None, f"malformed JSON: {err.msg} (column {err.colno})", err.lineno - 1
+    except (RecursionError, UnicodeDecodeError) as err:
+        return None, f"malformed JSON: {err}", 0
+    if isinstance(exc, msgspec.DecodeError):
+        where = _find_nonfinite(obj)
+        if where:
+            return where, "non-finite number (NaN or Infinity) is not allowed", 0
+        return None, f"malformed JSON: {exc}", 0
+    msg = str(exc)
+    path = None
+    match = _AT.match(msg)
+    if match:
+        msg, path = match.group(1), match.group(2)
+    field = path.lstrip(".") if path else None
+    if (m := _MISSING.match(msg)) is not None:
+        return _join(field, m.group(1)), "missing required field", 0
+    if (m := _UNKNOWN.match(msg)) is not None:
+        hint = "free-form data belongs in metadata" if not field else "not a field of a step"
+        return _join(field, m.group(1)), f"unknown field ({hint})", 0
+    if field is None and not isinstance(obj, dict):
+        return None, f"expected a JSON object (one run), got {type(obj).__name__}", 0
+    reason = _plain(msg)
+    if path and "got" not in reason:
+        try:
+            value = _walk(obj, path)
+        except (KeyError, IndexError, TypeError):
+            pass
+        else:
+            reason = f"{reason}, got {json.dumps(value)[:80]}"
+    return field, reason, 0
+
+
+# --------------------------------------------------------------------------- #
+# Column accumulation
+# --------------------------------------------------------------------------- #
+class _JsonColumn:
+    """Canonical JSON texts, one per row, kept as joined blobs plus lengths."""
+
+    __slots__ = ("blobs", "lengths", "nulls", "n", "_encode")
+
+    def __init__(self, encoder: msgspec.json.Encoder) -> None:
+        self.blobs: list[bytes] = []
+        self.lengths: list[int] = []
+        self.nulls: list[int] = []
+        self.n = 0
+        self._encode = encoder.encode
+
+    def extend(self, objects: Sequence[Any]) -> None:
+        """Append the canonical JSON of each object (``None`` becomes a null)."""
+        count = len(objects)
+        missing = objects.count(None)
+        if missing == 0:
+            encoded = list(map(self._encode, objects))
+        elif missing == count:
+            self.nulls.extend(range(self.n, self.n + count))
+            self.lengths.extend(repeat(0, count))
+            self.n += count
+            return
+        else:
+            self.nulls.extend(self.n + i for i, obj in enumerate(objects) if obj is None)
+            encoded = [b"" if obj is None else self._encode(obj) for obj in objects]
+        self.blobs.append(b"".join(encoded))
+        self.lengths.extend(map(len, encoded))
+        self.n += count
+
+    def to_arrow(self) -> pa.Array:
+        data = b"".join(self.blobs)
+        large = len(data) >= 2**31
+        offsets = np.zeros(self.n + 1, dtype=np.int64 if large else np.int32)
+        np.cumsum(self.lengths, out=offsets[1:])
+        bitmap = None
+        if self.nulls:
+            valid = np.ones(self.n, dtype=bool)
+            valid[self.nulls] = False
+            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        kind = pa.large_string() if large else pa.string()
+        return pa.Array.from_buffers(kind, self.n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                     null_count=len(self.nulls))
+
+
+#: Run-level values, in the order each accepted record's tuple holds them.
+_RUN_FIELDS = (
+    ("_ordinal", pa.int64()), ("run_id", pa.string()), ("task_id", pa.string()), ("seed", pa.int64()),
+    ("arm", pa.string()), ("model", pa.string()), ("harness", pa.string()), ("outcome", None),
+    ("n_steps", pa.int64()), ("n_errors", pa.int64()), ("tokens_in", pa.int64()), ("tokens_out", pa.int64()),
+    ("cost_usd", pa.float64()), ("latency_s", pa.float64()), ("retries", pa.int64()), ("backtracks", pa.int64()),
+    *((key, pa.int64()) for key in TERMINAL_LISTS),
+    ("terminal_state", pa.binary()), ("metadata", pa.binary()), ("source", pa.string()), ("line", pa.int64()),
+)
+
+
+_AT_N_STEPS = [name for name, _ in _RUN_FIELDS].index("n_steps")
+
+
+class _Chunk:
+    """A chunk of accepted records: one tuple per run, per-column lists for steps."""
+
+    def __init__(self, encoder: msgspec.json.Encoder) -> None:
+        self.runs: list[tuple[Any, ...]] = []
+        self.tool: list[str] = []
+        self.args = _JsonColumn(encoder)
+        self.observation = _JsonColumn(encoder)
+        self.status: list[str | None] = []
+        self.error: list[Any] = []
+        self.tokens_in: list[int | None] = []
+        self.tokens_out: list[int | None] = []
+        self.started_at: list[Any] = []
+        self.ended_at: list[Any] = []
+        self.step_metadata = _JsonColumn(encoder)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+
+def _terminal_problem(state: dict[str, Any]) -> tuple[str, str] | None:
+    for key in TERMINAL_LISTS:
+        value = state.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            return f"terminal_state.{key}", f"expected a list, got {type(value).__name__}"
+        if key != "external_calls":
+            for i, item in enumerate(value):
+                if not isinstance(item, str):
+                    return f"terminal_state.{key}[{i}]", f"expected a path (text), got {json.dumps(item)[:80]}"
+    return None
+
+
+def _metadata_problem(meta: dict[str, Any]) -> tuple[str, str] | None:
+    for key in ("model", "harness"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"metadata.{key}", f"expected text, got {json.dumps(value)[:80]}"
+    return None
+
+
+class _StepColumns(NamedTuple):
+    """The steps of one record, transposed into per-field tuples."""
+
+    index: tuple[int, ...]
+    tool: tuple[str, ...]
+    args: tuple[dict[str, Any], ...]
+    observation: tuple[dict[str, Any] | None, ...]
+    tokens_in: tuple[int | None, ...]
+    tokens_out: tuple[int | None, ...]
+    started_at: tuple[Any, ...]
+    ended_at: tuple[Any, ...]
+    metadata: tuple[dict[str, Any] | None, ...]
+    status: list[Any]
+    error: list[Any]
+
+
+def _step_columns(steps: list[Step]) -> _StepColumns | None:
+    """Transpose steps into columns with C-level calls only (no per-step Python code)."""
+    if not steps:
+        return None
+    fields = tuple(zip(*map(astuple, steps)))
+    observations = fields[3]
+    if None in observations:
+        status = [None if o is None else o.get("status") for o in observations]
+        error = [None if o is None else o.get("error") for o in observations]
+    else:
+        status = list(map(dict.get, observations, repeat("status")))
+        error = list(map(dict.get, observations, repeat("error")))
+    return _StepColumns(*fields, status, error)
+
+
+class RecordDecoder:
+    """Accumulate decoded records into Arrow tables (see module docstring).
+
+    Parameters
+    ----------
+    strict : bool
+        Raise the earliest problem as a TraceError instead of collecting it.
+    chunk_size : int
+        Records held as Python objects before conversion to Arrow.
+    """
+
+    def __init__(self, *, strict: bool = True, chunk_size: int = 8192) -> None:
+        self.strict = strict
+        self.chunk_size = chunk_size
+        self._decode = msgspec.json.Decoder(Record).decode
+        self._encoder = msgspec.json.Encoder(order="sorted")
+        self.n_read = 0
+        self.rejected: list[Rejection] = []
+        self._seen: dict[str, tuple[str, int]] = {}
+        self._run_parts: list[pa.RecordBatch] = []
+        self._step_parts: list[pa.RecordBatch] = []
+        self._chunk = _Chunk(self._encoder)
+
+    # -- public ------------------------------------------------------------ #
+    def add(self, source: str, line: int, raw: bytes, arm: str | None = None) -> None:
+        """Decode one record (JSON bytes) read from ``source`` at ``line``."""
+        ordinal = self.n_read
+        self.n_read += 1
+        try:
+            rec = self._decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            field, reason, offset = diagnose(raw, exc)
+            self._reject(Rejection(ordinal, source, line + offset, None, field, reason))
+            return
+        run_id = str(rec.run_id)
+        columns = _step_columns(rec.steps)
+        problem = self._check(rec, run_id, arm, columns)
+        if problem is not None:
+            self._reject(Rejection(ordinal, source, line, run_id, *problem))
+            return
+        self._seen[run_id] = (source, line)
+        self._append(rec, ordinal, source, line, run_id, arm, columns)
+        if len(self._chunk) >= self.chunk_size:
+            self._flush()
+
+    def reject(self, source: str, line: int, field: str | None, reason: str) -> None:
+        """Count a record that could not even be read as JSON bytes."""
+        ordinal = self.n_read
+        self.n_read += 1
+        self._reject(Rejection(ordinal, source, line, None, field, reason))
+
+    def finish(self) -> tuple[pa.Table, pa.Table, list[Rejection]]:
+        """Return ``(runs, steps, rejected)``; runs/steps keep an ``_ordinal`` column."""
+        self._flush()
+        if not self._run_parts:  # nothing accepted: empty tables with the right schema
+            empty = _Chunk(self._encoder)
+            nothing = np.zeros(0, dtype=np.int64)
+            self._run_parts.append(_runs_batch(empty))
+            self._step_parts.append(_steps_batch(empty, nothing, nothing, nothing.view("datetime64[ns]"),
+                                                 nothing.view("datetime64[ns]")))
+        runs = pa.Table.from_batches(self._run_parts)
+        steps = pa.Table.from_batches(self._step_parts)
+        self._run_parts, self._step_parts = [], []
+        return runs, steps, sorted(self.rejected, key=lambda r: r.ordinal)
+
+    # -- checks ---------------------------------------------------------------- #
+    def _check(self, rec: Record, run_id: str, arm: str | None, columns: _StepColumns | None
+               ) -> tuple[str | None, str] | None:
+        first = self._seen.get(run_id)
+        if first is not None:
+            return "run_id", f"duplicate run_id {run_id!r} (first seen in {first[0]}, line {first[1]})"
+        if arm is not None and rec.arm is not None and rec.arm != arm:
+            return "arm", f"record says arm {rec.arm!r}, but this source was given as arm {arm!r}"
+        if columns is not None:
+            n = len(columns.index)
+            if columns.index != tuple(range(n)):
+                k = next(k for k, value in enumerate(columns.index) if value != k)
+                return (f"steps[{k}].index",
+                        f"expected {k} (step indices must be 0..{n - 1} in order), got {columns.index[k]}")
+            if not _STATUSES.issuperset(columns.status):
+                k = next(k for k, value in enumerate(columns.status) if value not in _STATUSES)
+                return f"steps[{k}].observation.status", f"expected 'ok' or 'error', got {json.dumps(columns.status[k])[:80]}"
+        if rec.terminal_state is not None:
+            problem = _terminal_problem(rec.terminal_state)
+            if problem is not None:
+                return problem
+        if rec.metadata is not None:
+            problem = _metadata_problem(rec.metadata)
+            if problem is not None:
+                return problem
+        return None
+
+    def _reject(self, rejection: Rejection) -> None:
+        self.rejected.append(rejection)
+        if self.strict:
+            self._flush()  # chunk-level checks may find an earlier problem
+            raise min(self.rejected, key=lambda r: r.ordinal).error()
+
+    # -- accumulation ---------------------------------------------------------- #
+    def _append(self, rec: Record, ordinal: int, source: str, line: int, run_id: str, arm: str | None,
+                columns: _StepColumns | None) -> None:
+        c = self._chunk
+        encode = self._encoder.encode
+        meta = rec.metadata
+        state = rec.terminal_state
+        if state is None:
+            counts: tuple[int | None, ...] = (None,) * len(TERMINAL_LISTS)
+        else:
+            counts = tuple(None if state.get(key) is None else len(state[key]) for key in TERMINAL_LISTS)
+        if columns is None:
+            n_steps, n_errors, tokens_in, tokens_out = 0, 0, 0, 0
+        else:
+            n_steps = len(columns.index)
+            n_errors = columns.status.count("error")
+            tokens_in = None if None in columns.tokens_in else sum(columns.tokens_in)
+            tokens_out = None if None in columns.tokens_out else sum(columns.tokens_out)
+            c.status.extend(columns.status)
+            c.error.extend(columns.error)
+            c.observation.extend(columns.observation)
+            c.tool.extend(columns.tool)
+            c.args.extend(columns.args)
+            c.tokens_in.extend(columns.tokens_in)
+            c.tokens_out.extend(columns.tokens_out)
+            c.started_at.extend(columns.started_at)
+            c.ended_at.extend(columns.ended_at)
+            c.step_metadata.extend(columns.metadata)
+        c.runs.append((
+            ordinal, run_id, str(rec.task_id), rec.seed, arm if arm is not None else rec.arm,
+            None if meta is None else meta.get("model"), None if meta is None else meta.get("harness"),
+            rec.outcome, n_steps, n_errors, tokens_in, tokens_out, rec.cost_usd, rec.latency_s,
+            rec.retries, rec.backtracks, *counts,
+            None if state is None else encode(state), None if meta is None else encode(meta), source, line,
+        ))
+
+    def _flush(self) -> None:
+        c = self._chunk
+        if not len(c):
+            return
+        self._chunk = _Chunk(self._encoder)
+        n_steps = np.fromiter((run[_AT_N_STEPS] for run in c.runs), dtype=np.int64, count=len(c.runs))
+        step_record = np.repeat(np.arange(len(c)), n_steps)
+        started, bad_start = _parse_times(c.started_at)
+        ended, bad_end = _parse_times(c.ended_at)
+        problems = [(row, "started_at", why) for row, why in bad_start]
+        problems += [(row, "ended_at", why) for row, why in bad_end]
+        both = ~(np.isnat(started) | np.isnat(ended))
+        for row in np.flatnonzero(both & (ended < started))[:1000]:
+            problems.append((int(row), "ended_at", f"ended_at {ended[row]} is before started_at {started[row]}"))
+        index = np.arange(len(step_record), dtype=np.int64) - np.repeat(np.cumsum(n_steps) - n_steps, n_steps)
+        for row, name, why in sorted(problems):
+            ordinal, run_id, *_, source, line = c.runs[int(step_record[row])]
+            if self._seen.get(run_id) == (source, line):
+                del self._seen[run_id]
+            self.rejected.append(Rejection(ordinal, source, line, run_id, f"steps[{index[row]}].{name}", why))
+        self._run_parts.append(_runs_batch(c))
+        self._step_parts.append(_steps_batch(c, step_record, index, started, ended))
+        if self.strict and problems:
+            raise min(self.rejected, key=lambda r: r.ordinal).error()
+
+
+def _runs_batch(c: _Chunk) -> pa.RecordBatch:
+    values = list(zip(*c.runs)) if c.runs else [()] * len(_RUN_FIELDS)
+    columns: dict[str, pa.Array] = {}
+    for (name, kind), column in zip(_RUN_FIELDS, values):
+        if name == "outcome":
+            columns["outcome"] = pa.array([float(v) for v in column], pa.float64())
+            columns["_outcome_is_bool"] = pa.array([type(v) is bool for v in column], pa.bool_())
+        elif kind == pa.binary():
+            columns[name] = pa.array(column, kind).cast(pa.string())
+        else:
+            columns[name] = pa.array(column, kind)
+    columns["tokens"] = pc.add(columns["tokens_in"], columns["tokens_out"])
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def _error_texts(errors: list[Any], encoder: msgspec.json.Encoder) -> pa.Array:
+    """Error payloads as text: strings as they are, anything else as canonical JSON."""
+    try:
+        return pa.array(errors, pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([e if e is None or type(e) is str else encoder.encode(e).decode() for e in errors],
+                        pa.string())
+
+
+def _steps_batch(
+    c: _Chunk, step_record: np.ndarray, index: np.ndarray, started: np.ndarray, ended: np.ndarray
+) -> pa.RecordBatch:
+    ordinal = np.fromiter((run[0] for run in c.runs), dtype=np.int64, count=len(c.runs))[step_record]
+    encoder = msgspec.json.Encoder(order="sorted")
+    columns = {
+        "_ordinal": pa.array(ordinal),
+        "index": pa.array(index),
+        "tool": pa.array(c.tool, pa.string()),
+        "args": c.args.to_arrow(),
+        "status": pa.array(c.status, pa.string()),
+        "error": _error_texts(c.error, encoder),
+        "tokens_in": pa.array(c.tokens_in, pa.int64()),
+        "tokens_out": pa.array(c.tokens_out, pa.int64()),
+        "started_at": pa.array(started, pa.timestamp("ns", tz="UTC")),
+        "ended_at": pa.array(ended, pa.timestamp("ns", tz="UTC")),
+        "observation": c.observation.to_arrow(),
+        "metadata": c.step_metadata.to_arrow(),
+    }
+    return pa.RecordBatch.from_pydict(columns)
+
+
+# --------------------------------------------------------------------------- #
+# Timestamps
+# --------------------------------------------------------------------------- #
+def _parse_times(values: list[Any]) -> tuple[np.ndarray, list[tuple[int, str]]]:
+    """Parse ISO-8601 texts and epoch seconds into ``datetime64[ns]`` (UTC).
+
+    Returns the parsed array (NaT where missing or bad) and ``(row, reason)``
+    for every bad value.
+    """
+    n = len(values)
+    out = np.full(n, np.datetime64("NaT", "ns"))
+    bad: list[tuple[int, str]] = []
+    try:  # the common case: one kind of value (or none) in the whole chunk
+        array = pa.array(values)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        array = None
+    if array is not None and pa.types.is_null(array.type):
+        return out, bad
+    if array is not None and pa.types.is_string(array.type):
+        text_rows = np.arange(n) if array.null_count == 0 else np.flatnonzero(array.is_valid().to_numpy(zero_copy_only=False))
+        number_rows = np.zeros(0, dtype=np.int64)
+    elif array is not None and (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)):
+        text_rows = np.zeros(0, dtype=np.int64)
+        number_rows = np.arange(n) if array.null_count == 0 else np.flatnonzero(array.is_valid().to_numpy(zero_copy_only=False))
+    else:
+        kinds = np.fromiter((0 if v is None else 1 if type(v) is str else 2 for v in values), np.int8, n)
+        text_rows = np.flatnonzero(kinds == 1)
+        number_rows = np.flatnonzero(kinds == 2)
+    if len(text_rows):
+        texts = [values[i] for i in text_rows] if len(text_rows) < n else values
+        parsed = _parse_iso(texts)
+        out[text_rows] = parsed
+        for j in np.flatnonzero(np.isnat(parsed)):
+            bad.append((int(text_rows[j]), f"not an ISO-8601 timestamp: {texts[j]!r}"))
+    if len(number_rows):
+        seconds = np.asarray([values[i] for i in number_rows], dtype=np.float64)
+        ok = np.abs(seconds) < _MAX_EPOCH_S
+        whole = np.floor(seconds[ok])
+        nanos = whole.astype(np.int64) * _NS + np.round((seconds[ok] - whole) * _NS).astype(np.int64)
+        out[number_rows[ok]] = nanos.view("datetime64[ns]")
+        for j in np.flatnonzero(~ok):
+            bad.append(
+                (int(number_rows[j]), f"epoch seconds out of range: {values[number_rows[j]]!r} (milliseconds are not accepted)")
+            )
+    return out, bad
+
+
+def _parse_iso(texts: list[str]) -> np.ndarray:
+    """ISO-8601 texts -> datetime64[ns] in UTC; NaT where unparseable.
+
+    Arrow's parser is tried first (fast, needs an explicit offset); texts it
+    rejects are parsed by pandas (``format="ISO8601"``), which reads texts
+    without an offset as UTC.
+    """
+    try:
+        parsed = pa.array(texts, pa.string()).cast(pa.timestamp("ns", tz="UTC"))
+        return parsed.to_numpy(zero_copy_only=False).astype("datetime64[ns]")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    parsed = pd.to_datetime(pd.Series(texts, dtype=object), format="ISO8601", utc=True, errors="coerce")
+    return parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")

@@ -1,0 +1,164 @@
+"""The ``agentab`` command line.
+
+A thin layer over the public API. Exit codes: 0 success; 2 bad input (a
+one-line message on stderr naming the file and the problem; ``--debug``
+shows the traceback); 1 an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from . import __version__, datasets
+from .errors import TraceError, TraceWarning
+from .summary import format_summary, summarize
+from .traces import Traces, load_traces
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+
+_EPILOG = """\
+examples:
+  agentab demo                         load the embedded example experiment and summarise it
+  agentab example --out runs/          write the example as runs/baseline.jsonl, runs/candidate.jsonl
+  agentab summary runs/                per-arm summary of every .jsonl/.json(.gz) file under runs/
+  agentab summary a.jsonl b.jsonl --lenient
+                                       load what is valid, report what was rejected
+
+exit codes: 0 success, 2 bad input (one line on stderr), 1 internal error.
+"""
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every ``agentab`` command."""
+    parser = argparse.ArgumentParser(
+        prog="agentab",
+        description="Did the change to your AI agent ship an improvement? Load, score and compare agent runs.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"agentab {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the whole product on the embedded example experiment",
+        description="Load the embedded two-arm example experiment (60 tasks x 5 seeds x 2 arms) "
+        "and print a per-arm summary.",
+    )
+    demo.add_argument("--seed", type=int, default=0, help="seed of the example generator (default 0)")
+    demo.set_defaults(func=_cmd_demo)
+
+    example = commands.add_parser(
+        "example",
+        help="write the example experiment as JSONL, one file per arm",
+        description="Write the embedded example experiment as OUT/baseline.jsonl and OUT/candidate.jsonl.",
+    )
+    example.add_argument("--out", required=True, type=Path, help="output directory (created if missing)")
+    example.add_argument("--seed", type=int, default=0, help="seed of the generator (default 0)")
+    example.add_argument("--tasks", type=_positive_int, default=60, help="number of tasks (default 60)")
+    example.add_argument("--seeds", type=_positive_int, default=5, help="seeds per task and arm (default 5)")
+    example.set_defaults(func=_cmd_example)
+
+    summary = commands.add_parser(
+        "summary",
+        help="per-arm summary of trace files",
+        description="Load trace files or folders (arms from each record's `arm` field) and print a "
+        "per-arm summary: runs, tasks, success rate, steps/tokens/cost p50 and p95, error rates.",
+    )
+    summary.add_argument("traces", nargs="+", type=Path, help=".jsonl/.json(.gz) files or folders of them")
+    summary.add_argument("--by", default="arm", help="runs column to group by (default: arm)")
+    summary.add_argument(
+        "--lenient",
+        action="store_true",
+        help="load the valid runs and list the rejected records, instead of stopping at the first problem",
+    )
+    summary.set_defaults(func=_cmd_summary)
+    return parser
+
+
+def _print_traces_summary(traces: Traces, by: str = "arm") -> None:
+    print(format_summary(summarize(traces, by=by)))
+    if len(traces.rejected):
+        print(f"\n{len(traces.rejected):,} of {traces.n_read:,} records rejected:")
+        for row in traces.rejected.head(10).itertuples(index=False):
+            where = f"{row.source}, line {row.line}" + ("" if pd.isna(row.field) else f", field {row.field}")
+            print(f"  {where}: {row.reason}")
+        if len(traces.rejected) > 10:
+            print(f"  ... and {len(traces.rejected) - 10:,} more")
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    traces = datasets.example_experiment(seed=args.seed)
+    elapsed = time.perf_counter() - start
+    n_tasks = traces.runs["task_id"].nunique()
+    print("agentab demo: the embedded example experiment")
+    print(
+        f"  {traces!r}, {n_tasks} tasks, loaded in {elapsed:.2f} s\n"
+        "  baseline and candidate share the model and differ in the harness (a loop guard and\n"
+        "  clearer tool descriptions); every task ran with the same seeds in both arms.\n"
+    )
+    print(format_summary(summarize(traces)))
+    print(
+        "\nSuccess rate is averaged over tasks; steps, tokens and cost are long-tailed, so they are\n"
+        "shown at p50 and p95 (numpy's linear quantile), not as means."
+    )
+    return EXIT_OK
+
+
+def _cmd_example(args: argparse.Namespace) -> int:
+    paths = datasets.write_example(args.out, seed=args.seed, n_tasks=args.tasks, n_seeds=args.seeds)
+    for arm, path in paths.items():
+        print(f"{arm}: {path}")
+    return EXIT_OK
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    traces = load_traces(list(args.traces), strict=not args.lenient)
+    _print_traces_summary(traces, by=args.by)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``agentab`` command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", TraceWarning)
+            warnings.showwarning = _show_warning
+            return args.func(args)
+    except (TraceError, OSError, KeyError) as err:
+        if args.debug:
+            raise
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"agentab: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as err:  # noqa: BLE001 - last resort: no traceback without --debug
+        if args.debug:
+            raise
+        print(f"agentab: internal error: {type(err).__name__}: {err} (run with --debug for details)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    print(f"agentab: warning: {message}", file=sys.stderr)

@@ -1,0 +1,141 @@
+"""The agentab trace record: one JSON object per agent run.
+
+A run is one attempt by one agent (a model plus its harness) at one task with
+one seed. The record keeps what is needed to audit the run's intent (tool
+calls with their full arguments), its consequence (observations, the terminal
+state of every system it touched) and its cost (tokens, dollars, time), plus
+the verdict of an *external* check of the outcome.
+
+Fields
+------
+Required fields are marked (req). A field given as ``null`` is the same as a
+field left out, except where it says otherwise. Unknown fields are an error,
+not silently ignored (a typo such as ``"cost"`` for ``"cost_usd"`` would
+otherwise vanish): free-form data belongs in ``metadata``.
+
+``run_id`` (req)
+    Unique id of the run across everything loaded together (text, or an
+    integer, which is stored as text).
+``task_id`` (req)
+    The task the run attempted (text or integer, stored as text). Runs of one
+    task are correlated; the task is the unit of replication.
+``seed`` (req)
+    Integer seed (or trial number) of the run within its task.
+``arm``
+    The arm (e.g. ``"baseline"``/``"candidate"``). Can also be given to
+    :func:`agentab.load_traces` for a whole source.
+``steps`` (req)
+    List of tool calls in order; may be empty. Each step has:
+
+    ``index`` (req)
+        Position of the step, ``0 .. n-1`` in order.
+    ``tool`` (req)
+        Name of the tool called (non-empty text).
+    ``args`` (req)
+        JSON object with the call's full arguments (``{}`` for none).
+        Stored as canonical JSON text (sorted keys, no whitespace), so equal
+        arguments compare equal as strings. Note ``1`` and ``1.0`` are
+        different JSON texts.
+    ``observation``
+        JSON object returned by the tool, kept whole (canonical JSON text),
+        including error payloads. Its ``status`` is ``"ok"`` or ``"error"``
+        when given; its ``error`` (text, or any JSON value, stored as
+        JSON text) is surfaced as the step's ``error``. ``null`` or absent
+        means the call was never answered.
+    ``tokens_in``, ``tokens_out``
+        Non-negative integer token counts of the model call that produced the
+        step. Absent means unknown (not zero).
+    ``started_at``, ``ended_at``
+        ISO-8601 text (with ``Z`` or an offset; text without an offset is read
+        as UTC) or epoch seconds (a number below 1e10: milliseconds are
+        rejected rather than guessed). ``ended_at`` may not precede
+        ``started_at``.
+    ``metadata``
+        Free JSON object, kept as JSON text.
+``terminal_state``
+    Object describing the systems the run touched at its end:
+    ``files_created``, ``files_modified``, ``files_deleted`` (lists of
+    paths), ``external_calls`` (list of anything: URLs, request objects).
+    Any other keys are kept in the stored JSON. Absent means unknown, and
+    the counts are then missing rather than zero.
+``retries``, ``backtracks``
+    Non-negative integers: retries after an error, and times the agent undid
+    or redid its own work. Absent means unknown.
+``outcome`` (req)
+    The verdict of an external check (a test suite, a database query, a
+    diff against a known-good result), never the agent's own claim: ``true``
+    / ``false``, or a number (e.g. a 0-3 rubric level or a partial score).
+    ``null`` is not allowed: a run without an external verdict cannot be
+    compared.
+``cost_usd``, ``latency_s``
+    Non-negative numbers; absent means unknown.
+``metadata``
+    Free JSON object. ``model`` and ``harness`` (text) are surfaced as
+    columns, because an agent's score belongs to the model plus its harness.
+
+Examples
+--------
+A minimal valid record:
+
+>>> import msgspec
+>>> rec = {"run_id": "r1", "task_id": "fix-test", "seed": 0, "steps": [
+...     {"index": 0, "tool": "read_file", "args": {"path": "src/main.py"},
+...      "observation": {"status": "ok", "bytes": 4096},
+...      "tokens_in": 812, "tokens_out": 44}],
+...     "outcome": True, "metadata": {"model": "m", "harness": "h"}}
+>>> run = msgspec.json.decode(msgspec.json.encode(rec), type=Record)
+>>> run.steps[0].tool, run.outcome
+('read_file', True)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Union
+
+import msgspec
+
+__all__ = ["Record", "Step", "REQUIRED_FIELDS", "TERMINAL_LISTS"]
+
+_NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
+_NonNegFloat = Annotated[float, msgspec.Meta(ge=0)]
+_Text = Annotated[str, msgspec.Meta(min_length=1)]
+_Id = Union[_Text, int]
+_Time = Union[str, float, None]
+_Object = dict[str, Any]
+
+#: The record fields that must be present.
+REQUIRED_FIELDS = ("run_id", "task_id", "seed", "steps", "outcome")
+
+#: Keys of ``terminal_state`` that hold lists and are counted per run.
+TERMINAL_LISTS = ("files_created", "files_modified", "files_deleted", "external_calls")
+
+
+class Step(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One tool call of a run (see the module docstring for each field)."""
+
+    index: int
+    tool: _Text
+    args: _Object
+    observation: Union[_Object, None] = None
+    tokens_in: Union[_NonNegInt, None] = None
+    tokens_out: Union[_NonNegInt, None] = None
+    started_at: _Time = None
+    ended_at: _Time = None
+    metadata: Union[_Object, None] = None
+
+
+class Record(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One agent run (see the module docstring for each field)."""
+
+    run_id: _Id
+    task_id: _Id
+    seed: int
+    arm: Union[_Text, None] = None
+    steps: list[Step]
+    terminal_state: Union[_Object, None] = None
+    retries: Union[_NonNegInt, None] = None
+    backtracks: Union[_NonNegInt, None] = None
+    outcome: Union[bool, float]
+    cost_usd: Union[_NonNegFloat, None] = None
+    latency_s: Union[_NonNegFloat, None] = None
+    metadata: Union[_Object, None] = None

@@ -1,0 +1,153 @@
+"""Per-arm descriptive summary of loaded traces.
+
+Descriptive only: no test, no interval. The success rate is averaged over
+tasks (each task's mean outcome, then the mean over tasks), which is what a
+benchmark score measures and equals the pooled rate when every task has the
+same number of seeds. Quantiles are numpy's default linear interpolation
+(Hyndman & Fan 1996, definition 7); long-tailed counts (steps, tokens, cost)
+are summarised by p50 and p95 rather than the mean, which the tail drags.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .traces import Traces
+
+__all__ = ["summarize", "format_summary"]
+
+_NO_ARM = "(no arm)"
+
+
+def _quantile(values: pd.Series, q: float) -> float:
+    known = values.dropna().to_numpy(dtype=float)
+    return float(np.quantile(known, q)) if len(known) else float("nan")
+
+
+def _labels(values: pd.Series) -> str:
+    seen = [str(v) for v in pd.unique(values.dropna())]
+    return ", ".join(seen) if seen else "-"
+
+
+def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
+    """Summarise runs per arm (or per any other run column).
+
+    Parameters
+    ----------
+    traces : Traces or pandas.DataFrame
+        Loaded traces, or a runs table with the columns of ``Traces.runs``.
+    by : str, default "arm"
+        Column to group by. Runs with no value are grouped as ``"(no arm)"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group: ``model``, ``harness``, ``runs``, ``tasks``,
+        ``seeds_per_task`` (median), ``success_rate`` (task-averaged mean
+        outcome; for numeric outcomes, the task-averaged mean score),
+        ``steps_p50``, ``steps_p95``, ``tokens_p50``, ``tokens_p95``,
+        ``cost_p50``, ``cost_p95``, ``step_error_rate`` (error steps / steps)
+        and ``runs_with_error`` (share of runs with at least one error step).
+
+    Examples
+    --------
+    >>> import agentab
+    >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=10, n_seeds=2)
+    >>> table = agentab.summarize(traces)
+    >>> list(table.index), int(table.loc["baseline", "runs"])
+    (['baseline', 'candidate'], 20)
+    """
+    runs = traces.runs if hasattr(traces, "runs") else traces
+    if by not in runs.columns:
+        raise KeyError(f"cannot group by {by!r}: not a column of the runs table ({', '.join(map(str, runs.columns))})")
+    keys = runs[by].astype(object).where(runs[by].notna(), _NO_ARM)
+    rows = {}
+    for key, group in runs.groupby(keys, sort=False):
+        per_task = group.groupby("task_id", observed=True)["outcome"].mean(numeric_only=False)
+        seeds = group.groupby("task_id", observed=True).size()
+        n_steps = group["n_steps"].astype("float64")
+        rows[key] = {
+            "model": _labels(group["model"]),
+            "harness": _labels(group["harness"]),
+            "runs": len(group),
+            "tasks": int(group["task_id"].nunique()),
+            "seeds_per_task": float(seeds.median()),
+            "success_rate": float(per_task.astype("float64").mean()),
+            "steps_p50": _quantile(n_steps, 0.50),
+            "steps_p95": _quantile(n_steps, 0.95),
+            "tokens_p50": _quantile(group["tokens"].astype("float64"), 0.50),
+            "tokens_p95": _quantile(group["tokens"].astype("float64"), 0.95),
+            "cost_p50": _quantile(group["cost_usd"], 0.50),
+            "cost_p95": _quantile(group["cost_usd"], 0.95),
+            "step_error_rate": float(group["n_errors"].sum() / n_steps.sum()) if n_steps.sum() else float("nan"),
+            "runs_with_error": float((group["n_errors"] > 0).mean()),
+        }
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = by
+    return table
+
+
+_FORMATS = {
+    "runs": "{:,.0f}",
+    "tasks": "{:,.0f}",
+    "seeds_per_task": "{:g}",
+    "success_rate": "{:.1%}",
+    "steps_p50": "{:,.1f}",
+    "steps_p95": "{:,.1f}",
+    "tokens_p50": "{:,.0f}",
+    "tokens_p95": "{:,.0f}",
+    "cost_p50": "${:,.4f}",
+    "cost_p95": "${:,.4f}",
+    "step_error_rate": "{:.1%}",
+    "runs_with_error": "{:.1%}",
+}
+
+_LABELS = {
+    "seeds_per_task": "seeds per task",
+    "success_rate": "success rate (task-avg)",
+    "steps_p50": "steps p50",
+    "steps_p95": "steps p95",
+    "tokens_p50": "tokens p50",
+    "tokens_p95": "tokens p95",
+    "cost_p50": "cost p50",
+    "cost_p95": "cost p95",
+    "step_error_rate": "step error rate",
+    "runs_with_error": "runs with an error",
+}
+
+
+def format_summary(table: pd.DataFrame) -> str:
+    """Render :func:`summarize` output as aligned text, one column per arm.
+
+    Examples
+    --------
+    >>> import agentab
+    >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=10, n_seeds=2)
+    >>> print(format_summary(agentab.summarize(traces)).splitlines()[0].split())
+    ['baseline', 'candidate']
+    """
+    lines = {}
+    for column in table.columns:
+        fmt = _FORMATS.get(column, "{}")
+        label = _LABELS.get(column, column)
+        cells = []
+        for value in table[column]:
+            if isinstance(value, float) and np.isnan(value):
+                cells.append("-")
+            else:
+                cells.append(fmt.format(value))
+        lines[label] = cells
+    width_label = max(len(k) for k in lines)
+    widths = [
+        max(len(str(name)), *(len(cells[i]) for cells in lines.values())) for i, name in enumerate(table.index)
+    ]
+    header = " " * width_label + "  " + "  ".join(str(n).rjust(w) for n, w in zip(table.index, widths))
+    body = [
+        label.ljust(width_label) + "  " + "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+        for label, cells in lines.items()
+    ]
+    return "\n".join([header, *body])

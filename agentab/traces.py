@@ -1,0 +1,526 @@
+"""Load agent run traces into tables: one row per run, one row per step.
+
+The record format is documented in :mod:`agentab.record`. Loading is the
+first step of the data flow (load -> score -> compare -> decide -> plan ->
+report); everything downstream reads the two tables built here.
+
+``Traces.runs`` columns
+    ``run_id``, ``task_id``, ``arm``, ``model``, ``harness`` (categorical);
+    ``seed`` (Int64); ``outcome`` (``boolean`` when every outcome is
+    true/false, else float64); ``n_steps``, ``n_errors`` (steps whose
+    observation status is ``"error"``), ``tokens_in``, ``tokens_out``,
+    ``tokens`` (sums over steps; missing if any step's count is missing),
+    ``retries``, ``backtracks``, ``files_created``, ``files_modified``,
+    ``files_deleted``, ``external_calls`` (counts of the terminal-state lists;
+    missing when not recorded) as Int64; ``cost_usd``, ``latency_s``
+    (float64, NaN when not recorded); ``terminal_state``, ``metadata``
+    (canonical JSON text); ``source``, ``line`` (where the record was read).
+``Traces.steps`` columns
+    ``run_id`` (categorical, same categories as the runs), ``index`` (Int64),
+    ``tool`` (categorical), ``args`` (canonical JSON text: sorted keys, no
+    whitespace, so equal arguments compare equal), ``status`` (categorical
+    ``ok``/``error``), ``error`` (text), ``tokens_in``, ``tokens_out``
+    (Int64), ``started_at``, ``ended_at`` (``datetime64[ns, UTC]``),
+    ``observation``, ``metadata`` (canonical JSON text).
+``Traces.rejected`` columns
+    ``source``, ``line``, ``run_id``, ``field``, ``reason``: one row per
+    record left out (only with ``strict=False``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._decode import RecordDecoder, Rejection
+from .errors import TraceError, TraceWarning
+
+__all__ = ["Traces", "load_traces", "read_traces"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Source = Union[PathLike, Mapping[str, Any], Sequence[Any]]
+
+#: File name endings read from a directory, and what each holds.
+SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjson.gz": "lines",
+            ".json": "array", ".json.gz": "array"}
+
+_RUN_CATEGORIES = ("run_id", "task_id", "arm", "model", "harness", "source")
+_REJECTED_COLUMNS = ("source", "line", "run_id", "field", "reason")
+
+
+# --------------------------------------------------------------------------- #
+# The result
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True, repr=False)
+class Traces:
+    """Loaded agent runs: ``runs`` (one row per run) and ``steps`` (one per step).
+
+    Attributes
+    ----------
+    runs, steps : pandas.DataFrame
+        See the module docstring for every column.
+    rejected : pandas.DataFrame
+        Records left out by ``load_traces(..., strict=False)``, with
+        ``source``, ``line``, ``run_id``, ``field`` and ``reason``.
+    n_read : int
+        Records read: always ``len(runs) + len(rejected)``.
+    sources : tuple of str
+        The files (or ``"<records>"``) read, in order.
+
+    Examples
+    --------
+    >>> import agentab
+    >>> traces = agentab.load_traces([
+    ...     {"run_id": "r1", "task_id": "t1", "seed": 0, "outcome": True,
+    ...      "steps": [{"index": 0, "tool": "ls", "args": {"path": "."},
+    ...                 "observation": {"status": "ok"}}]}])
+    >>> traces
+    Traces(1 run, 1 step, 0 rejected)
+    >>> traces.steps.loc[0, "args"]
+    '{"path":"."}'
+    """
+
+    runs: pd.DataFrame
+    steps: pd.DataFrame
+    rejected: pd.DataFrame
+    n_read: int
+    sources: tuple[str, ...] = field(default=())
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __repr__(self) -> str:
+        def plural(n: int, word: str) -> str:
+            return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+        arms = self.arms
+        arm_text = f", {plural(len(arms), 'arm')}" if arms else ""
+        return (
+            f"Traces({plural(len(self.runs), 'run')}, {plural(len(self.steps), 'step')}"
+            f"{arm_text}, {len(self.rejected):,} rejected)"
+        )
+
+    @property
+    def arms(self) -> list[str]:
+        """Arm names in order of first appearance (missing arms left out)."""
+        return [str(a) for a in pd.unique(self.runs["arm"].dropna())]
+
+    def summary(self, by: str = "arm") -> pd.DataFrame:
+        """Per-arm summary table; see :func:`agentab.summary.summarize`."""
+        from .summary import summarize
+
+        return summarize(self, by=by)
+
+    # -- persistence ---------------------------------------------------------- #
+    def to_parquet(self, path: PathLike) -> Path:
+        """Write ``runs.parquet``, ``steps.parquet``, ``rejected.parquet`` into ``path``.
+
+        Dtypes (categoricals, nullable ints, timestamps) survive the round
+        trip through :func:`read_traces`.
+        """
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        self.runs.to_parquet(out / "runs.parquet", index=False)
+        self.steps.to_parquet(out / "steps.parquet", index=False)
+        self.rejected.to_parquet(out / "rejected.parquet", index=False)
+        (out / "traces.json").write_text(json.dumps({"n_read": self.n_read, "sources": list(self.sources)}))
+        return out
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Rebuild one trace record (dict) per run, in the documented format.
+
+        Ids come back as text and timestamps as ISO-8601 text in UTC; every
+        other value comes back as it was loaded.
+        """
+        by_run: dict[str, list[dict[str, Any]]] = {}
+        for row in self.steps.itertuples(index=False):
+            by_run.setdefault(row.run_id, []).append(_step_record(row))
+        return [_run_record(row, by_run.get(row.run_id, [])) for row in self.runs.itertuples(index=False)]
+
+    def to_jsonl(self, path: PathLike) -> Path:
+        """Write :meth:`to_records` as JSON Lines (one run per line)."""
+        out = Path(path)
+        with out.open("wb") as fh:
+            for record in self.to_records():
+                fh.write(msgspec.json.encode(record) + b"\n")
+        return out
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value is not pd.NA and not (isinstance(value, float) and np.isnan(value))
+
+
+def _step_record(row: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {"index": int(row.index), "tool": row.tool, "args": json.loads(row.args)}
+    if _present(row.observation):
+        rec["observation"] = json.loads(row.observation)
+    for name in ("tokens_in", "tokens_out"):
+        value = getattr(row, name)
+        if _present(value):
+            rec[name] = int(value)
+    for name in ("started_at", "ended_at"):
+        value = getattr(row, name)
+        if _present(value) and not pd.isna(value):
+            rec[name] = value.isoformat()
+    if _present(row.metadata):
+        rec["metadata"] = json.loads(row.metadata)
+    return rec
+
+
+def _run_record(row: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    rec: dict[str, Any] = {"run_id": row.run_id, "task_id": row.task_id, "seed": int(row.seed)}
+    if _present(row.arm):
+        rec["arm"] = row.arm
+    rec["steps"] = steps
+    if _present(row.terminal_state):
+        rec["terminal_state"] = json.loads(row.terminal_state)
+    for name in ("retries", "backtracks"):
+        value = getattr(row, name)
+        if _present(value):
+            rec[name] = int(value)
+    outcome = row.outcome
+    rec["outcome"] = bool(outcome) if isinstance(outcome, (bool, np.bool_)) else float(outcome)
+    for name in ("cost_usd", "latency_s"):
+        value = getattr(row, name)
+        if _present(value):
+            rec[name] = float(value)
+    if _present(row.metadata):
+        rec["metadata"] = json.loads(row.metadata)
+    return rec
+
+
+# --------------------------------------------------------------------------- #
+# Loading
+# --------------------------------------------------------------------------- #
+def load_traces(source: Source, *, arm: str | None = None, strict: bool = True) -> Traces:
+    """Load agent run traces into a :class:`Traces` (runs and steps tables).
+
+    Parameters
+    ----------
+    source : path, list, or dict
+        One of: a path to a ``.jsonl`` / ``.ndjson`` file (one record per
+        line), a ``.json`` file (an array of records, or one record), either
+        gzip-compressed (``.jsonl.gz``, ``.json.gz``); a directory (every such
+        file under it, recursively, in sorted order); a list of paths; a list
+        of record dicts; or a dict ``{arm_name: source}`` giving each source's
+        arm. The record format is documented in :mod:`agentab.record`.
+    arm : str, optional
+        Arm of every run in ``source`` (not with a dict source). A record
+        whose own ``arm`` differs is an error.
+    strict : bool, default True
+        If True, the first problem (in reading order) raises
+        :class:`~agentab.errors.TraceError`. If False, bad records are left
+        out and listed in ``Traces.rejected``; records read always equals
+        runs loaded plus records rejected.
+
+    Returns
+    -------
+    Traces
+
+    Raises
+    ------
+    TraceError
+        Malformed JSON, a missing required field, a wrong type, a duplicate
+        ``run_id`` (within or across files), a negative or non-finite
+        number, step indices that are not ``0..n-1``, a bad timestamp, an arm
+        conflict, or no records at all. The message names the file, line and
+        field.
+    FileNotFoundError
+        A path that does not exist.
+
+    Examples
+    --------
+    >>> import agentab
+    >>> records = [
+    ...     {"run_id": "a", "task_id": "t1", "seed": 0, "outcome": True,
+    ...      "steps": [{"index": 0, "tool": "search", "args": {"q": "x"},
+    ...                 "observation": {"status": "ok"},
+    ...                 "tokens_in": 100, "tokens_out": 20}]},
+    ...     {"run_id": "b", "task_id": "t1", "seed": 1, "outcome": "yes",
+    ...      "steps": []},
+    ... ]
+    >>> traces = agentab.load_traces(records, arm="baseline", strict=False)
+    >>> traces.runs[["run_id", "arm", "outcome", "n_steps", "tokens"]]
+      run_id       arm  outcome  n_steps  tokens
+    0      a  baseline     True        1     120
+    >>> traces.rejected.loc[0, "reason"]
+    'expected bool | float, got str'
+    """
+    _load_traces_iv(source, arm, strict)
+    decoder = RecordDecoder(strict=strict)
+    sources: list[str] = []
+    if isinstance(source, Mapping):
+        for arm_name, part in source.items():
+            _feed(part, arm_name, decoder, sources)
+    else:
+        _feed(source, arm, decoder, sources)
+    runs_table, steps_table, rejected = decoder.finish()
+    if decoder.n_read == 0:
+        raise TraceError(f"no trace records found in {_describe(sources, source)}")
+    runs, steps = _frames(runs_table, steps_table, rejected)
+    return Traces(runs=runs, steps=steps, rejected=_rejected_frame(rejected),
+                  n_read=decoder.n_read, sources=tuple(sources))
+
+
+def _load_traces_iv(source: Any, arm: Any, strict: Any) -> None:
+    if not isinstance(strict, bool):
+        raise TypeError(f"`strict` must be True or False, got {strict!r}")
+    if arm is not None and (not isinstance(arm, str) or not arm):
+        raise TypeError(f"`arm` must be a non-empty string or None, got {arm!r}")
+    if isinstance(source, Mapping):
+        if arm is not None:
+            raise TypeError("give arms either as a dict {arm: source} or with `arm=`, not both")
+        if "steps" in source and "run_id" in source:
+            raise TypeError("`source` looks like a single trace record: pass it in a list, [record]")
+        for key in source:
+            if not isinstance(key, str) or not key:
+                raise TypeError(f"arm names in a dict source must be non-empty strings, got {key!r}")
+    elif not isinstance(source, (str, os.PathLike, list, tuple)):
+        raise TypeError(
+            "`source` must be a path, a list of paths or of record dicts, or a dict {arm: source}; "
+            f"got {type(source).__name__}"
+        )
+
+
+def _describe(sources: list[str], source: Any) -> str:
+    if sources:
+        return ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
+    return repr(source) if not isinstance(source, (list, tuple)) else "an empty list"
+
+
+def _feed(source: Any, arm: str | None, decoder: RecordDecoder, sources: list[str]) -> None:
+    """Send every record of ``source`` to ``decoder``."""
+    if isinstance(source, (str, os.PathLike)):
+        for path in _files(Path(source)):
+            sources.append(str(path))
+            _read_file(path, arm, decoder)
+    elif isinstance(source, (list, tuple)):
+        in_memory = False
+        for position, item in enumerate(source, start=1):
+            if isinstance(item, Mapping):
+                if not in_memory:
+                    sources.append("<records>")
+                    in_memory = True
+                _add_object(item, position, arm, decoder)
+            elif isinstance(item, (str, os.PathLike)):
+                _feed(item, arm, decoder, sources)
+            else:
+                raise TypeError(
+                    f"item {position} of the source list is a {type(item).__name__}: "
+                    "expected a path or a record dict"
+                )
+    else:
+        raise TypeError(f"cannot read traces from a {type(source).__name__}")
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.is_file() and _kind(p) is not None)
+        if not found:
+            raise TraceError(f"no {', '.join(SUFFIXES)} files in this directory", source=str(path))
+        return found
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if _kind(path) is None:
+        raise TraceError(f"unknown file type: expected one of {', '.join(SUFFIXES)}", source=str(path))
+    return [path]
+
+
+def _kind(path: Path) -> str | None:
+    name = path.name.lower()
+    for suffix, kind in SUFFIXES.items():
+        if name.endswith(suffix):
+            return kind
+    return None
+
+
+def _open(path: Path):
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
+
+
+def _read_file(path: Path, arm: str | None, decoder: RecordDecoder) -> None:
+    name = str(path)
+    try:
+        with _open(path) as fh:
+            if _kind(path) == "lines":
+                add = decoder.add
+                for number, line in enumerate(fh, start=1):
+                    if line.strip():
+                        add(name, number, line, arm)
+            else:
+                _read_array(name, fh.read(), arm, decoder)
+    except (OSError, EOFError) as err:  # e.g. a truncated or non-gzip .gz file
+        raise TraceError(f"cannot read file: {err}", source=name) from err
+
+
+def _read_array(name: str, data: bytes, arm: str | None, decoder: RecordDecoder) -> None:
+    """A ``.json`` file: an array of records (or a single record object)."""
+    start = len(data) - len(data.lstrip())
+    head = data[start:start + 1]
+    first_line = data.count(b"\n", 0, start) + 1
+    if head == b"{":
+        decoder.add(name, first_line, data, arm)
+        return
+    if head != b"[":
+        decoder.reject(name, first_line, None, "expected a JSON array of records (or one record object)")
+        return
+    try:
+        elements = msgspec.json.decode(data, type=list[msgspec.Raw])
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        try:
+            json.loads(data)
+        except json.JSONDecodeError as err:
+            decoder.reject(name, err.lineno, None, f"malformed JSON: {err.msg} (column {err.colno}); "
+                           "the whole file was left out")
+            return
+        except UnicodeDecodeError as err:
+            decoder.reject(name, 1, None, f"malformed JSON: {err}; the whole file was left out")
+            return
+        decoder.reject(name, first_line, None, f"{exc}; the whole file was left out")
+        return
+    position, line = 0, 1
+    for element in elements:
+        raw = bytes(element)
+        offset = data.find(raw, position)
+        line += data.count(b"\n", position, offset)
+        position = offset
+        decoder.add(name, line, raw, arm)
+
+
+def _json_default(obj: Any) -> Any:
+    """Encode the numpy / pandas / datetime scalars users commonly put in records."""
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    raise TypeError(f"{type(obj).__name__} is not JSON-serialisable")
+
+
+def _add_object(item: Mapping[str, Any], position: int, arm: str | None, decoder: RecordDecoder) -> None:
+    try:
+        raw = json.dumps(item, default=_json_default, allow_nan=True).encode()
+    except (TypeError, ValueError) as err:
+        decoder.reject("<records>", position, None, f"record is not JSON-serialisable: {err}")
+        return
+    decoder.add("<records>", position, raw, arm)
+
+
+# --------------------------------------------------------------------------- #
+# Arrow -> pandas
+# --------------------------------------------------------------------------- #
+def _types_mapper(kind: pa.DataType) -> Any:
+    if pa.types.is_integer(kind):
+        return pd.Int64Dtype()
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return pd.StringDtype("pyarrow")
+    if pa.types.is_boolean(kind):
+        return pd.BooleanDtype()
+    return None
+
+
+def _keep(table: pa.Table, drop: pa.Array) -> pa.Table:
+    if len(drop) == 0:
+        return table
+    return table.filter(pc.invert(pc.is_in(table["_ordinal"], value_set=drop)))
+
+
+def _frames(runs_table: pa.Table, steps_table: pa.Table,
+            rejected: list[Rejection]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    drop = pa.array([r.ordinal for r in rejected], pa.int64())
+    runs_table = _keep(runs_table, drop)
+    steps_table = _keep(steps_table, drop)
+
+    is_bool = runs_table["_outcome_is_bool"]
+    n_bool = pc.sum(is_bool).as_py() or 0
+    all_bool = n_bool == runs_table.num_rows
+    if 0 < n_bool < runs_table.num_rows:
+        warnings.warn(
+            f"outcome mixes true/false ({n_bool} runs) with numbers ({runs_table.num_rows - n_bool} runs); "
+            "true/false are read as 1.0/0.0",
+            TraceWarning,
+            stacklevel=3,
+        )
+    run_ordinals = runs_table["_ordinal"].to_numpy()
+    step_ordinals = steps_table["_ordinal"].to_numpy()
+    columns = {}
+    for name in runs_table.column_names:
+        if name.startswith("_"):
+            continue
+        column = runs_table[name]
+        if name in _RUN_CATEGORIES:
+            column = column.combine_chunks().dictionary_encode()
+        elif name == "outcome" and all_bool:
+            column = pc.not_equal(column, 0.0)
+        columns[name] = column
+    runs = pa.table(columns).to_pandas(types_mapper=_types_mapper, split_blocks=True, self_destruct=True)
+    runs["seed"] = runs["seed"].astype("Int64")
+
+    step_columns = {}
+    for name in steps_table.column_names:
+        if name.startswith("_"):
+            continue
+        column = steps_table[name]
+        if name in ("tool", "status"):
+            column = column.combine_chunks().dictionary_encode()
+        step_columns[name] = column
+    steps = pa.table(step_columns).to_pandas(types_mapper=_types_mapper, split_blocks=True, self_destruct=True)
+    run_codes = runs["run_id"].cat.codes.to_numpy()
+    position = np.searchsorted(run_ordinals, step_ordinals)
+    steps.insert(0, "run_id", pd.Categorical.from_codes(run_codes[position], dtype=runs["run_id"].dtype))
+    steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
+    return runs, steps
+
+
+def _rejected_frame(rejected: list[Rejection]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        [(r.source, r.line, r.run_id, r.field, r.reason) for r in rejected], columns=list(_REJECTED_COLUMNS)
+    )
+    return frame.astype({"source": pd.StringDtype("pyarrow"), "line": "Int64", "run_id": pd.StringDtype("pyarrow"),
+                         "field": pd.StringDtype("pyarrow"), "reason": pd.StringDtype("pyarrow")})
+
+
+def read_traces(path: PathLike) -> Traces:
+    """Read traces written by :meth:`Traces.to_parquet`.
+
+    Examples
+    --------
+    >>> import tempfile, agentab
+    >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=4, n_seeds=2)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     back = agentab.read_traces(traces.to_parquet(tmp))
+    >>> back.runs.equals(traces.runs) and back.steps.equals(traces.steps)
+    True
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such directory (expected one written by Traces.to_parquet)")
+    missing = [n for n in ("runs.parquet", "steps.parquet", "rejected.parquet") if not (folder / n).exists()]
+    if missing:
+        raise TraceError(f"not a traces folder: missing {', '.join(missing)}", source=str(folder))
+    runs = pd.read_parquet(folder / "runs.parquet")
+    steps = pd.read_parquet(folder / "steps.parquet")
+    rejected = pd.read_parquet(folder / "rejected.parquet")
+    info_path = folder / "traces.json"
+    info = json.loads(info_path.read_text()) if info_path.exists() else {}
+    return Traces(runs=runs, steps=steps, rejected=rejected,
+                  n_read=int(info.get("n_read", len(runs) + len(rejected))),
+                  sources=tuple(info.get("sources", ())))
+
