@@ -41,6 +41,8 @@ from .record import TERMINAL_LISTS, Record, Step
 _STATUSES = frozenset(("ok", "error", None))
 _MAX_EPOCH_S = 1e10  # 2286-11-20; a larger number is almost surely milliseconds
 _NS = 1_000_000_000
+#: Records held as Python objects before a chunk becomes Arrow arrays.
+CHUNK_RECORDS = 8192
 
 
 @dataclass(frozen=True)
@@ -102,24 +104,34 @@ def _plain(msg: str) -> str:
     return msg[:1].lower() + msg[1:]
 
 
-def diagnose(raw: bytes, exc: Exception) -> tuple[str | None, str, int]:
+def _run_id_of(obj: Any) -> str | None:
+    run_id = obj.get("run_id") if isinstance(obj, dict) else None
+    return str(run_id) if isinstance(run_id, (str, int)) and not isinstance(run_id, bool) else None
+
+
+def diagnose(raw: bytes, exc: Exception) -> tuple[str | None, str, int, str | None]:
     """Explain why ``raw`` failed to decode as a :class:`Record`.
 
-    Returns ``(field, reason, line_offset)``; ``line_offset`` is the number of
-    lines into ``raw`` at which a JSON syntax error sits (0 for one-line
-    records).
+    Returns ``(field, reason, line_offset, run_id)``; ``line_offset`` is the
+    number of lines into ``raw`` at which a JSON syntax error sits (0 for
+    one-line records); ``run_id`` is the record's id when it can be read.
     """
+    field, reason, offset, obj = _explain(raw, exc)
+    return field, reason, offset, _run_id_of(obj)
+
+
+def _explain(raw: bytes, exc: Exception) -> tuple[str | None, str, int, Any]:
     try:
-        obj = json.loads(raw)
+        obj = json.loads(raw.rstrip())
     except json.JSONDecodeError as err:
-        return None, f"malformed JSON: {err.msg} (column {err.colno})", err.lineno - 1
+        return None, f"malformed JSON: {err.msg} (column {err.colno})", err.lineno - 1, None
     except (RecursionError, UnicodeDecodeError) as err:
-        return None, f"malformed JSON: {err}", 0
-    if isinstance(exc, msgspec.DecodeError):
+        return None, f"malformed JSON: {err}", 0, None
+    if not isinstance(exc, msgspec.ValidationError):  # a syntax error (ValidationError subclasses DecodeError)
         where = _find_nonfinite(obj)
         if where:
-            return where, "non-finite number (NaN or Infinity) is not allowed", 0
-        return None, f"malformed JSON: {exc}", 0
+            return where, "non-finite number (NaN or Infinity) is not allowed", 0, obj
+        return None, f"malformed JSON: {exc}", 0, obj
     msg = str(exc)
     path = None
     match = _AT.match(msg)
@@ -127,12 +139,12 @@ def diagnose(raw: bytes, exc: Exception) -> tuple[str | None, str, int]:
         msg, path = match.group(1), match.group(2)
     field = path.lstrip(".") if path else None
     if (m := _MISSING.match(msg)) is not None:
-        return _join(field, m.group(1)), "missing required field", 0
+        return _join(field, m.group(1)), "missing required field", 0, obj
     if (m := _UNKNOWN.match(msg)) is not None:
         hint = "free-form data belongs in metadata" if not field else "not a field of a step"
-        return _join(field, m.group(1)), f"unknown field ({hint})", 0
+        return _join(field, m.group(1)), f"unknown field ({hint})", 0, obj
     if field is None and not isinstance(obj, dict):
-        return None, f"expected a JSON object (one run), got {type(obj).__name__}", 0
+        return None, f"expected a JSON object (one run), got {type(obj).__name__}", 0, obj
     reason = _plain(msg)
     if path and "got" not in reason:
         try:
@@ -141,7 +153,7 @@ def diagnose(raw: bytes, exc: Exception) -> tuple[str | None, str, int]:
             pass
         else:
             reason = f"{reason}, got {json.dumps(value)[:80]}"
-    return field, reason, 0
+    return field, reason, 0, obj
 
 
 # --------------------------------------------------------------------------- #
@@ -286,13 +298,14 @@ class RecordDecoder:
     ----------
     strict : bool
         Raise the earliest problem as a TraceError instead of collecting it.
-    chunk_size : int
-        Records held as Python objects before conversion to Arrow.
+    chunk_size : int, optional
+        Records held as Python objects before conversion to Arrow
+        (default :data:`CHUNK_RECORDS`).
     """
 
-    def __init__(self, *, strict: bool = True, chunk_size: int = 8192) -> None:
+    def __init__(self, *, strict: bool = True, chunk_size: int | None = None) -> None:
         self.strict = strict
-        self.chunk_size = chunk_size
+        self.chunk_size = CHUNK_RECORDS if chunk_size is None else chunk_size
         self._decode = msgspec.json.Decoder(Record).decode
         self._encoder = msgspec.json.Encoder(order="sorted")
         self.n_read = 0
@@ -310,8 +323,8 @@ class RecordDecoder:
         try:
             rec = self._decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            field, reason, offset = diagnose(raw, exc)
-            self._reject(Rejection(ordinal, source, line + offset, None, field, reason))
+            field, reason, offset, run_id = diagnose(raw, exc)
+            self._reject(Rejection(ordinal, source, line + offset, run_id, field, reason))
             return
         run_id = str(rec.run_id)
         columns = _step_columns(rec.steps)

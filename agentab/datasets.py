@@ -11,9 +11,10 @@ Design of the experiment
   (``seed`` = 0 .. n_seeds-1) in **both** arms: a task-paired design.
 * Arm ``"baseline"``: model ``"sonnet-4"``, harness ``"react-v1"``.
 * Arm ``"candidate"``: the same model with harness ``"react-v2"`` -- better
-  tool descriptions (fewer wrong-argument and wrong-tool calls, slightly
-  longer system prompt) and a **loop guard** (blocks a call identical to the
-  previous one and ends the run after ``guard_limit`` = 3 such blocks).
+  tool descriptions (fewer wrong-argument and wrong-tool calls, a longer
+  system prompt) and a **loop guard**: a call identical to the previous,
+  successful one is not executed (the step gets a ``LoopGuard`` error) and
+  the run is ended at the 4th such block.
 * Records are yielded arm ``"baseline"`` first, then arm ``"candidate"``;
   within an arm task by task, and within a task seed by seed.
 
@@ -24,17 +25,19 @@ Nothing uses global random state.  Each task draws its attributes from
 and each run from ``SeedSequence(seed, spawn_key=(task_index, arm_code,
 run_seed))`` with ``arm_code`` 1 (baseline) or 2 (candidate).  A run therefore
 depends only on ``(seed, task_index, arm, run_seed)``, not on the order of
-generation nor on ``n_tasks`` / ``n_seeds``: the records of a smaller
-experiment are a per-arm prefix of those of a larger one with the same seed.
+generation nor on ``n_tasks`` / ``n_seeds``: the runs of a smaller
+experiment are exactly the corresponding runs of a larger one with the same
+seed.  Given the task, the two arms' runs are independent draws.
 
 Generative model
 ----------------
 **Task level** (shared by every run of the task, in both arms):
 
 ``difficulty``
-    Latent ``d ~ Normal(0, 1.5)`` on the logit scale (``TASK_DIFFICULTY_SD``).
-    It makes runs of one task correlated: the intra-task correlation (ICC) of
-    the binary outcome is about 0.3.
+    Latent ``d ~ Normal(0, 1.5)`` on the logit scale
+    (:data:`TASK_DIFFICULTY_SD`).  It makes the runs of one task correlated,
+    within and across arms: the intra-task correlation (one-way ANOVA ICC)
+    of the binary outcome is about 0.25-0.3.
 code location
     One of 8 areas (``billing``, ``auth``, ``search``, ...) and one of its 4
     modules: target ``src/<area>/<module>.py``, visible tests
@@ -43,40 +46,62 @@ code location
 bug topic
     One of 8 bug kinds (rounding, timezone, off-by-one, ...), each with a
     documentation query, a reference URL (``https://docs.python.org/...``)
-    and a realistic sequence of ``old_str -> new_str`` code edits.
+    and a sequence of ``old_str -> new_str`` code edits.
 dependency
     With probability 0.3 the fix needs a new package: the agent fetches
     ``https://pypi.org/simple/<pkg>/`` and edits ``requirements.txt``.
 task prompt
     150-600 tokens of task description added to the context.
 
-**Run level** (arm profile ``p``, see :data:`ARM_PROFILES`):
+**Arm profiles** (:class:`ArmProfile`, :data:`ARM_PROFILES`):
+
+=====================  ===================  ===================  =================================
+parameter              baseline             candidate            produces
+=====================  ===================  ===================  =================================
+``intercept``          0.47                 1.05                 success ~0.56 vs ~0.65
+``system_prompt_tok``  2,300                2,700                base of every ``tokens_in``
+``p_typo``             0.07                 0.045                wrong-argument calls
+``p_wrong_tool``       0.10                 0.06                 wrong-tool calls
+``p_loop``             0.05                 0.05                 identical back-to-back repeats
+``max_loop_repeats``   3                    1                    repeats per loop (no guard)
+``loop_guard``         off                  on, limit 4          blocked repeats, early stops
+``failure_weights``    .06/.30/.39/.25      .06/.30/.42/.22      give_up/premature/wrong_fix/spiral
+``long_explore``       0.10                 0.10                 long successful explorations
+``temperature``        0.2                  0.2                  ``metadata`` only
+=====================  ===================  ===================  =================================
+
+**Run level** (arm profile ``p``):
 
 1. ``solved ~ Bernoulli(sigmoid(p.intercept - d))``, the latent "the agent
-   finds a correct fix" (intercepts 0.30 baseline and 0.85 candidate: about
-   0.55 -> 0.65 success averaged over tasks).
+   finds a correct fix".
 2. A *trajectory mode*: ``"solve"`` if solved, else one failure mode drawn
    with ``p.failure_weights`` over
 
    ``give_up``
-       stops immediately (40 %: zero steps) or after 1-3 look-around steps.
+       stops immediately (40 %: a run with zero steps) or after 1-3
+       look-around steps (``stop_reason`` ``"agent_gave_up"``).
    ``premature``
-       looks around, reads and edits the target, then declares done without
-       running the tests (premature completion).
+       looks around, reads and (85 %) edits the target, then declares done
+       without running the tests: premature completion.
    ``wrong_fix``
-       the ordinary edit / run-tests cycle, but the final fix is wrong: the
-       visible tests still fail (60 %) or pass while the external check
-       fails (over-fitting the visible tests, 40 %).
+       the ordinary edit / run-tests cycle (15 %: after a 6-12 step
+       exploration), but the final fix is wrong: the visible tests still
+       fail (60 %) or pass while the external check fails (over-fitting the
+       visible tests, 40 %).
    ``spiral``
        non-termination: endless searching, re-reading, looping and
        edit/test thrashing.  Under ``react-v1`` it runs into the step cap
-       (``MAX_STEPS`` = 30); under ``react-v2`` the loop guard usually ends
-       it earlier (``stop_reason`` ``"loop_guard"``).
+       (:data:`MAX_STEPS` = 30, ``stop_reason`` ``"step_cap"``); under
+       ``react-v2`` the loop guard usually ends it earlier (``"loop_guard"``).
 
-   A ``solve`` run explores at length (10-18 extra look-around steps) with
-   probability ``p.long_explore``; ``wrong_fix`` runs with probability 0.15.
-3. Steps are emitted by a small agent simulator.  Failure shapes injected
-   at the level of single calls, identical in mechanism for every mode:
+   A ``solve`` run looks around (1-3 steps), reads the target (and 60 % the
+   tests), adds the dependency if any, explores at length (10-18 extra
+   look-around steps) with probability ``p.long_explore``, then edits and
+   runs the tests with 0, 1 or 2 failing rounds (probabilities .55/.33/.12)
+   each followed by a re-edit, until the tests pass; 25 % also write a
+   regression test file.
+3. Steps are emitted by a small agent simulator.  Failure shapes injected at
+   the level of single calls, identical in mechanism in every mode:
 
    wrong argument
        with probability ``p.p_typo`` a path-taking call first uses a typo'd
@@ -90,18 +115,18 @@ task prompt
        results) and falls back to ``grep``.
    transient errors
        ``http_get`` answers ``HTTP 503`` (probability 0.12) and ``run_tests``
-       times out (0.02); the agent retries the identical call.
+       times out after 120 s (0.02); the agent retries the identical call.
    loops
-       after a successful read/search/list/grep call the agent repeats the
-       identical call back to back with probability ``p.p_loop`` (same model,
-       so 0.05 in both arms; x2.5 while exploring, x4 in a spiral).  Under
-       ``react-v1`` the call is repeated 1-3 more times; under ``react-v2`` the
-       single repeat is blocked by the loop guard (an error step).
+       after a successful read/search/list/grep/http call the agent repeats
+       the identical call back to back with probability ``p.p_loop`` (x2.5
+       while exploring, x6 in a spiral), 1..``p.max_loop_repeats`` times.
+       Random look-around choices can also repeat the previous call.  Under
+       ``react-v2`` every such repeat is blocked by the loop guard.
    backtracks
        a failing test run is followed by a new edit of the same file.
    side-effect sloppiness
-       a stray scratch file is written (probability 0.06) or an unrelated
-       file deleted (0.03).
+       a stray scratch file is written at the repository root (probability
+       0.06) or an unrelated file deleted (0.03).
 4. ``outcome`` -- the external check -- is ``solved and stop_reason ==
    "agent_done"``: hitting the step cap or the loop guard fails the run even
    if the fix was on its way.  Solved runs with loops or errors are
@@ -110,21 +135,21 @@ task prompt
 **Per step** (``index`` 0..n-1):
 
 tokens
-    ``tokens_in`` is the whole context: system prompt (2,300 tokens
-    ``react-v1``, 2,450 ``react-v2``) + task prompt + every earlier
-    ``tokens_out`` and observation, so it grows with the step index and the
-    per-run total grows roughly quadratically with the run length (long,
-    right-skewed tail).  ``tokens_out`` is log-normal (median 140, 330 for
-    edits/writes).  Observation sizes: ``read_file`` bytes/4, search results
-    ~250 + 90 per hit, test output ~80 + 220 per failure, errors 40-60.
+    ``tokens_in`` is the whole context: system prompt + task prompt + every
+    earlier ``tokens_out`` and observation, so it grows with the step index
+    and the per-run total grows roughly quadratically with the run length
+    (right skew, long tail).  ``tokens_out`` is log-normal (median 140, 330
+    for edits and writes, sigma 0.45).  Observation sizes: ``read_file``
+    bytes/4, search results ~250 + 90 per hit, test output ~80 + 220 per
+    failure, errors 40-60.
 time
     Each step starts 0-250 ms after the previous one ends and lasts model
     time ``(0.5 + tokens_out/75 + tokens_in/25000) s`` (log-normal jitter)
     plus tool time (``run_tests`` seconds, ``http_get`` ~0.35 s, file
     operations milliseconds, a timeout 120 s).  Runs start at
-    ``BASE_TIME`` (``2026-11-02T09:00:00Z``) + ``240 s * task_index + 17 s *
-    run_seed`` + 0-5 s jitter; both arms run concurrently.  Timestamps are
-    ISO-8601 UTC with milliseconds and a ``Z`` suffix.
+    :data:`BASE_TIME` (``2026-11-02T09:00:00Z``) + ``240 s * task_index + 17
+    s * run_seed`` + 0-5 s jitter; both arms run concurrently.  Timestamps
+    are ISO-8601 UTC with milliseconds and a ``Z`` suffix.
 
 **Per run**:
 
@@ -137,20 +162,24 @@ time
     ``files_created`` (``write_file`` paths), ``files_modified``
     (``edit_file`` paths not created in the run), ``files_deleted``
     (``delete_file`` paths), ``external_calls`` (URL of every ``http_get``
-    call, retries included, in order) and ``tests_passing`` (the last
-    successful ``run_tests`` reported no failure; ``False`` if none ran).
+    request sent, retries included, in order; calls blocked by the loop
+    guard are not sent) and ``tests_passing`` (the last full ``run_tests``
+    reported no failure; ``False`` if none ran).
 ``cost_usd``
     ``(tokens_in * 3.00 + tokens_out * 15.00) / 1e6`` for ``"sonnet-4"``
-    (:data:`PRICES_USD_PER_MTOK`), rounded to 1e-6.
+    (:data:`PRICES_USD_PER_MTOK`, USD per million tokens), rounded to 1e-6.
 ``latency_s``
     last ``ended_at`` minus first ``started_at`` (0.0 without steps).
 ``metadata``
-    ``model``, ``harness``, ``temperature`` (0.2) and ``stop_reason``
+    ``model``, ``harness``, ``temperature`` and ``stop_reason``
     (``"agent_done"``, ``"agent_gave_up"``, ``"step_cap"``, ``"loop_guard"``).
 
-Resulting properties (measured in ``tests/test_datasets.py``): about 10 steps
-per run, success 0.55 -> 0.65, median tokens about flat, p95 tokens about a
-third lower in the candidate, p95/p50 tokens ratio above 3.
+Resulting properties (``seed=0``, 10,000 tasks x 5 seeds, measured on the
+output): 10.8 steps per run on average (median 8-9; 15 % of baseline and
+6 % of candidate runs have 25+ steps, 1 % none); success 0.564 -> 0.652;
+median tokens ~52 k in both arms (ratio 0.99); p95 tokens 428 k -> 301 k
+(30 % lower); p95/p50 tokens ratio 8.2 (baseline) and 5.8 (candidate);
+outcome ICC 0.27 / 0.26; mean cost 0.36 / 0.27 USD per run.
 
 Examples
 --------
@@ -168,9 +197,10 @@ import contextlib
 import json
 import math
 import pathlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -196,7 +226,9 @@ BASE_TIME: str = "2026-11-02T09:00:00Z"
 TASK_DIFFICULTY_SD: float = 1.5
 """Standard deviation of the per-task latent difficulty (logit scale)."""
 
-PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {"sonnet-4": (3.0, 15.0)}
+PRICES_USD_PER_MTOK: Mapping[str, tuple[float, float]] = MappingProxyType(
+    {"sonnet-4": (3.0, 15.0)}
+)
 """USD per million (input, output) tokens for each model used by an arm."""
 
 _BASE_DATETIME = datetime(2026, 11, 2, 9, 0, 0)
@@ -224,8 +256,8 @@ class ArmProfile:
     p_wrong_tool : float
         Probability per look-around step of a wrong-tool call.
     p_loop : float
-        Probability that a successful read/search/list/grep call is repeated
-        identically right away.
+        Probability that a successful read/search/list/grep/http call is
+        repeated identically right away.
     max_loop_repeats : int
         Without a loop guard, a loop repeats the call 1..max_loop_repeats
         extra times.
@@ -294,7 +326,7 @@ ARM_PROFILES: tuple[ArmProfile, ArmProfile] = (
         p_loop=0.05,
         max_loop_repeats=1,
         loop_guard=True,
-        guard_limit=3,
+        guard_limit=4,
         failure_weights=(0.06, 0.30, 0.42, 0.22),
         long_explore=0.10,
     ),
@@ -402,6 +434,7 @@ _P_TEST_TIMEOUT = 0.02
 _P_STRAY_FILE = 0.06
 _P_DELETE = 0.03
 _P_ZERO_STEPS_GIVE_UP = 0.4
+_LOOP_GUARD_ERROR = "LoopGuard: identical call repeated; try a different approach"
 _LOOP_SCALE_EXPLORE = 2.5
 _LOOP_SCALE_SPIRAL = 6.0
 
@@ -456,6 +489,14 @@ def _edit_strings(topic: _Topic, attempt: int) -> tuple[str, str]:
     """``(old_str, new_str)`` of the ``attempt``-th edit (0-based) of a topic."""
     old = topic.original if attempt == 0 else topic.fixes[(attempt - 1) % 3]
     return old, topic.fixes[attempt % 3]
+
+
+def _repeats_last(steps: Sequence[dict[str, Any]], tool: str, args: dict[str, Any]) -> bool:
+    """Whether ``tool(args)`` repeats the previous step, which succeeded."""
+    if not steps:
+        return False
+    last = steps[-1]
+    return last["tool"] == tool and last["args"] == args and last["observation"]["status"] == "ok"
 
 
 def _count_errors_followed(steps: Sequence[dict[str, Any]]) -> int:
@@ -635,10 +676,19 @@ class _Agent:
     # ---- low level -------------------------------------------------------
 
     def emit(self, tool: str, args: dict[str, Any], obs: dict[str, Any],
-             obs_tokens: int, tool_s: float, out_median: float = 140.0) -> None:
-        """Append one step; raise :class:`_Stop` at the step cap."""
+             obs_tokens: int, tool_s: float, out_median: float = 140.0) -> bool:
+        """Append one step and return whether the tool call was executed.
+
+        Raises :class:`_Stop` at the step cap.  Under a loop guard, a call
+        identical to the previous successful one is not executed: the step
+        gets the guard's error instead, and the run is stopped once the guard
+        has fired ``guard_limit`` times.
+        """
         if len(self.steps) >= MAX_STEPS:
             raise _Stop("step_cap")
+        blocked = self.profile.loop_guard and _repeats_last(self.steps, tool, args)
+        if blocked:
+            obs, obs_tokens, tool_s = {"status": "error", "error": _LOOP_GUARD_ERROR}, 45, 0.001
         d = self.d
         tokens_in = self.context
         tokens_out = max(1, int(d.lognormal(out_median, 0.45)))
@@ -659,24 +709,25 @@ class _Agent:
         })
         self.clock = end
         self.context += tokens_out + obs_tokens
+        if blocked:
+            self.guard_fires += 1
+            if self.guard_fires >= self.profile.guard_limit:
+                raise _Stop("loop_guard")
+            return False
+        if tool == "http_get":
+            self.external.append(args["url"])
+        return True
 
     def act(self, tool: str, args: dict[str, Any], obs: dict[str, Any], obs_tokens: int,
             tool_s: float, loop_scale: float = 1.0) -> None:
         """Emit a successful call, possibly repeated identically (a loop)."""
-        self.emit(tool, args, obs, obs_tokens, tool_s)
-        p = self.profile
-        if not self.d.chance(p.p_loop * loop_scale):
+        if not self.emit(tool, args, obs, obs_tokens, tool_s):
             return
-        if p.loop_guard:
-            blocked = {"status": "error",
-                       "error": "LoopGuard: identical call repeated; try a different approach"}
-            self.emit(tool, dict(args), blocked, 45, 0.001)
-            self.guard_fires += 1
-            if self.guard_fires >= p.guard_limit:
-                raise _Stop("loop_guard")
-        else:
+        p = self.profile
+        if self.d.chance(p.p_loop * loop_scale):
             for _ in range(self.d.integer(1, p.max_loop_repeats)):
-                self.emit(tool, dict(args), dict(obs), obs_tokens, tool_s)
+                if not self.emit(tool, dict(args), dict(obs), obs_tokens, tool_s):
+                    return
 
     def error(self, tool: str, args: dict[str, Any], message: str, tool_s: float = 0.01) -> None:
         """Emit a failed call."""
@@ -727,10 +778,8 @@ class _Agent:
         """``http_get``, retried after a transient 503."""
         d = self.d
         while d.chance(_P_HTTP_503):
-            self.external.append(url)
             self.error("http_get", {"url": url}, "HTTP 503 Service Unavailable",
                        d.lognormal(0.4, 0.5))
-        self.external.append(url)
         n_bytes = int(d.lognormal(9000, 0.7))
         obs = {"status": "ok", "http_status": 200, "bytes": n_bytes}
         self.act("http_get", {"url": url}, obs, min(n_bytes // 4, 2000),
@@ -746,7 +795,8 @@ class _Agent:
         """Successful ``edit_file`` replacing ``old`` by ``new``."""
         args = {"path": path, "old_str": old, "new_str": new}
         obs = {"status": "ok", "lines_changed": 1 + new.count("\n")}
-        self.emit("edit_file", args, obs, 40, 0.02 + 0.04 * self.d.u(), out_median=330.0)
+        if not self.emit("edit_file", args, obs, 40, 0.02 + 0.04 * self.d.u(), out_median=330.0):
+            return
         self._record_change(path)
         if path not in self.created:
             self.modified[path] = None
@@ -768,14 +818,16 @@ class _Agent:
         """``write_file`` creating a new file."""
         args = {"path": path, "content": content}
         obs = {"status": "ok", "bytes": len(content)}
-        self.emit("write_file", args, obs, 30, 0.02, out_median=330.0)
+        if not self.emit("write_file", args, obs, 30, 0.02, out_median=330.0):
+            return
         self._record_change(path)
         self.created[path] = None
         self.sizes[path] = len(content)
 
     def delete(self, path: str) -> None:
         """``delete_file`` of an existing file."""
-        self.emit("delete_file", {"path": path}, {"status": "ok"}, 20, 0.01)
+        if not self.emit("delete_file", {"path": path}, {"status": "ok"}, 20, 0.01):
+            return
         self.deleted[path] = None
         self.created.pop(path, None)
         self.modified.pop(path, None)
@@ -795,8 +847,8 @@ class _Agent:
         failed = min(failed, n)
         duration = round(d.lognormal(1.2 + 0.1 * n, 0.3), 2)
         obs = {"status": "ok", "passed": n - failed, "failed": failed, "duration_s": duration}
-        self.emit("run_tests", {"cmd": cmd}, obs, 80 + 220 * failed + n, duration + 0.3)
-        if not subset:
+        executed = self.emit("run_tests", {"cmd": cmd}, obs, 80 + 220 * failed + n, duration + 0.3)
+        if executed and not subset:
             self.tests_passing = failed == 0
 
     # ---- composite behaviours -------------------------------------------

@@ -211,7 +211,8 @@ def check_terminal_state(r: dict[str, Any]) -> None:
     assert set(ts["files_modified"]) == set(paths["edit_file"]) - created - deleted
     for key in TERMINAL_LISTS[:3]:
         assert len(set(ts[key])) == len(ts[key])
-    urls = [s["args"]["url"] for s in r["steps"] if s["tool"] == "http_get"]
+    urls = [s["args"]["url"] for s in r["steps"] if s["tool"] == "http_get"
+            and not s["observation"].get("error", "").startswith("LoopGuard")]
     assert ts["external_calls"] == urls
     assert all(u.startswith("https://") for u in urls)
     full_runs = [s for s in ok if s["tool"] == "run_tests" and " -k " not in s["args"]["cmd"]]
@@ -348,11 +349,12 @@ def test_task_correlation(records: list[dict[str, Any]]) -> None:
     for arm in ("baseline", "candidate"):
         assert icc_oneway(by_arm(records, arm)) > 0.15
     # control: the estimator gives ~0 once the task grouping is broken
-    shuffled = by_arm(records, "baseline")
-    perm = np.random.default_rng(0).permutation(len(shuffled))
-    fake = [{"task_id": shuffled[i]["task_id"], "outcome": shuffled[j]["outcome"]}
-            for i, j in enumerate(perm)]
-    assert icc_oneway(fake) < 0.1
+    base = by_arm(records, "baseline")
+    rng = np.random.default_rng(0)
+    null = [icc_oneway([{"task_id": base[i]["task_id"], "outcome": base[j]["outcome"]}
+                        for i, j in enumerate(rng.permutation(len(base)))])
+            for _ in range(20)]
+    assert abs(np.mean(null)) < 0.05
 
 
 def test_outcome_correlated_across_arms(large: list[dict[str, Any]]) -> None:
