@@ -1,0 +1,81 @@
+"""The command line: every command runs, is documented, and fails cleanly on bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import make_record, write_jsonl
+
+from agentab.cli import EXIT_BAD_INPUT, build_parser, main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_command_is_documented(capsys):
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # noqa: SLF001 - introspect argparse
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    top = capsys.readouterr().out
+    for name, sub in commands.items():
+        assert name in top, name
+        assert f"agentab {name}" in top, f"no example for {name}"
+        assert sub.description, name
+        for action in sub._actions:  # noqa: SLF001
+            if action.dest != "help":
+                assert action.help, f"{name} {action.dest} has no help"
+
+
+def test_demo_prints_the_per_arm_summary(capsys):
+    code, out, err = run(capsys, "demo")
+    assert code == 0, err
+    for text in ("baseline", "candidate", "success rate", "steps p95", "tokens p50", "tokens p95", "step error rate"):
+        assert text in out
+    assert "600 runs" in out
+
+
+def test_example_then_summary(tmp_path, capsys):
+    code, out, _ = run(capsys, "example", "--out", str(tmp_path), "--tasks", "6", "--seeds", "2")
+    assert code == 0
+    assert (tmp_path / "baseline.jsonl").exists() and (tmp_path / "candidate.jsonl").exists()
+    code, out, _ = run(capsys, "summary", str(tmp_path))
+    assert code == 0
+    assert "baseline" in out and "candidate" in out and "rejected" not in out
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "runs.jsonl", [make_record("a"), make_record("b", seed="x")])
+    code, out, err = run(capsys, "summary", str(path))
+    assert code == EXIT_BAD_INPUT
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("agentab: error: ") and "runs.jsonl, line 2, field seed: expected int, got str" in err
+    code, _, err = run(capsys, "summary", str(tmp_path / "missing.jsonl"))
+    assert code == EXIT_BAD_INPUT and "missing.jsonl: no such file or directory" in err
+    good = write_jsonl(tmp_path / "good.jsonl", [make_record("a")])
+    code, _, err = run(capsys, "summary", str(good), "--by", "colour")
+    assert code == EXIT_BAD_INPUT and "cannot group by 'colour'" in err
+
+
+def test_lenient_summary_lists_rejections(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "runs.jsonl", [make_record("a"), make_record("b", seed="x")])
+    code, out, _ = run(capsys, "summary", str(path), "--lenient")
+    assert code == 0
+    assert "1 of 2 records rejected" in out and "line 2, field seed" in out
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    path = write_jsonl(tmp_path / "runs.jsonl", [make_record(seed="x")])
+    with pytest.raises(Exception, match="field seed"):
+        main(["--debug", "summary", str(path)])
+
+
+def test_python_dash_m_and_version():
+    done = subprocess.run([sys.executable, "-m", "agentab", "--version"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("agentab ")
