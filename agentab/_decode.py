@@ -42,7 +42,7 @@ _STATUSES = frozenset(("ok", "error", None))
 _MAX_EPOCH_S = 1e10  # 2286-11-20; a larger number is almost surely milliseconds
 _NS = 1_000_000_000
 #: Records held as Python objects before a chunk becomes Arrow arrays.
-CHUNK_RECORDS = 8192
+CHUNK_RECORDS = 2048
 
 
 @dataclass(frozen=True)
@@ -291,6 +291,18 @@ def _step_columns(steps: list[Step]) -> _StepColumns | None:
     return _StepColumns(*fields, status, error)
 
 
+@dataclass
+class DecodedPart:
+    """What one decoder read: tables, rejections, accepted run ids, counts."""
+
+    runs: pa.Table
+    steps: pa.Table
+    rejected: list[Rejection]
+    seen: dict[str, tuple[str, int, int]]
+    n_read: int
+    next_ordinal: int
+
+
 class RecordDecoder:
     """Accumulate decoded records into Arrow tables (see module docstring).
 
@@ -301,16 +313,20 @@ class RecordDecoder:
     chunk_size : int, optional
         Records held as Python objects before conversion to Arrow
         (default :data:`CHUNK_RECORDS`).
+    first_ordinal : int
+        Ordinal of the first record read; ordinals order records across
+        decoders whose results are merged.
     """
 
-    def __init__(self, *, strict: bool = True, chunk_size: int | None = None) -> None:
+    def __init__(self, *, strict: bool = True, chunk_size: int | None = None, first_ordinal: int = 0) -> None:
         self.strict = strict
         self.chunk_size = CHUNK_RECORDS if chunk_size is None else chunk_size
         self._decode = msgspec.json.Decoder(Record).decode
         self._encoder = msgspec.json.Encoder(order="sorted")
         self.n_read = 0
+        self.next_ordinal = first_ordinal
         self.rejected: list[Rejection] = []
-        self._seen: dict[str, tuple[str, int]] = {}
+        self.seen: dict[str, tuple[str, int, int]] = {}  # run_id -> (source, line, ordinal) of accepted runs
         self._run_parts: list[pa.RecordBatch] = []
         self._step_parts: list[pa.RecordBatch] = []
         self._chunk = _Chunk(self._encoder)
@@ -318,7 +334,8 @@ class RecordDecoder:
     # -- public ------------------------------------------------------------ #
     def add(self, source: str, line: int, raw: bytes, arm: str | None = None) -> None:
         """Decode one record (JSON bytes) read from ``source`` at ``line``."""
-        ordinal = self.n_read
+        ordinal = self.next_ordinal
+        self.next_ordinal += 1
         self.n_read += 1
         try:
             rec = self._decode(raw)
@@ -332,16 +349,46 @@ class RecordDecoder:
         if problem is not None:
             self._reject(Rejection(ordinal, source, line, run_id, *problem))
             return
-        self._seen[run_id] = (source, line)
+        self.seen[run_id] = (source, line, ordinal)
         self._append(rec, ordinal, source, line, run_id, arm, columns)
         if len(self._chunk) >= self.chunk_size:
             self._flush()
 
     def reject(self, source: str, line: int, field: str | None, reason: str) -> None:
         """Count a record that could not even be read as JSON bytes."""
-        ordinal = self.n_read
+        ordinal = self.next_ordinal
+        self.next_ordinal += 1
         self.n_read += 1
         self._reject(Rejection(ordinal, source, line, None, field, reason))
+
+    def merge(self, part: DecodedPart) -> None:
+        """Take in the result of another decoder that read later records.
+
+        Run ids are checked against every run accepted so far; in strict mode
+        the earliest problem of the part is raised.
+        """
+        self._flush()
+        self.n_read += part.n_read
+        self.next_ordinal = max(self.next_ordinal, part.next_ordinal)
+        self.rejected.extend(part.rejected)
+        found = bool(part.rejected)
+        for run_id, (source, line, ordinal) in part.seen.items():
+            first = self.seen.get(run_id)
+            if first is None:
+                self.seen[run_id] = (source, line, ordinal)
+            else:
+                found = True
+                self.rejected.append(Rejection(ordinal, source, line, run_id, "run_id",
+                                               f"duplicate run_id {run_id!r} (first seen in {first[0]}, line {first[1]})"))
+        self._run_parts.extend(part.runs.to_batches())
+        self._step_parts.extend(part.steps.to_batches())
+        if self.strict and found:
+            raise min(self.rejected, key=lambda r: r.ordinal).error()
+
+    def export(self) -> DecodedPart:
+        """Everything decoded so far, for :meth:`merge` into another decoder."""
+        runs, steps, rejected = self.finish()
+        return DecodedPart(runs, steps, rejected, dict(self.seen), self.n_read, self.next_ordinal)
 
     def finish(self) -> tuple[pa.Table, pa.Table, list[Rejection]]:
         """Return ``(runs, steps, rejected)``; runs/steps keep an ``_ordinal`` column."""
@@ -360,7 +407,7 @@ class RecordDecoder:
     # -- checks ---------------------------------------------------------------- #
     def _check(self, rec: Record, run_id: str, arm: str | None, columns: _StepColumns | None
                ) -> tuple[str | None, str] | None:
-        first = self._seen.get(run_id)
+        first = self.seen.get(run_id)
         if first is not None:
             return "run_id", f"duplicate run_id {run_id!r} (first seen in {first[0]}, line {first[1]})"
         if arm is not None and rec.arm is not None and rec.arm != arm:
@@ -443,8 +490,8 @@ class RecordDecoder:
         index = np.arange(len(step_record), dtype=np.int64) - np.repeat(np.cumsum(n_steps) - n_steps, n_steps)
         for row, name, why in sorted(problems):
             ordinal, run_id, *_, source, line = c.runs[int(step_record[row])]
-            if self._seen.get(run_id) == (source, line):
-                del self._seen[run_id]
+            if self.seen.get(run_id) == (source, line, ordinal):
+                del self.seen[run_id]
             self.rejected.append(Rejection(ordinal, source, line, run_id, f"steps[{index[row]}].{name}", why))
         self._run_parts.append(_runs_batch(c))
         self._step_parts.append(_steps_batch(c, step_record, index, started, ended))

@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._decode import RecordDecoder, Rejection
+from ._parallel import PARALLEL_MIN_BYTES, default_workers, read_lines, read_parallel
 from .errors import TraceError, TraceWarning
 
 __all__ = ["Traces", "load_traces", "read_traces"]
@@ -204,7 +205,8 @@ def _run_record(row: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- #
 # Loading
 # --------------------------------------------------------------------------- #
-def load_traces(source: Source, *, arm: str | None = None, strict: bool = True) -> Traces:
+def load_traces(source: Source, *, arm: str | None = None, strict: bool = True,
+                workers: int | None = None) -> Traces:
     """Load agent run traces into a :class:`Traces` (runs and steps tables).
 
     Parameters
@@ -224,6 +226,10 @@ def load_traces(source: Source, *, arm: str | None = None, strict: bool = True) 
         :class:`~agentab.errors.TraceError`. If False, bad records are left
         out and listed in ``Traces.rejected``; records read always equals
         runs loaded plus records rejected.
+    workers : int, optional
+        Processes used to decode a large (48 MiB or more) uncompressed JSON
+        Lines file; default: the CPUs available, at most 8. ``1`` reads
+        everything in this process. The result does not depend on it.
 
     Returns
     -------
@@ -258,14 +264,15 @@ def load_traces(source: Source, *, arm: str | None = None, strict: bool = True) 
     >>> traces.rejected.loc[0, "reason"]
     'expected bool | float, got str'
     """
-    _load_traces_iv(source, arm, strict)
+    _load_traces_iv(source, arm, strict, workers)
     decoder = RecordDecoder(strict=strict)
-    sources: list[str] = []
+    reader = _Reader(decoder, default_workers() if workers is None else workers)
     if isinstance(source, Mapping):
         for arm_name, part in source.items():
-            _feed(part, arm_name, decoder, sources)
+            reader.feed(part, arm_name)
     else:
-        _feed(source, arm, decoder, sources)
+        reader.feed(source, arm)
+    sources = reader.sources
     runs_table, steps_table, rejected = decoder.finish()
     if decoder.n_read == 0:
         raise TraceError(f"no trace records found in {_describe(sources, source)}")
@@ -274,7 +281,9 @@ def load_traces(source: Source, *, arm: str | None = None, strict: bool = True) 
                   n_read=decoder.n_read, sources=tuple(sources))
 
 
-def _load_traces_iv(source: Any, arm: Any, strict: Any) -> None:
+def _load_traces_iv(source: Any, arm: Any, strict: Any, workers: Any) -> None:
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+        raise TypeError(f"`workers` must be a positive integer or None, got {workers!r}")
     if not isinstance(strict, bool):
         raise TypeError(f"`strict` must be True or False, got {strict!r}")
     if arm is not None and (not isinstance(arm, str) or not arm):
@@ -300,29 +309,50 @@ def _describe(sources: list[str], source: Any) -> str:
     return repr(source) if not isinstance(source, (list, tuple)) else "an empty list"
 
 
-def _feed(source: Any, arm: str | None, decoder: RecordDecoder, sources: list[str]) -> None:
-    """Send every record of ``source`` to ``decoder``."""
-    if isinstance(source, (str, os.PathLike)):
-        for path in _files(Path(source)):
-            sources.append(str(path))
-            _read_file(path, arm, decoder)
-    elif isinstance(source, (list, tuple)):
-        in_memory = False
-        for position, item in enumerate(source, start=1):
-            if isinstance(item, Mapping):
-                if not in_memory:
-                    sources.append("<records>")
-                    in_memory = True
-                _add_object(item, position, arm, decoder)
-            elif isinstance(item, (str, os.PathLike)):
-                _feed(item, arm, decoder, sources)
+class _Reader:
+    """Sends every record of a source to the decoder, remembering the files read."""
+
+    def __init__(self, decoder: RecordDecoder, workers: int) -> None:
+        self.decoder = decoder
+        self.workers = workers
+        self.sources: list[str] = []
+
+    def feed(self, source: Any, arm: str | None) -> None:
+        if isinstance(source, (str, os.PathLike)):
+            for path in _files(Path(source)):
+                self.sources.append(str(path))
+                self.read_file(path, arm)
+        elif isinstance(source, (list, tuple)):
+            in_memory = False
+            for position, item in enumerate(source, start=1):
+                if isinstance(item, Mapping):
+                    if not in_memory:
+                        self.sources.append("<records>")
+                        in_memory = True
+                    _add_object(item, position, arm, self.decoder)
+                elif isinstance(item, (str, os.PathLike)):
+                    self.feed(item, arm)
+                else:
+                    raise TypeError(
+                        f"item {position} of the source list is a {type(item).__name__}: "
+                        "expected a path or a record dict"
+                    )
+        else:
+            raise TypeError(f"cannot read traces from a {type(source).__name__}")
+
+    def read_file(self, path: Path, arm: str | None) -> None:
+        name = str(path)
+        try:
+            if _kind(path) == "array":
+                with _open(path) as fh:
+                    _read_array(name, fh.read(), arm, self.decoder)
+            elif (self.workers > 1 and not name.lower().endswith(".gz")
+                  and path.stat().st_size >= PARALLEL_MIN_BYTES):
+                read_parallel(self.decoder, path, arm, self.workers)
             else:
-                raise TypeError(
-                    f"item {position} of the source list is a {type(item).__name__}: "
-                    "expected a path or a record dict"
-                )
-    else:
-        raise TypeError(f"cannot read traces from a {type(source).__name__}")
+                read_lines(self.decoder, path, arm)
+        except (OSError, EOFError) as err:  # e.g. a truncated or non-gzip .gz file
+            raise TraceError(f"cannot read file: {err}", source=name) from err
 
 
 def _files(path: Path) -> list[Path]:
@@ -348,21 +378,6 @@ def _kind(path: Path) -> str | None:
 
 def _open(path: Path):
     return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
-
-
-def _read_file(path: Path, arm: str | None, decoder: RecordDecoder) -> None:
-    name = str(path)
-    try:
-        with _open(path) as fh:
-            if _kind(path) == "lines":
-                add = decoder.add
-                for number, line in enumerate(fh, start=1):
-                    if line.strip():
-                        add(name, number, line, arm)
-            else:
-                _read_array(name, fh.read(), arm, decoder)
-    except (OSError, EOFError) as err:  # e.g. a truncated or non-gzip .gz file
-        raise TraceError(f"cannot read file: {err}", source=name) from err
 
 
 def _read_array(name: str, data: bytes, arm: str | None, decoder: RecordDecoder) -> None:

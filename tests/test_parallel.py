@@ -1,0 +1,96 @@
+"""Decoding a large JSONL file over several processes gives exactly the serial result."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from conftest import make_record, write_jsonl
+
+import agentab._parallel
+import agentab.traces
+from agentab import TraceError, load_traces
+
+
+@pytest.fixture
+def split_small_files(monkeypatch):
+    """Make every file 'large' and split it evenly, so tests stay small."""
+    monkeypatch.setattr(agentab.traces, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab._parallel, "_HEAD_START_BYTES", 0)
+
+
+def _lines(n, bad=()):
+    lines = []
+    for i in range(n):
+        rec = make_record(f"r{i}", task_id=f"t{i % 7}", seed=i, n_steps=i % 5)
+        lines.append(bad[i] if i in bad else rec)
+    return lines
+
+
+def _assert_same(a, b):
+    pd.testing.assert_frame_equal(a.runs, b.runs)
+    pd.testing.assert_frame_equal(a.steps, b.steps)
+    pd.testing.assert_frame_equal(a.rejected, b.rejected)
+    assert a.n_read == b.n_read
+
+
+def test_plan_parts_cut_at_line_starts(tmp_path, monkeypatch):
+    monkeypatch.setattr(agentab._parallel, "_HEAD_START_BYTES", 0)
+    path = write_jsonl(tmp_path / "x.jsonl", _lines(50))
+    data = path.read_bytes()
+    parts = agentab._parallel.plan_parts(path, 3)
+    assert len(parts) == 3 and parts[0][0] == 0 and parts[-1][1] == len(data)
+    for (start, end, first_line), (next_start, _, _) in zip(parts, parts[1:]):
+        assert end == next_start and data[start - 1:start] in (b"", b"\n")
+    for start, _, first_line in parts:
+        assert data.count(b"\n", 0, start) + 1 == first_line
+
+
+def test_parallel_equals_serial(tmp_path, split_small_files, monkeypatch):
+    merged = []
+    read_part = agentab._parallel._read_part
+    monkeypatch.setattr(agentab._parallel, "_read_part", lambda out: merged.append(out) or read_part(out))
+    path = write_jsonl(tmp_path / "x.jsonl", _lines(60))
+    _assert_same(load_traces(path, workers=3), load_traces(path, workers=1))
+    assert len(merged) == 2  # two worker processes really ran
+
+
+def test_parallel_lenient_accounting_and_cross_part_duplicates(tmp_path, split_small_files):
+    bad = {5: "{oops", 33: make_record("r2"), 47: make_record("r47", seed="x"), 58: make_record("r1")}
+    path = write_jsonl(tmp_path / "x.jsonl", _lines(60, bad))
+    serial = load_traces(path, workers=1, strict=False)
+    parallel = load_traces(path, workers=3, strict=False)
+    _assert_same(parallel, serial)
+    assert list(parallel.rejected["line"]) == [6, 34, 48, 59]
+    assert parallel.n_read == 60 == len(parallel.runs) + len(parallel.rejected)
+
+
+def test_parallel_strict_raises_the_earliest_problem(tmp_path, split_small_files):
+    # a duplicate in the last part of a run id from the first part comes before a type error after it
+    bad = {50: make_record("r3"), 55: make_record("r55", seed="x")}
+    path = write_jsonl(tmp_path / "x.jsonl", _lines(60, bad))
+    with pytest.raises(TraceError, match=r"line 51, field run_id: duplicate run_id 'r3' \(first seen in .*x\.jsonl, line 4\)"):
+        load_traces(path, workers=3)
+
+
+def test_a_failed_worker_costs_only_time(tmp_path, split_small_files, monkeypatch):
+    def cannot_start(*args, **kwargs):
+        raise OSError("no processes here")
+
+    monkeypatch.setattr(agentab._parallel, "_launch", cannot_start)
+    path = write_jsonl(tmp_path / "x.jsonl", _lines(40, {30: "{oops"}))
+    _assert_same(load_traces(path, workers=2, strict=False), load_traces(path, workers=1, strict=False))
+
+
+def test_a_crashed_worker_costs_only_time(tmp_path, split_small_files, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(agentab._parallel, "_launch", lambda *a: subprocess.Popen(
+        [sys.executable, "-c", "raise SystemExit(3)"], stderr=subprocess.PIPE))
+    path = write_jsonl(tmp_path / "x.jsonl", _lines(40))
+    _assert_same(load_traces(path, workers=2), load_traces(path, workers=1))
+
+
+def test_workers_argument_is_checked():
+    with pytest.raises(TypeError, match=r"`workers` must be a positive integer or None, got 0"):
+        load_traces([make_record()], workers=0)
