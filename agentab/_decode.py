@@ -510,7 +510,8 @@ def _runs_batch(c: _Chunk) -> pa.RecordBatch:
             columns[name] = pa.array(column, kind).cast(pa.string())
         else:
             columns[name] = pa.array(column, kind)
-    columns["tokens"] = pc.add(columns["tokens_in"], columns["tokens_out"])
+        if name == "tokens_out":
+            columns["tokens"] = pc.add(columns["tokens_in"], columns["tokens_out"])
     return pa.RecordBatch.from_pydict(columns)
 
 

@@ -512,6 +512,12 @@ def _rejected_frame(rejected: list[Rejection]) -> pd.DataFrame:
                          "field": pd.StringDtype("pyarrow"), "reason": pd.StringDtype("pyarrow")})
 
 
+def _arrow_strings(frame: pd.DataFrame) -> pd.DataFrame:
+    """Older pandas read text columns back with Python storage: restore Arrow storage."""
+    text = [c for c in frame.columns if isinstance(frame[c].dtype, pd.StringDtype)]
+    return frame.astype({c: pd.StringDtype("pyarrow") for c in text}) if text else frame
+
+
 def read_traces(path: PathLike) -> Traces:
     """Read traces written by :meth:`Traces.to_parquet`.
 
@@ -530,9 +536,8 @@ def read_traces(path: PathLike) -> Traces:
     missing = [n for n in ("runs.parquet", "steps.parquet", "rejected.parquet") if not (folder / n).exists()]
     if missing:
         raise TraceError(f"not a traces folder: missing {', '.join(missing)}", source=str(folder))
-    runs = pd.read_parquet(folder / "runs.parquet")
-    steps = pd.read_parquet(folder / "steps.parquet")
-    rejected = pd.read_parquet(folder / "rejected.parquet")
+    runs, steps, rejected = (_arrow_strings(pd.read_parquet(folder / f"{name}.parquet"))
+                             for name in ("runs", "steps", "rejected"))
     info_path = folder / "traces.json"
     info = json.loads(info_path.read_text()) if info_path.exists() else {}
     return Traces(runs=runs, steps=steps, rejected=rejected,
