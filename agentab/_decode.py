@@ -35,11 +35,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import TraceError
-from .record import TERMINAL_LISTS, Record, Step
+from .errors import TraceError, where
+from .record import INT64_MAX, TERMINAL_LISTS, Record, Step
 
 _STATUSES = frozenset(("ok", "error", None))
-_MAX_EPOCH_S = 1e10  # 2286-11-20; a larger number is almost surely milliseconds
+_MAX_EPOCH_S = 9.2e9  # 2261-07-13, inside datetime64[ns]; milliseconds (1.7e12 today) are far beyond
 _NS = 1_000_000_000
 #: Records held as Python objects before a chunk becomes Arrow arrays.
 CHUNK_RECORDS = 2048
@@ -274,6 +274,15 @@ class _StepColumns(NamedTuple):
     metadata: tuple[dict[str, Any] | None, ...]
     status: list[Any]
     error: list[Any]
+    tokens_in_total: int | None
+    tokens_out_total: int | None
+
+
+def _statuses_valid(statuses: Sequence[Any]) -> bool:
+    try:
+        return _STATUSES.issuperset(statuses)
+    except TypeError:  # an unhashable status such as a list
+        return False
 
 
 def _step_columns(steps: list[Step]) -> _StepColumns | None:
@@ -288,7 +297,10 @@ def _step_columns(steps: list[Step]) -> _StepColumns | None:
     else:
         status = list(map(dict.get, observations, repeat("status")))
         error = list(map(dict.get, observations, repeat("error")))
-    return _StepColumns(*fields, status, error)
+    tokens_in, tokens_out = fields[4], fields[5]
+    return _StepColumns(*fields, status, error,
+                        None if None in tokens_in else sum(tokens_in),
+                        None if None in tokens_out else sum(tokens_out))
 
 
 @dataclass
@@ -343,13 +355,15 @@ class RecordDecoder:
             field, reason, offset, run_id = diagnose(raw, exc)
             self._reject(Rejection(ordinal, source, line + offset, run_id, field, reason))
             return
+        except RecursionError:
+            self._reject(Rejection(ordinal, source, line, None, None, "JSON nested too deeply to read"))
+            return
         run_id = str(rec.run_id)
         columns = _step_columns(rec.steps)
         problem = self._check(rec, run_id, arm, columns)
         if problem is not None:
             self._reject(Rejection(ordinal, source, line, run_id, *problem))
             return
-        self.seen[run_id] = (source, line, ordinal)
         self._append(rec, ordinal, source, line, run_id, arm, columns)
         if len(self._chunk) >= self.chunk_size:
             self._flush()
@@ -370,7 +384,11 @@ class RecordDecoder:
         self._flush()
         self.n_read += part.n_read
         self.next_ordinal = max(self.next_ordinal, part.next_ordinal)
-        self.rejected.extend(part.rejected)
+        for rejection in part.rejected:
+            if rejection.field == "run_id" and rejection.run_id in self.seen:  # name the run seen first overall
+                rejection = Rejection(rejection.ordinal, rejection.source, rejection.line, rejection.run_id,
+                                      "run_id", _duplicate(rejection.run_id, self.seen[rejection.run_id]))
+            self.rejected.append(rejection)
         found = bool(part.rejected)
         for run_id, (source, line, ordinal) in part.seen.items():
             first = self.seen.get(run_id)
@@ -378,8 +396,7 @@ class RecordDecoder:
                 self.seen[run_id] = (source, line, ordinal)
             else:
                 found = True
-                self.rejected.append(Rejection(ordinal, source, line, run_id, "run_id",
-                                               f"duplicate run_id {run_id!r} (first seen in {first[0]}, line {first[1]})"))
+                self.rejected.append(Rejection(ordinal, source, line, run_id, "run_id", _duplicate(run_id, first)))
         self._run_parts.extend(part.runs.to_batches())
         self._step_parts.extend(part.steps.to_batches())
         if self.strict and found:
@@ -407,9 +424,6 @@ class RecordDecoder:
     # -- checks ---------------------------------------------------------------- #
     def _check(self, rec: Record, run_id: str, arm: str | None, columns: _StepColumns | None
                ) -> tuple[str | None, str] | None:
-        first = self.seen.get(run_id)
-        if first is not None:
-            return "run_id", f"duplicate run_id {run_id!r} (first seen in {first[0]}, line {first[1]})"
         if arm is not None and rec.arm is not None and rec.arm != arm:
             return "arm", f"record says arm {rec.arm!r}, but this source was given as arm {arm!r}"
         if columns is not None:
@@ -418,9 +432,15 @@ class RecordDecoder:
                 k = next(k for k, value in enumerate(columns.index) if value != k)
                 return (f"steps[{k}].index",
                         f"expected {k} (step indices must be 0..{n - 1} in order), got {columns.index[k]}")
-            if not _STATUSES.issuperset(columns.status):
-                k = next(k for k, value in enumerate(columns.status) if value not in _STATUSES)
+            if not _statuses_valid(columns.status):
+                k = next(k for k, value in enumerate(columns.status) if not _statuses_valid((value,)))
                 return f"steps[{k}].observation.status", f"expected 'ok' or 'error', got {json.dumps(columns.status[k])[:80]}"
+            for name in ("tokens_in", "tokens_out"):
+                total = getattr(columns, f"{name}_total")
+                if total is not None and total > INT64_MAX:
+                    return f"steps[*].{name}", f"the run's total {total} does not fit in 64 bits"
+            if (columns.tokens_in_total or 0) + (columns.tokens_out_total or 0) > INT64_MAX:
+                return "steps[*].tokens_out", "the run's total of tokens_in and tokens_out does not fit in 64 bits"
         if rec.terminal_state is not None:
             problem = _terminal_problem(rec.terminal_state)
             if problem is not None:
@@ -453,8 +473,7 @@ class RecordDecoder:
         else:
             n_steps = len(columns.index)
             n_errors = columns.status.count("error")
-            tokens_in = None if None in columns.tokens_in else sum(columns.tokens_in)
-            tokens_out = None if None in columns.tokens_out else sum(columns.tokens_out)
+            tokens_in, tokens_out = columns.tokens_in_total, columns.tokens_out_total
             c.status.extend(columns.status)
             c.error.extend(columns.error)
             c.observation.extend(columns.observation)
@@ -474,29 +493,50 @@ class RecordDecoder:
         ))
 
     def _flush(self) -> None:
+        """Convert the chunk to Arrow, after the checks that need the whole chunk.
+
+        Timestamps are parsed for the whole chunk at once; then, in reading
+        order, each run that survived every check claims its ``run_id`` (a
+        later run with the same id is a duplicate). Claiming ids here rather
+        than in :meth:`add` keeps a rejected run from shadowing a valid one,
+        whatever the chunk or part boundaries.
+        """
         c = self._chunk
         if not len(c):
             return
         self._chunk = _Chunk(self._encoder)
         n_steps = np.fromiter((run[_AT_N_STEPS] for run in c.runs), dtype=np.int64, count=len(c.runs))
         step_record = np.repeat(np.arange(len(c)), n_steps)
+        index = np.arange(len(step_record), dtype=np.int64) - np.repeat(np.cumsum(n_steps) - n_steps, n_steps)
         started, bad_start = _parse_times(c.started_at)
         ended, bad_end = _parse_times(c.ended_at)
         problems = [(row, "started_at", why) for row, why in bad_start]
         problems += [(row, "ended_at", why) for row, why in bad_end]
         both = ~(np.isnat(started) | np.isnat(ended))
-        for row in np.flatnonzero(both & (ended < started))[:1000]:
+        for row in np.flatnonzero(both & (ended < started)):
             problems.append((int(row), "ended_at", f"ended_at {ended[row]} is before started_at {started[row]}"))
-        index = np.arange(len(step_record), dtype=np.int64) - np.repeat(np.cumsum(n_steps) - n_steps, n_steps)
-        for row, name, why in sorted(problems):
-            ordinal, run_id, *_, source, line = c.runs[int(step_record[row])]
-            if self.seen.get(run_id) == (source, line, ordinal):
-                del self.seen[run_id]
-            self.rejected.append(Rejection(ordinal, source, line, run_id, f"steps[{index[row]}].{name}", why))
+        first_problem: dict[int, tuple[str, str]] = {}
+        for row, name, why in sorted(problems):  # one rejection per run: its first problem
+            first_problem.setdefault(int(step_record[row]), (f"steps[{index[row]}].{name}", why))
+        found = False
+        for position, run in enumerate(c.runs):
+            ordinal, run_id, *_, source, line = run
+            problem = first_problem.get(position)
+            if problem is None and run_id in self.seen:
+                problem = ("run_id", _duplicate(run_id, self.seen[run_id]))
+            if problem is None:
+                self.seen[run_id] = (source, line, ordinal)
+            else:
+                found = True
+                self.rejected.append(Rejection(ordinal, source, line, run_id, *problem))
         self._run_parts.append(_runs_batch(c))
         self._step_parts.append(_steps_batch(c, step_record, index, started, ended))
-        if self.strict and problems:
+        if self.strict and found:
             raise min(self.rejected, key=lambda r: r.ordinal).error()
+
+
+def _duplicate(run_id: str, first: tuple[str, int, int]) -> str:
+    return f"duplicate run_id {run_id!r} (first seen in {where(first[0], first[1])})"
 
 
 def _runs_batch(c: _Chunk) -> pa.RecordBatch:
@@ -560,7 +600,7 @@ def _parse_times(values: list[Any]) -> tuple[np.ndarray, list[tuple[int, str]]]:
     bad: list[tuple[int, str]] = []
     try:  # the common case: one kind of value (or none) in the whole chunk
         array = pa.array(values)
-    except (pa.ArrowTypeError, pa.ArrowInvalid):
+    except (pa.ArrowTypeError, pa.ArrowInvalid, OverflowError):
         array = None
     if array is not None and pa.types.is_null(array.type):
         return out, bad
@@ -579,31 +619,42 @@ def _parse_times(values: list[Any]) -> tuple[np.ndarray, list[tuple[int, str]]]:
         parsed = _parse_iso(texts)
         out[text_rows] = parsed
         for j in np.flatnonzero(np.isnat(parsed)):
-            bad.append((int(text_rows[j]), f"not an ISO-8601 timestamp: {texts[j]!r}"))
+            bad.append((int(text_rows[j]), f"not an ISO-8601 timestamp between 1677 and 2262: {texts[j]!r}"))
     if len(number_rows):
-        seconds = np.asarray([values[i] for i in number_rows], dtype=np.float64)
+        seconds = np.asarray([float(values[i]) for i in number_rows], dtype=np.float64)
         ok = np.abs(seconds) < _MAX_EPOCH_S
         whole = np.floor(seconds[ok])
         nanos = whole.astype(np.int64) * _NS + np.round((seconds[ok] - whole) * _NS).astype(np.int64)
         out[number_rows[ok]] = nanos.view("datetime64[ns]")
         for j in np.flatnonzero(~ok):
-            bad.append(
-                (int(number_rows[j]), f"epoch seconds out of range: {values[number_rows[j]]!r} (milliseconds are not accepted)")
-            )
+            bad.append((int(number_rows[j]), f"epoch seconds out of range: {values[number_rows[j]]!r} "
+                        f"(must be below {_MAX_EPOCH_S:.3g}; milliseconds are not accepted)"))
     return out, bad
 
 
-def _parse_iso(texts: list[str]) -> np.ndarray:
-    """ISO-8601 texts -> datetime64[ns] in UTC; NaT where unparseable.
+_ISO_SHAPE = r"^\s*[+-]?\d{4}-\d{2}-\d{2}"
+_NS_UNITS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 
-    Arrow's parser is tried first (fast, needs an explicit offset); texts it
-    rejects are parsed by pandas (``format="ISO8601"``), which reads texts
-    without an offset as UTC.
+
+def _parse_iso(texts: list[str]) -> np.ndarray:
+    """ISO-8601 texts -> datetime64[ns] in UTC; NaT where unparseable or out of range.
+
+    Arrow's parser is tried first (fast; needs an explicit offset, checks the
+    nanosecond range); when it rejects any text, pandas parses the chunk
+    (``format="ISO8601"``, reading texts without an offset as UTC) and the
+    nanosecond range is checked here. Only texts that start with a date
+    (``YYYY-MM-DD``) are accepted, so pandas' ``"now"`` and ``"today"`` are not.
     """
+    array = pa.array(texts, pa.string())
+    shaped = pc.fill_null(pc.match_substring_regex(array, _ISO_SHAPE), False).to_numpy(zero_copy_only=False)
     try:
-        parsed = pa.array(texts, pa.string()).cast(pa.timestamp("ns", tz="UTC"))
-        return parsed.to_numpy(zero_copy_only=False).astype("datetime64[ns]")
+        parsed = array.cast(pa.timestamp("ns", tz="UTC")).to_numpy(zero_copy_only=False).astype("datetime64[ns]")
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    parsed = pd.to_datetime(pd.Series(texts, dtype=object), format="ISO8601", utc=True, errors="coerce")
-    return parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
+        values = pd.to_datetime(pd.Series(texts, dtype=object), format="ISO8601", utc=True, errors="coerce")
+        stamps = values.dt.tz_localize(None).to_numpy()
+        factor = _NS_UNITS[np.datetime_data(stamps.dtype)[0]]
+        ticks = stamps.view(np.int64)
+        missing = np.isnat(stamps) | (np.abs(ticks) > np.iinfo(np.int64).max // factor)
+        parsed = np.where(missing, np.iinfo(np.int64).min, ticks * np.where(missing, 0, factor)).view("datetime64[ns]")
+    parsed[~shaped] = np.datetime64("NaT", "ns")
+    return parsed

@@ -31,6 +31,7 @@ PARALLEL_MIN_BYTES = 48 * 2**20
 #: give the first part this many more bytes.
 _HEAD_START_BYTES = 40 * 2**20
 _BLOCK = 8 * 2**20
+_BOM = b"\xef\xbb\xbf"
 
 
 def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int = 0, end: int | None = None,
@@ -39,12 +40,14 @@ def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int =
     name = str(path)
     add = decoder.add
     with (gzip.open(path, "rb") if name.lower().endswith(".gz") else path.open("rb")) as fh:
+        if start == 0 and fh.read(len(_BOM)) == _BOM:  # a byte-order mark is not part of the first record
+            start = len(_BOM)
+        fh.seek(start)
         if end is None:
             for number, line in enumerate(fh, start=first_line):
                 if line.strip():
                     add(name, number, line, arm)
             return
-        fh.seek(start)
         position = start
         for number, line in enumerate(fh, start=first_line):
             if position >= end:
@@ -131,6 +134,8 @@ def _read_part(out: Path) -> DecodedPart:
 def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: int) -> None:
     """Decode ``path`` with this process and ``workers - 1`` subprocesses."""
     parts = plan_parts(path, workers)
+    if not parts:  # an empty file
+        return
     base = decoder.next_ordinal
     with tempfile.TemporaryDirectory(prefix="agentab-") as tmp:
         launched = []

@@ -7,7 +7,19 @@ CLI turns these into one line on stderr and a non-zero exit code.
 
 from __future__ import annotations
 
-__all__ = ["TraceError", "TraceWarning"]
+__all__ = ["TraceError", "TraceWarning", "where"]
+
+
+def where(source: str, line: int) -> str:
+    """``"runs.jsonl, line 7"``, or ``"<records>, record 7"`` for in-memory records.
+
+    Examples
+    --------
+    >>> where("runs.jsonl", 7), where("<records>", 2)
+    ('runs.jsonl, line 7', '<records>, record 2')
+    """
+    unit = "record" if source.startswith("<") else "line"
+    return f"{source}, {unit} {line}"
 
 
 class TraceError(ValueError):
@@ -51,15 +63,14 @@ class TraceError(ValueError):
         super().__init__(self._format())
 
     def _format(self) -> str:
-        where = []
+        parts = []
         if self.source is not None:
-            where.append(self.source)
-        if self.line is not None:
-            unit = "record" if self.source == "<records>" else "line"
-            where.append(f"{unit} {self.line}")
+            parts.append(where(self.source, self.line) if self.line is not None else self.source)
+        elif self.line is not None:
+            parts.append(f"line {self.line}")
         if self.field:
-            where.append(f"field {self.field}")
-        return f"{', '.join(where)}: {self.reason}" if where else self.reason
+            parts.append(f"field {self.field}")
+        return f"{', '.join(parts)}: {self.reason}" if parts else self.reason
 
 
 class TraceWarning(UserWarning):

@@ -20,7 +20,8 @@ otherwise vanish): free-form data belongs in ``metadata``.
     The task the run attempted (text or integer, stored as text). Runs of one
     task are correlated; the task is the unit of replication.
 ``seed`` (req)
-    Integer seed (or trial number) of the run within its task.
+    Integer seed (or trial number) of the run within its task. Every
+    integer field must fit in 64 bits.
 ``arm``
     The arm (e.g. ``"baseline"``/``"candidate"``). Can also be given to
     :func:`agentab.load_traces` for a whole source.
@@ -94,12 +95,15 @@ from typing import Annotated, Any, Union
 
 import msgspec
 
-__all__ = ["Record", "Step", "REQUIRED_FIELDS", "TERMINAL_LISTS"]
+__all__ = ["Record", "Step", "REQUIRED_FIELDS", "TERMINAL_LISTS", "INT64_MAX"]
 
-_NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
+#: Largest integer a column can hold (int64).
+INT64_MAX = 2**63 - 1
+_Int = Annotated[int, msgspec.Meta(ge=-INT64_MAX - 1, le=INT64_MAX)]
+_NonNegInt = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
 _NonNegFloat = Annotated[float, msgspec.Meta(ge=0)]
 _Text = Annotated[str, msgspec.Meta(min_length=1)]
-_Id = Union[_Text, int]
+_Id = Union[_Text, int]  # integer ids are stored as text, so any size is fine
 _Time = Union[str, float, None]
 _Object = dict[str, Any]
 
@@ -113,7 +117,7 @@ TERMINAL_LISTS = ("files_created", "files_modified", "files_deleted", "external_
 class Step(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One tool call of a run (see the module docstring for each field)."""
 
-    index: int
+    index: _Int
     tool: _Text
     args: _Object
     observation: Union[_Object, None] = None
@@ -129,7 +133,7 @@ class Record(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     run_id: _Id
     task_id: _Id
-    seed: int
+    seed: _Int
     arm: Union[_Text, None] = None
     steps: list[Step]
     terminal_state: Union[_Object, None] = None

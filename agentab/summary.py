@@ -67,7 +67,7 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
     keys = runs[by].astype(object).where(runs[by].notna(), _NO_ARM)
     rows = {}
     for key, group in runs.groupby(keys, sort=False):
-        per_task = group.groupby("task_id", observed=True)["outcome"].mean(numeric_only=False)
+        per_task = group.groupby("task_id", observed=True)["outcome"].mean()
         seeds = group.groupby("task_id", observed=True).size()
         n_steps = group["n_steps"].astype("float64")
         rows[key] = {
@@ -130,6 +130,8 @@ def format_summary(table: pd.DataFrame) -> str:
     >>> print(format_summary(agentab.summarize(traces)).splitlines()[0].split())
     ['baseline', 'candidate']
     """
+    if table.empty:
+        return "(no runs)"
     lines = {}
     for column in table.columns:
         fmt = _FORMATS.get(column, "{}")

@@ -32,7 +32,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import warnings
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,46 +161,33 @@ class Traces:
         return out
 
 
-def _present(value: Any) -> bool:
-    return value is not None and value is not pd.NA and not (isinstance(value, float) and np.isnan(value))
+def _copy_present(rec: dict[str, Any], row: Any, names: tuple[str, ...], convert: Any) -> None:
+    """Set ``rec[name] = convert(row.name)`` for each name whose value is not missing."""
+    for name in names:
+        value = getattr(row, name)
+        if not pd.isna(value):
+            rec[name] = convert(value)
 
 
 def _step_record(row: Any) -> dict[str, Any]:
     rec: dict[str, Any] = {"index": int(row.index), "tool": row.tool, "args": json.loads(row.args)}
-    if _present(row.observation):
-        rec["observation"] = json.loads(row.observation)
-    for name in ("tokens_in", "tokens_out"):
-        value = getattr(row, name)
-        if _present(value):
-            rec[name] = int(value)
-    for name in ("started_at", "ended_at"):
-        value = getattr(row, name)
-        if _present(value) and not pd.isna(value):
-            rec[name] = value.isoformat()
-    if _present(row.metadata):
-        rec["metadata"] = json.loads(row.metadata)
+    _copy_present(rec, row, ("observation",), json.loads)
+    _copy_present(rec, row, ("tokens_in", "tokens_out"), int)
+    _copy_present(rec, row, ("started_at", "ended_at"), lambda t: t.isoformat())
+    _copy_present(rec, row, ("metadata",), json.loads)
     return rec
 
 
 def _run_record(row: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
     rec: dict[str, Any] = {"run_id": row.run_id, "task_id": row.task_id, "seed": int(row.seed)}
-    if _present(row.arm):
-        rec["arm"] = row.arm
+    _copy_present(rec, row, ("arm",), str)
     rec["steps"] = steps
-    if _present(row.terminal_state):
-        rec["terminal_state"] = json.loads(row.terminal_state)
-    for name in ("retries", "backtracks"):
-        value = getattr(row, name)
-        if _present(value):
-            rec[name] = int(value)
+    _copy_present(rec, row, ("terminal_state",), json.loads)
+    _copy_present(rec, row, ("retries", "backtracks"), int)
     outcome = row.outcome
     rec["outcome"] = bool(outcome) if isinstance(outcome, (bool, np.bool_)) else float(outcome)
-    for name in ("cost_usd", "latency_s"):
-        value = getattr(row, name)
-        if _present(value):
-            rec[name] = float(value)
-    if _present(row.metadata):
-        rec["metadata"] = json.loads(row.metadata)
+    _copy_present(rec, row, ("cost_usd", "latency_s"), float)
+    _copy_present(rec, row, ("metadata",), json.loads)
     return rec
 
 
@@ -323,13 +312,12 @@ class _Reader:
                 self.sources.append(str(path))
                 self.read_file(path, arm)
         elif isinstance(source, (list, tuple)):
-            in_memory = False
+            name = "<records>" if arm is None else f"<{arm} records>"
             for position, item in enumerate(source, start=1):
                 if isinstance(item, Mapping):
-                    if not in_memory:
-                        self.sources.append("<records>")
-                        in_memory = True
-                    _add_object(item, position, arm, self.decoder)
+                    if name not in self.sources:
+                        self.sources.append(name)
+                    _add_object(name, item, position, arm, self.decoder)
                 elif isinstance(item, (str, os.PathLike)):
                     self.feed(item, arm)
                 else:
@@ -351,7 +339,7 @@ class _Reader:
                 read_parallel(self.decoder, path, arm, self.workers)
             else:
                 read_lines(self.decoder, path, arm)
-        except (OSError, EOFError) as err:  # e.g. a truncated or non-gzip .gz file
+        except (OSError, EOFError, zlib.error) as err:  # e.g. a truncated, corrupt or non-gzip .gz file
             raise TraceError(f"cannot read file: {err}", source=name) from err
 
 
@@ -380,38 +368,73 @@ def _open(path: Path):
     return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
 
 
+_BOM = b"\xef\xbb\xbf"
+_SPACE = re.compile(r"\s*")
+
+
 def _read_array(name: str, data: bytes, arm: str | None, decoder: RecordDecoder) -> None:
     """A ``.json`` file: an array of records (or a single record object)."""
+    data = data.removeprefix(_BOM)
     start = len(data) - len(data.lstrip())
     head = data[start:start + 1]
     first_line = data.count(b"\n", 0, start) + 1
     if head == b"{":
-        decoder.add(name, first_line, data, arm)
+        decoder.add(name, first_line, data[start:], arm)
         return
     if head != b"[":
         decoder.reject(name, first_line, None, "expected a JSON array of records (or one record object)")
         return
     try:
-        elements = msgspec.json.decode(data, type=list[msgspec.Raw])
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        try:
-            json.loads(data)
+        elements = _locate(data, msgspec.json.decode(data, type=list[msgspec.Raw]))
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        try:  # slower, but finds each element even when one holds NaN or Infinity
+            elements = _scan_array(data.decode("utf-8"))
         except json.JSONDecodeError as err:
             decoder.reject(name, err.lineno, None, f"malformed JSON: {err.msg} (column {err.colno}); "
                            "the whole file was left out")
             return
-        except UnicodeDecodeError as err:
-            decoder.reject(name, 1, None, f"malformed JSON: {err}; the whole file was left out")
+        except (UnicodeDecodeError, RecursionError) as err:
+            decoder.reject(name, first_line, None, f"malformed JSON: {err}; the whole file was left out")
             return
-        decoder.reject(name, first_line, None, f"{exc}; the whole file was left out")
-        return
-    position, line = 0, 1
+    for line, raw in elements:
+        decoder.add(name, line, raw, arm)
+
+
+def _locate(data: bytes, elements: list[msgspec.Raw]) -> list[tuple[int, bytes]]:
+    """Pair each raw array element with the line it starts on."""
+    located, search_from, previous, line = [], 0, 0, 1
     for element in elements:
         raw = bytes(element)
-        offset = data.find(raw, position)
-        line += data.count(b"\n", position, offset)
-        position = offset
-        decoder.add(name, line, raw, arm)
+        offset = data.find(raw, search_from)
+        line += data.count(b"\n", previous, offset)
+        located.append((line, raw))
+        previous, search_from = offset, offset + len(raw)
+    return located
+
+
+def _scan_array(text: str) -> list[tuple[int, bytes]]:
+    """Split a JSON array into ``(line, element text)`` with the standard library's decoder."""
+    decode = json.JSONDecoder().raw_decode
+    located: list[tuple[int, bytes]] = []
+    position = _SPACE.match(text, _SPACE.match(text).end() + 1).end()  # just after "["
+    line = 1 + text.count("\n", 0, position)
+    if not text.startswith("]", position):
+        while True:
+            _, end = decode(text, position)
+            located.append((line, text[position:end].encode()))
+            after = _SPACE.match(text, end).end()
+            if text.startswith("]", after):
+                position = after
+                break
+            if not text.startswith(",", after):
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, after)
+            next_start = _SPACE.match(text, after + 1).end()
+            line += text.count("\n", position, next_start)
+            position = next_start
+    rest = _SPACE.match(text, position + 1).end()
+    if rest != len(text):
+        raise json.JSONDecodeError("Extra data", text, rest)
+    return located
 
 
 def _json_default(obj: Any) -> Any:
@@ -429,13 +452,14 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON-serialisable")
 
 
-def _add_object(item: Mapping[str, Any], position: int, arm: str | None, decoder: RecordDecoder) -> None:
+def _add_object(name: str, item: Mapping[str, Any], position: int, arm: str | None,
+                decoder: RecordDecoder) -> None:
     try:
         raw = json.dumps(item, default=_json_default, allow_nan=True).encode()
-    except (TypeError, ValueError) as err:
-        decoder.reject("<records>", position, None, f"record is not JSON-serialisable: {err}")
+    except (TypeError, ValueError, RecursionError) as err:
+        decoder.reject(name, position, None, f"record is not JSON-serialisable: {err}")
         return
-    decoder.add("<records>", position, raw, arm)
+    decoder.add(name, position, raw, arm)
 
 
 # --------------------------------------------------------------------------- #
@@ -538,6 +562,13 @@ def read_traces(path: PathLike) -> Traces:
         raise TraceError(f"not a traces folder: missing {', '.join(missing)}", source=str(folder))
     runs, steps, rejected = (_arrow_strings(pd.read_parquet(folder / f"{name}.parquet"))
                              for name in ("runs", "steps", "rejected"))
+    for column in _RUN_CATEGORIES:  # parquet keeps categoricals, except in a table without rows
+        if not isinstance(runs[column].dtype, pd.CategoricalDtype):
+            runs[column] = runs[column].astype(pd.StringDtype("pyarrow")).astype("category")
+    if not isinstance(steps["tool"].dtype, pd.CategoricalDtype):
+        steps["tool"] = steps["tool"].astype(pd.StringDtype("pyarrow")).astype("category")
+    steps["run_id"] = steps["run_id"].astype(runs["run_id"].dtype)
+    steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
     info_path = folder / "traces.json"
     info = json.loads(info_path.read_text()) if info_path.exists() else {}
     return Traces(runs=runs, steps=steps, rejected=rejected,

@@ -79,3 +79,10 @@ def test_debug_shows_the_traceback(tmp_path):
 def test_python_dash_m_and_version():
     done = subprocess.run([sys.executable, "-m", "agentab", "--version"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.startswith("agentab ")
+
+
+def test_lenient_summary_when_everything_is_rejected(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "runs.jsonl", [make_record("a", seed="x")])
+    code, out, err = run(capsys, "summary", str(path), "--lenient")
+    assert code == 0, err
+    assert "(no runs)" in out and "1 of 1 records rejected" in out

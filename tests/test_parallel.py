@@ -94,3 +94,22 @@ def test_a_crashed_worker_costs_only_time(tmp_path, split_small_files, monkeypat
 def test_workers_argument_is_checked():
     with pytest.raises(TypeError, match=r"`workers` must be a positive integer or None, got 0"):
         load_traces([make_record()], workers=0)
+
+
+def test_duplicate_messages_and_shadowing_match_serial(tmp_path, split_small_files):
+    # "r3" first at line 4; again at lines 40 and 55 (both in later parts); a rejected "r50" is followed by a valid one
+    bad = {39: make_record("r3"), 54: make_record("r3"),
+           49: make_record("r50", steps=[{"index": 0, "tool": "t", "args": {}, "started_at": "soon"}]),
+           57: make_record("r50")}
+    path = write_jsonl(tmp_path / "x.jsonl", _lines(60, bad))
+    for workers in (2, 3, 5):
+        _assert_same(load_traces(path, workers=workers, strict=False), load_traces(path, workers=1, strict=False))
+    rejected = load_traces(path, workers=3, strict=False).rejected
+    assert rejected["reason"].str.contains(r"first seen in .*x\.jsonl, line 4\)").sum() == 2
+
+
+def test_empty_file_on_the_parallel_path(tmp_path, split_small_files):
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    with pytest.raises(TraceError, match=r"no trace records found"):
+        load_traces(path, workers=2)

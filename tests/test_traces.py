@@ -245,7 +245,7 @@ def _steps_with(**changes):
         ([make_record(n_steps=3) | {"steps": [make_record(n_steps=3)["steps"][i] for i in (0, 2, 1)]}],
          r"field steps\[1\]\.index: expected 1 .*got 2"),
         ([make_record(steps=_steps_with(observation={"status": "failed"}))], r"field steps\[0\]\.observation\.status: expected 'ok' or 'error', got \"failed\""),
-        ([make_record(steps=_steps_with(started_at="yesterday"))], r"field steps\[0\]\.started_at: not an ISO-8601 timestamp: 'yesterday'"),
+        ([make_record(steps=_steps_with(started_at="yesterday"))], r"field steps\[0\]\.started_at: not an ISO-8601 timestamp between 1677 and 2262: 'yesterday'"),
         ([make_record(steps=_steps_with(started_at=1_793_610_000_000))], r"field steps\[0\]\.started_at: epoch seconds out of range.*milliseconds"),
         ([make_record(steps=_steps_with(started_at="2026-11-02T09:00:05Z", ended_at="2026-11-02T09:00:01Z"))],
          r"field steps\[0\]\.ended_at: ended_at 2026-11-02T09:00:01.* is before started_at"),
@@ -399,3 +399,132 @@ def test_package_exports():
     for name in ("load_traces", "read_traces", "Traces", "TraceError", "datasets", "summarize"):
         assert hasattr(agentab, name)
     assert issubclass(TraceError, ValueError)
+
+
+# --------------------------------------------------------------------------- #
+# Edge cases found in review (each was once wrong)
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize(("value", "match"), [
+    ("2300-01-01T00:00:00Z", r"not an ISO-8601 timestamp between 1677 and 2262: '2300-01-01T00:00:00Z'"),
+    ("1600-01-01T00:00:00Z", r"not an ISO-8601 timestamp between 1677 and 2262"),
+    ("now", r"not an ISO-8601 timestamp between 1677 and 2262: 'now'"),
+    ("today", r"not an ISO-8601 timestamp between 1677 and 2262: 'today'"),
+    (9.5e9, r"epoch seconds out of range: 9500000000\.0"),
+    (-9.5e9, r"epoch seconds out of range"),
+])
+def test_timestamps_out_of_range_are_rejected_not_wrapped(value, match):
+    with pytest.raises(TraceError, match=rf"field steps\[0\]\.started_at: {match}"):
+        load_traces([make_record(steps=_steps_with(started_at=value))])
+    # also when the bad text sits among good ones (pandas parses the chunk then)
+    steps = _steps_with(started_at="2026-01-01T00:00:00Z") + [{"index": 1, "tool": "t", "args": {}, "started_at": value}]
+    with pytest.raises(TraceError, match=rf"field steps\[1\]\.started_at: {match}"):
+        load_traces([make_record(steps=steps)])
+
+
+def test_one_rejection_per_record_and_no_cap(tmp_path):
+    two_bad = make_record("a", steps=_steps_with(started_at="x", ended_at="y"))
+    backwards = [make_record(f"b{i}", steps=_steps_with(started_at="2026-01-01T00:00:05Z",
+                                                        ended_at="2026-01-01T00:00:01Z")) for i in range(1200)]
+    traces = load_traces([two_bad, *backwards, make_record("ok")], strict=False)
+    assert list(traces.runs["run_id"]) == ["ok"]
+    assert len(traces.rejected) == 1201 and traces.n_read == 1202
+
+
+@pytest.mark.parametrize(("record", "match"), [
+    (make_record(steps=_steps_with(observation={"status": ["ok"]})), r"field steps\[0\]\.observation\.status: expected 'ok' or 'error', got \[\"ok\"\]"),
+    (make_record(steps=_steps_with(observation={"status": {}})), r"field steps\[0\]\.observation\.status"),
+    (make_record(seed=2**63), r"field seed: expected int <= 9223372036854775807"),
+    (make_record(retries=2**63), r"field retries: expected int <= 9223372036854775807"),
+    (make_record(steps=_steps_with(tokens_in=2**63)), r"field steps\[0\]\.tokens_in: expected int <= 9223372036854775807"),
+    (make_record(n_steps=2) | {"steps": [{"index": i, "tool": "t", "args": {}, "tokens_in": 5 * 10**18} for i in range(2)]},
+     r"field steps\[\*\]\.tokens_in: the run's total 10000000000000000000 does not fit in 64 bits"),
+    (make_record(steps=_steps_with(tokens_in=5 * 10**18, tokens_out=5 * 10**18)),
+     r"field steps\[\*\]\.tokens_out: the run's total of tokens_in and tokens_out does not fit in 64 bits"),
+])
+def test_values_a_column_cannot_hold_are_rejected(record, match):
+    with pytest.raises(TraceError, match=match):
+        load_traces([record])
+    assert len(load_traces([record, make_record("z")], strict=False).rejected) == 1
+
+
+def test_deep_nesting_is_a_trace_error(tmp_path):
+    deep = "[" * 3000 + "]" * 3000
+    line = '{"run_id": "r", "task_id": "t", "seed": 0, "outcome": true, "steps": [], "metadata": {"x": ' + deep + "}}"
+    _bad(tmp_path / "x.jsonl", [line], r"line 1: .*(nested too deeply|recursion)")
+    nested: list = []
+    for _ in range(5000):
+        nested = [nested]
+    record = make_record()
+    record["metadata"] = {"x": nested}
+    with pytest.raises(TraceError, match=r"record 1: record is not JSON-serialisable"):
+        load_traces([record])
+
+
+def test_corrupt_gzip_body_is_a_trace_error(tmp_path):
+    path = write_jsonl(tmp_path / "x.jsonl.gz", [make_record(f"r{i}") for i in range(50)])
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(TraceError, match=r"x\.jsonl\.gz: cannot read file"):
+        load_traces(path)
+
+
+def test_nan_inside_a_json_array_names_line_and_field(tmp_path):
+    path = tmp_path / "runs.json"
+    good = json.dumps(make_record("a"))
+    bad = json.dumps(make_record("b", cost_usd=float("nan")))
+    path.write_text(f"[\n{good},\n{bad}\n]\n")
+    with pytest.raises(TraceError, match=r"runs\.json, line 3, field cost_usd: non-finite number"):
+        load_traces(path)
+    traces = load_traces(path, strict=False)
+    assert list(traces.runs["run_id"]) == ["a"] and traces.n_read == 2
+
+
+def test_json_array_line_numbers_with_identical_elements(tmp_path):
+    path = tmp_path / "runs.json"
+    rec = json.dumps(make_record("a"))
+    path.write_text(f"[\n{rec},\n{rec},\n1\n]")
+    traces = load_traces(path, strict=False)
+    assert list(traces.runs["line"]) == [2]
+    assert list(traces.rejected["line"]) == [3, 4]
+    assert "first seen in" in traces.rejected.loc[0, "reason"] and "line 2)" in traces.rejected.loc[0, "reason"]
+
+
+def test_single_object_json_syntax_error_line(tmp_path):
+    path = tmp_path / "one.json"
+    path.write_text('\n\n{"run_id": "a",\n "task_id": "t",\n "seed": ,\n "steps": []}\n')
+    with pytest.raises(TraceError, match=r"one\.json, line 5: malformed JSON"):
+        load_traces(path)
+    path.write_text('\n\n' + json.dumps(make_record("a")))
+    assert list(load_traces(path).runs["line"]) == [3]
+
+
+def test_byte_order_mark_is_skipped(tmp_path):
+    a = tmp_path / "a.jsonl"
+    a.write_bytes(b"\xef\xbb\xbf" + json.dumps(make_record("a")).encode() + b"\n")
+    b = tmp_path / "b.json"
+    b.write_bytes(b"\xef\xbb\xbf" + json.dumps([make_record("b")]).encode())
+    assert _ids(load_traces([a, b])) == ["a", "b"]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 2048])
+def test_a_rejected_run_does_not_shadow_a_valid_one(monkeypatch, chunk):
+    monkeypatch.setattr(agentab._decode, "CHUNK_RECORDS", chunk)
+    records = [make_record("x", steps=_steps_with(started_at="soon")), make_record("y"), make_record("x")]
+    traces = load_traces(records, strict=False)
+    assert list(traces.runs["run_id"]) == ["y", "x"] and list(traces.rejected["line"]) == [1]
+
+
+def test_empty_traces_round_trip_through_parquet(tmp_path):
+    traces = load_traces([make_record(seed="x")], strict=False)
+    back = read_traces(traces.to_parquet(tmp_path / "out"))
+    for column in ("run_id", "task_id", "arm", "model", "harness", "source"):
+        assert isinstance(back.runs[column].dtype, pd.CategoricalDtype), column
+    assert isinstance(back.steps["tool"].dtype, pd.CategoricalDtype)
+    assert back.n_read == 1 and len(back.rejected) == 1
+
+
+def test_in_memory_records_of_each_arm_are_named_apart():
+    with pytest.raises(TraceError, match=r"<candidate records>, record 1, field run_id: duplicate run_id 'a' "
+                                         r"\(first seen in <baseline records>, record 1\)"):
+        load_traces({"baseline": [make_record("a", arm=None)], "candidate": [make_record("a", arm=None)]})
