@@ -23,17 +23,17 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, NamedTuple
 
 import msgspec
-from msgspec.structs import astuple
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from msgspec.structs import astuple
 
 from .errors import TraceError, where
 from .record import INT64_MAX, TERMINAL_LISTS, Record, Step
@@ -128,9 +128,9 @@ def _explain(raw: bytes, exc: Exception) -> tuple[str | None, str, int, Any]:
     except (RecursionError, UnicodeDecodeError) as err:
         return None, f"malformed JSON: {err}", 0, None
     if not isinstance(exc, msgspec.ValidationError):  # a syntax error (ValidationError subclasses DecodeError)
-        where = _find_nonfinite(obj)
-        if where:
-            return where, "non-finite number (NaN or Infinity) is not allowed", 0, obj
+        location = _find_nonfinite(obj)
+        if location:
+            return location, "non-finite number (NaN or Infinity) is not allowed", 0, obj
         return None, f"malformed JSON: {exc}", 0, obj
     msg = str(exc)
     path = None
