@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import pyarrow as pa
@@ -45,7 +46,7 @@ def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int =
         fh.seek(start)
         if end is None:
             for number, line in enumerate(fh, start=first_line):
-                if line.strip():
+                if not line.isspace():
                     add(name, number, line, arm)
             return
         position = start
@@ -53,7 +54,7 @@ def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int =
             if position >= end:
                 break
             position += len(line)
-            if line.strip():
+            if not line.isspace():
                 add(name, number, line, arm)
 
 
@@ -101,8 +102,9 @@ def _launch(path: Path, arm: str | None, part: tuple[int, int, int], first_ordin
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
     command = [sys.executable, "-m", "agentab._parallel", str(path), str(start), str(end), str(first_line),
                str(first_ordinal), "" if arm is None else arm, str(out)]
-    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    with (out / "stderr.txt").open("wb") as errors:  # a file, not a pipe: a chatty worker cannot block
+        return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=errors)
 
 
 def _write_part(part: DecodedPart, out: Path) -> None:
@@ -145,17 +147,19 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
                 out.mkdir()
                 try:
                     proc = _launch(path, arm, part, base + part[2] - 1, out)
-                except OSError:
+                except OSError as err:
                     proc = None
+                    (out / "stderr.txt").write_text(f"could not start: {err}")
                 launched.append((proc, part, out))
             read_lines(decoder, path, arm, parts[0][0], parts[0][1], parts[0][2])
             for proc, part, out in launched:
                 result = None
                 if proc is not None:
-                    proc.communicate()
+                    proc.wait()
                     if proc.returncode == 0:
                         result = _read_part(out)
                 if result is None:  # the worker failed: decode the part here
+                    _warn_failed(proc, out)
                     decoder.next_ordinal = max(decoder.next_ordinal, base + part[2] - 1)
                     read_lines(decoder, path, arm, *part)
                 else:
@@ -165,6 +169,16 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
                 if proc is not None and proc.poll() is None:
                     proc.kill()
                     proc.wait()
+
+
+def _warn_failed(proc: subprocess.Popen | None, out: Path) -> None:
+    try:
+        lines = (out / "stderr.txt").read_text(errors="replace").strip().splitlines()
+    except OSError:
+        lines = []
+    why = lines[-1] if lines else f"exit code {proc.returncode if proc is not None else '?'}"
+    warnings.warn(f"a loader worker process failed ({why}); its part of the file was read in this process "
+                  "instead (same result, more time)", RuntimeWarning, stacklevel=4)
 
 
 def _worker(argv: list[str]) -> int:
