@@ -85,7 +85,7 @@ def _walk(obj: Any, path: str) -> Any:
 
 def _find_nonfinite(obj: Any, path: str = "") -> str | None:
     if isinstance(obj, float) and not math.isfinite(obj):
-        return path or "(record)"
+        return path
     if isinstance(obj, dict):
         for key, value in obj.items():
             found = _find_nonfinite(value, _join(path, str(key)))
@@ -127,6 +127,8 @@ def _explain(raw: bytes, exc: Exception) -> tuple[str | None, str, int, Any]:
         return None, f"malformed JSON: {err.msg} (column {err.colno})", err.lineno - 1, None
     except (RecursionError, UnicodeDecodeError) as err:
         return None, f"malformed JSON: {err}", 0, None
+    if not isinstance(obj, dict):
+        return None, f"expected a JSON object (one run), got {type(obj).__name__}", 0, obj
     if not isinstance(exc, msgspec.ValidationError):  # a syntax error (ValidationError subclasses DecodeError)
         location = _find_nonfinite(obj)
         if location:
@@ -143,8 +145,6 @@ def _explain(raw: bytes, exc: Exception) -> tuple[str | None, str, int, Any]:
     if (m := _UNKNOWN.match(msg)) is not None:
         hint = "free-form data belongs in metadata" if not field else "not a field of a step"
         return _join(field, m.group(1)), f"unknown field ({hint})", 0, obj
-    if field is None and not isinstance(obj, dict):
-        return None, f"expected a JSON object (one run), got {type(obj).__name__}", 0, obj
     reason = _plain(msg)
     if path and "got" not in reason:
         try:
@@ -516,7 +516,8 @@ class RecordDecoder:
         for row in np.flatnonzero(both & (ended < started)):
             problems.append((int(row), "ended_at", f"ended_at {ended[row]} is before started_at {started[row]}"))
         first_problem: dict[int, tuple[str, str]] = {}
-        for row, name, why in sorted(problems):  # one rejection per run: its first problem
+        problems.sort(key=lambda p: (p[0], p[1] != "started_at"))
+        for row, name, why in problems:  # one rejection per run: its first problem
             first_problem.setdefault(int(step_record[row]), (f"steps[{index[row]}].{name}", why))
         found = False
         for position, run in enumerate(c.runs):

@@ -33,6 +33,7 @@ PARALLEL_MIN_BYTES = 48 * 2**20
 _HEAD_START_BYTES = 40 * 2**20
 _BLOCK = 8 * 2**20
 _BOM = b"\xef\xbb\xbf"
+_JSON_SPACE = b" \t\n\r"  # a line of only these is blank; any other character makes it a (bad) record
 
 
 def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int = 0, end: int | None = None,
@@ -46,7 +47,7 @@ def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int =
         fh.seek(start)
         if end is None:
             for number, line in enumerate(fh, start=first_line):
-                if not line.isspace():
+                if not line.isspace() or line.strip(_JSON_SPACE):
                     add(name, number, line, arm)
             return
         position = start
@@ -54,7 +55,7 @@ def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int =
             if position >= end:
                 break
             position += len(line)
-            if not line.isspace():
+            if not line.isspace() or line.strip(_JSON_SPACE):
                 add(name, number, line, arm)
 
 

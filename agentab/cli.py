@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__, datasets
-from .errors import TraceError, TraceWarning
+from .errors import TraceError, TraceWarning, where
 from .summary import format_summary, summarize
 from .traces import Traces, load_traces
 
@@ -99,8 +99,8 @@ def _print_traces_summary(traces: Traces, by: str = "arm") -> None:
     if len(traces.rejected):
         print(f"\n{len(traces.rejected):,} of {traces.n_read:,} records rejected:")
         for row in traces.rejected.head(10).itertuples(index=False):
-            where = f"{row.source}, line {row.line}" + ("" if pd.isna(row.field) else f", field {row.field}")
-            print(f"  {where}: {row.reason}")
+            location = where(row.source, row.line) + ("" if pd.isna(row.field) else f", field {row.field}")
+            print(f"  {location}: {row.reason}")
         if len(traces.rejected) > 10:
             print(f"  ... and {len(traces.rejected) - 10:,} more")
 

@@ -18,7 +18,7 @@ def where(source: str, line: int) -> str:
     >>> where("runs.jsonl", 7), where("<records>", 2)
     ('runs.jsonl, line 7', '<records>, record 2')
     """
-    unit = "record" if source.startswith("<") else "line"
+    unit = "record" if source.startswith("<") and source.endswith("records>") else "line"
     return f"{source}, {unit} {line}"
 
 

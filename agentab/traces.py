@@ -60,6 +60,7 @@ SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjso
             ".json": "array", ".json.gz": "array"}
 
 _RUN_CATEGORIES = ("run_id", "task_id", "arm", "model", "harness", "source")
+_TEXT = pd.Index(["text"]).dtype  # the default dtype of text categories in this pandas
 _REJECTED_COLUMNS = ("source", "line", "run_id", "field", "reason")
 
 
@@ -369,13 +370,17 @@ def _open(path: Path):
 
 
 _BOM = b"\xef\xbb\xbf"
-_SPACE = re.compile(r"\s*")
+
+
+_JSON_SPACE = b" \t\n\r"
+#: A JSON string (escapes included), an unterminated quote, or a structural character.
+_ARRAY_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|"|[\[\]{},]', re.S)
 
 
 def _read_array(name: str, data: bytes, arm: str | None, decoder: RecordDecoder) -> None:
     """A ``.json`` file: an array of records (or a single record object)."""
     data = data.removeprefix(_BOM)
-    start = len(data) - len(data.lstrip())
+    start = len(data) - len(data.lstrip(_JSON_SPACE))
     head = data[start:start + 1]
     first_line = data.count(b"\n", 0, start) + 1
     if head == b"{":
@@ -387,14 +392,11 @@ def _read_array(name: str, data: bytes, arm: str | None, decoder: RecordDecoder)
     try:
         elements = _locate(data, msgspec.json.decode(data, type=list[msgspec.Raw]))
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        try:  # slower, but finds each element even when one holds NaN or Infinity
-            elements = _scan_array(data.decode("utf-8"))
-        except json.JSONDecodeError as err:
-            decoder.reject(name, err.lineno, None, f"malformed JSON: {err.msg} (column {err.colno}); "
-                           "the whole file was left out")
-            return
-        except (UnicodeDecodeError, RecursionError) as err:
-            decoder.reject(name, first_line, None, f"malformed JSON: {err}; the whole file was left out")
+        # Split the array without parsing its elements, so that each bad element
+        # (NaN, too deep, malformed) is rejected on its own line and no good one is lost.
+        elements, problem = _split_array(data, start)
+        if problem is not None:
+            decoder.reject(name, problem[0], None, f"{problem[1]}; the whole file was left out")
             return
     for line, raw in elements:
         decoder.add(name, line, raw, arm)
@@ -412,29 +414,48 @@ def _locate(data: bytes, elements: list[msgspec.Raw]) -> list[tuple[int, bytes]]
     return located
 
 
-def _scan_array(text: str) -> list[tuple[int, bytes]]:
-    """Split a JSON array into ``(line, element text)`` with the standard library's decoder."""
-    decode = json.JSONDecoder().raw_decode
-    located: list[tuple[int, bytes]] = []
-    position = _SPACE.match(text, _SPACE.match(text).end() + 1).end()  # just after "["
-    line = 1 + text.count("\n", 0, position)
-    if not text.startswith("]", position):
-        while True:
-            _, end = decode(text, position)
-            located.append((line, text[position:end].encode()))
-            after = _SPACE.match(text, end).end()
-            if text.startswith("]", after):
-                position = after
-                break
-            if not text.startswith(",", after):
-                raise json.JSONDecodeError("Expecting ',' delimiter", text, after)
-            next_start = _SPACE.match(text, after + 1).end()
-            line += text.count("\n", position, next_start)
-            position = next_start
-    rest = _SPACE.match(text, position + 1).end()
-    if rest != len(text):
-        raise json.JSONDecodeError("Extra data", text, rest)
-    return located
+def _split_array(data: bytes, start: int) -> tuple[list[tuple[int, bytes]], tuple[int, str] | None]:
+    """Cut the JSON array at ``data[start]`` into ``(line, element)``; no recursion, no parsing.
+
+    Each element is then decoded (and, if bad, rejected) on its own. Returns
+    the elements and, if the array itself is broken (not closed, an
+    unterminated string, text after it), ``(line, reason)`` for the whole file.
+    Brackets are only counted, not matched: a mismatched pair inside an
+    element makes that element malformed, which its decoding reports.
+    """
+    elements: list[tuple[int, bytes]] = []
+    counted = [0, 1]  # newlines are counted once, front to back: (position, line there)
+
+    def line_of(position: int) -> int:
+        counted[1] += data.count(b"\n", counted[0], position)
+        counted[0] = position
+        return counted[1]
+
+    def close(begin: int, end: int) -> None:
+        text = data[begin:end]
+        lead = len(text) - len(text.lstrip(_JSON_SPACE))
+        elements.append((line_of(begin + lead), text.strip(_JSON_SPACE)))
+
+    depth, element_start = 0, start + 1
+    for match in _ARRAY_TOKEN.finditer(data, start):
+        token = match.group()
+        if token == b'"':
+            return elements, (line_of(match.start()), "malformed JSON: unterminated string")
+        if token in (b"[", b"{"):
+            depth += 1
+        elif token in (b"]", b"}"):
+            depth -= 1
+            if depth == 0:
+                if elements or data[element_start:match.start()].strip(_JSON_SPACE):  # "[]" has no element
+                    close(element_start, match.start())
+                rest = data[match.end():].lstrip(_JSON_SPACE)
+                if rest:
+                    return elements, (line_of(len(data) - len(rest)), "malformed JSON: extra data after the array")
+                return elements, None
+        elif token == b"," and depth == 1:
+            close(element_start, match.start())
+            element_start = match.end()
+    return elements, (line_of(start), "malformed JSON: the array is not closed")
 
 
 def _json_default(obj: Any) -> Any:
@@ -521,11 +542,32 @@ def _frames(runs_table: pa.Table, steps_table: pa.Table,
             column = column.combine_chunks().dictionary_encode()
         step_columns[name] = column
     steps = pa.table(step_columns).to_pandas(types_mapper=_types_mapper, split_blocks=True, self_destruct=True)
+    _text_categories(runs, _RUN_CATEGORIES)
+    _text_categories(steps, ("tool",))
     run_codes = runs["run_id"].cat.codes.to_numpy()
     position = np.searchsorted(run_ordinals, step_ordinals)
     steps.insert(0, "run_id", pd.Categorical.from_codes(run_codes[position], dtype=runs["run_id"].dtype))
     steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
     return runs, steps
+
+
+def _text_categories(frame: pd.DataFrame, columns: Sequence[str]) -> None:
+    """Make ``columns`` categoricals whose categories have this pandas' default text dtype.
+
+    Arrow gives an empty or all-missing column object-dtype categories and
+    parquet can hand back other text dtypes; one rule keeps ``DataFrame.equals``
+    true across load, save and read.
+    """
+    for column in columns:
+        values = frame[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            categories = values.cat.categories
+            if categories.dtype == _TEXT:
+                continue
+            codes = values.cat.codes.to_numpy()
+        else:
+            codes, categories = pd.factorize(values, sort=True)
+        frame[column] = pd.Categorical.from_codes(codes, categories=pd.Index(list(categories), dtype=_TEXT))
 
 
 def _rejected_frame(rejected: list[Rejection]) -> pd.DataFrame:
@@ -562,11 +604,8 @@ def read_traces(path: PathLike) -> Traces:
         raise TraceError(f"not a traces folder: missing {', '.join(missing)}", source=str(folder))
     runs, steps, rejected = (_arrow_strings(pd.read_parquet(folder / f"{name}.parquet"))
                              for name in ("runs", "steps", "rejected"))
-    for column in _RUN_CATEGORIES:  # parquet keeps categoricals, except in a table without rows
-        if not isinstance(runs[column].dtype, pd.CategoricalDtype):
-            runs[column] = runs[column].astype(pd.StringDtype("pyarrow")).astype("category")
-    if not isinstance(steps["tool"].dtype, pd.CategoricalDtype):
-        steps["tool"] = steps["tool"].astype(pd.StringDtype("pyarrow")).astype("category")
+    _text_categories(runs, _RUN_CATEGORIES)  # parquet drops categoricals from a table without rows
+    _text_categories(steps, ("tool",))
     steps["run_id"] = steps["run_id"].astype(runs["run_id"].dtype)
     steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
     info_path = folder / "traces.json"

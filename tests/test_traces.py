@@ -528,3 +528,62 @@ def test_in_memory_records_of_each_arm_are_named_apart():
     with pytest.raises(TraceError, match=r"<candidate records>, record 1, field run_id: duplicate run_id 'a' "
                                          r"\(first seen in <baseline records>, record 1\)"):
         load_traces({"baseline": [make_record("a", arm=None)], "candidate": [make_record("a", arm=None)]})
+
+
+def test_json_array_fallback_rejects_only_the_bad_elements(tmp_path):
+    good_a, good_b = json.dumps(make_record("a")), json.dumps(make_record("b"))
+    deep = json.dumps(make_record("d", metadata={"x": 0})).replace('"x": 0', '"x": ' + "[" * 1100 + "]" * 1100)
+    path = tmp_path / "runs.json"
+    path.write_text(f"[\n{good_a},\n{deep},\nNaN,\n,\n{good_b}\n]\n")
+    traces = load_traces(path, strict=False)
+    assert list(traces.runs["run_id"]) == ["a", "b"] and list(traces.runs["line"]) == [2, 6]
+    assert list(traces.rejected["line"]) == [3, 4, 5] and traces.n_read == 5
+    assert traces.rejected.loc[1, "reason"] == "expected a JSON object (one run), got float"
+    assert traces.rejected.loc[2, "reason"].startswith("malformed JSON: Expecting value")
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ('[{"a": 1}', r"line 1: malformed JSON: the array is not closed; the whole file was left out"),
+    ('[\n{"a": "x}\n]', r"line 2: malformed JSON: unterminated string"),
+    ('[{"a": 1}]]', r"line 1: malformed JSON: extra data after the array"),
+    ('[{"a": 1}]\n\nxyz', r"line 3: malformed JSON: extra data after the array"),
+])
+def test_broken_json_arrays_are_named(tmp_path, text, match):
+    path = tmp_path / "runs.json"
+    path.write_text(text)
+    with pytest.raises(TraceError, match=rf"runs\.json, {match}"):
+        load_traces(path)
+
+
+def test_only_json_whitespace_counts_as_whitespace(tmp_path):
+    a, b = json.dumps(make_record("a")), json.dumps(make_record("b"))
+    array = tmp_path / "runs.json"
+    array.write_text(f"[\u00a0{a},\u2028{b}\x0c]")
+    traces = load_traces(array, strict=False)
+    assert len(traces.runs) == 0 and traces.n_read == 2
+    lines = tmp_path / "runs.jsonl"
+    lines.write_bytes(a.encode() + b"\n\x0b\n \t\r\n" + b.encode() + b"\n")
+    traces = load_traces(lines, strict=False)
+    assert list(traces.runs["run_id"]) == ["a", "b"] and list(traces.rejected["line"]) == [2]
+
+
+def test_started_at_is_reported_before_ended_at_of_the_same_step():
+    with pytest.raises(TraceError, match=r"field steps\[0\]\.started_at"):
+        load_traces([make_record(steps=_steps_with(started_at="x", ended_at="y"))])
+
+
+@pytest.mark.parametrize("records", [
+    [make_record("a", arm=None)],
+    [make_record("a", seed="x"), make_record("b", steps=[], metadata=None)],
+])
+def test_parquet_round_trip_is_exact_for_empty_and_missing_categories(tmp_path, records):
+    traces = load_traces(records, strict=False)
+    back = read_traces(traces.to_parquet(tmp_path / "out"))
+    assert back.runs.equals(traces.runs) and back.steps.equals(traces.steps)
+    assert back.rejected.equals(traces.rejected)
+
+
+def test_a_file_named_like_records_is_still_a_file(tmp_path):
+    path = write_jsonl(tmp_path / "<odd>.jsonl", [make_record(seed="x")])
+    with pytest.raises(TraceError, match=r"<odd>\.jsonl, line 1, field seed"):
+        load_traces(path)
