@@ -214,6 +214,7 @@ __all__ = [
     "ArmProfile",
     "example_experiment",
     "example_records",
+    "example_specs",
     "write_example",
 ]
 
@@ -1206,3 +1207,43 @@ def write_example(out_dir: str | pathlib.Path, seed: int = 0, *, n_tasks: int = 
         for record in example_records(seed, n_tasks=n_tasks, n_seeds=n_seeds):
             handles[record["arm"]].write(json.dumps(record, separators=(",", ":")) + "\n")
     return paths
+
+
+def example_specs(seed: int = 0, *, n_tasks: int = 60) -> dict[str, Any]:
+    """A :class:`~agentab.TrajectorySpec` per task of the example experiment.
+
+    Each task needs the target file read, edited and the tests run (a
+    ``superset`` reference: extra calls are tolerated), within 15 steps
+    (the harness caps runs at :data:`MAX_STEPS`), with a loop cap of 3
+    repeats. Its intended terminal state modifies the target file (and
+    ``requirements.txt`` when the fix needs a dependency, whose PyPI page is
+    then a reference call too) and deletes nothing; created files are not
+    checked (a regression test is welcome).
+
+    Examples
+    --------
+    >>> from agentab.datasets import example_specs
+    >>> spec = example_specs(0, n_tasks=3)["t000"]
+    >>> [call.tool for call in spec.reference]
+    ['read_file', 'edit_file', 'run_tests']
+    >>> spec.step_budget, spec.step_cap, spec.max_repeats
+    (15, 30, 3)
+    """
+    from .trajectory import Call, TrajectorySpec
+
+    _check_args(seed, n_tasks, 1)
+    specs = {}
+    for index in range(n_tasks):
+        task = _make_task(seed, index)
+        reference = [Call("read_file", {"path": task.target}), Call("edit_file", {"path": task.target}),
+                     Call("run_tests")]
+        modified = [task.target]
+        if task.dependency is not None:
+            reference.insert(1, Call("http_get", {"url": f"https://pypi.org/simple/{task.dependency[0]}/"}))
+            reference.insert(2, Call("edit_file", {"path": _REQUIREMENTS}))
+            modified.append(_REQUIREMENTS)
+        specs[task.task_id] = TrajectorySpec(
+            reference=tuple(reference), match="superset", step_budget=15, step_cap=MAX_STEPS, max_repeats=3,
+            forbidden=(), expected_state={"files_modified": modified, "files_deleted": []},
+        )
+    return specs
