@@ -5,14 +5,18 @@ The data flow reads top to bottom:
 - :mod:`agentab.record` -- the trace record (one JSON object per agent run);
 - :mod:`agentab.traces` -- :func:`load_traces` into run and step tables;
 - :mod:`agentab.trajectory` -- scoring one run on its trajectory (:func:`score_run`);
+- :mod:`agentab.score` -- :func:`score`: every run of an experiment, vectorised, with metric kinds;
+- :mod:`agentab.diagnose` -- :func:`diagnose`: failure shapes across the experiment, with evidence;
 - :mod:`agentab.summary` -- per-arm descriptive summaries;
 - :mod:`agentab.datasets` -- a realistic embedded two-arm example experiment;
 - :mod:`agentab.cli` -- the ``agentab`` command.
 """
 
 from . import datasets
-from .errors import TraceError, TraceWarning
-from .summary import summarize
+from .diagnose import Diagnosis, Finding, diagnose
+from .errors import SpecError, TraceError, TraceWarning
+from .score import SpecWarning, metric_kinds, score
+from .summary import summarize, summarize_scores
 from .traces import Traces, load_traces, read_traces
 from .trajectory import Call, TrajectorySpec, Verdict, score_run
 
@@ -23,6 +27,14 @@ __all__ = [
     "TrajectorySpec",
     "Verdict",
     "score_run",
+    "score",
+    "metric_kinds",
+    "SpecError",
+    "SpecWarning",
+    "diagnose",
+    "Diagnosis",
+    "Finding",
+    "summarize_scores",
     "Traces",
     "TraceError",
     "TraceWarning",

@@ -8,6 +8,7 @@ shows the traceback); 1 an internal error.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import warnings
@@ -17,9 +18,12 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__, datasets
-from .errors import TraceError, TraceWarning, where
-from .summary import format_summary, summarize
+from .errors import SpecError, TraceError, TraceWarning, where
+from .diagnose import diagnose
+from .score import score
+from .summary import format_summary, summarize, summarize_scores
 from .traces import Traces, load_traces
+from .trajectory import TrajectorySpec
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -32,6 +36,10 @@ examples:
   agentab summary runs/                per-arm summary of every .jsonl/.json(.gz) file under runs/
   agentab summary a.jsonl b.jsonl --lenient
                                        load what is valid, report what was rejected
+  agentab score runs/ --spec spec.json -o scores.csv
+                                       score every run's trajectory; write one row per run
+  agentab diagnose runs/ --spec spec.json
+                                       failure shapes across the experiment, with evidence
 
 exit codes: 0 success, 2 bad input (one line on stderr), 1 internal error.
 """
@@ -60,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo",
         help="run the whole product on the embedded example experiment",
-        description="Load the embedded two-arm example experiment (60 tasks x 5 seeds x 2 arms) "
-        "and print a per-arm summary.",
+        description="Load the embedded two-arm example experiment (60 tasks x 5 seeds x 2 arms), "
+        "print a per-arm summary, score every trajectory against the example's specs and list the "
+        "findings.",
     )
     demo.add_argument("--seed", type=int, default=0, help="seed of the example generator (default 0)")
     demo.set_defaults(func=_cmd_demo)
@@ -91,11 +100,60 @@ def build_parser() -> argparse.ArgumentParser:
         help="load the valid runs and list the rejected records, instead of stopping at the first problem",
     )
     summary.set_defaults(func=_cmd_summary)
+
+    score_cmd = commands.add_parser(
+        "score",
+        help="score every run's trajectory against a spec",
+        description="Load traces and score every run against a trajectory spec (loops, budget, match "
+        "against a reference, side effects, the 0-3 rubric). SPEC.json holds one spec object (the fields "
+        "of agentab.TrajectorySpec, references as [{\"tool\": ..., \"args\": {...}}]) or "
+        "{\"tasks\": {TASK_ID: spec, ...}}. Without -o, prints a per-arm summary of the scores.",
+    )
+    score_cmd.add_argument("traces", nargs="+", type=Path, help=".jsonl/.json(.gz) files or folders of them")
+    score_cmd.add_argument("--spec", type=Path, help="trajectory spec (JSON); default: an empty spec")
+    score_cmd.add_argument("-o", "--out", type=Path, help="write the per-run table (.csv or .parquet)")
+    score_cmd.add_argument("--lenient", action="store_true", help="skip invalid records (they are listed)")
+    score_cmd.set_defaults(func=_cmd_score)
+
+    diagnose_cmd = commands.add_parser(
+        "diagnose",
+        help="find failure shapes across an experiment",
+        description="Load and score traces, then report findings with their evidence: success by step "
+        "count (context exhaustion), loops and cap hits, non-termination, error cascades, accidental "
+        "recovery, tool selection vs argument correctness, tool choice by arm.",
+    )
+    diagnose_cmd.add_argument("traces", nargs="+", type=Path, help=".jsonl/.json(.gz) files or folders of them")
+    diagnose_cmd.add_argument("--spec", type=Path, help="trajectory spec (JSON), as for `agentab score`")
+    diagnose_cmd.add_argument("--by", default="arm", help="column to compare by (default: arm)")
+    diagnose_cmd.add_argument("--lenient", action="store_true", help="skip invalid records (they are listed)")
+    diagnose_cmd.set_defaults(func=_cmd_diagnose)
     return parser
+
+
+def _read_spec(path: Path | None) -> TrajectorySpec | dict[str, TrajectorySpec]:
+    """A spec file: one spec object, or ``{"tasks": {task_id: spec}}``."""
+    if path is None:
+        return TrajectorySpec()
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise SpecError(f"{path}, line {err.lineno}: malformed JSON: {err.msg}") from err
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    try:
+        if set(data) == {"tasks"}:
+            return {str(task): TrajectorySpec(**spec) for task, spec in data["tasks"].items()}
+        return TrajectorySpec(**data)
+    except (TypeError, ValueError) as err:
+        raise SpecError(f"{path}: {err}") from err
 
 
 def _print_traces_summary(traces: Traces, by: str = "arm") -> None:
     print(format_summary(summarize(traces, by=by)))
+    _print_rejected(traces)
+
+
+def _print_rejected(traces: Traces) -> None:
     if len(traces.rejected):
         print(f"\n{len(traces.rejected):,} of {traces.n_read:,} records rejected:")
         for row in traces.rejected.head(10).itertuples(index=False):
@@ -121,6 +179,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "\nSuccess rate is averaged over tasks; steps, tokens and cost are long-tailed, so they are\n"
         "shown at p50 and p95 (numpy's linear quantile), not as means."
     )
+    specs = datasets.example_specs(seed=args.seed, n_tasks=n_tasks)
+    scores = score(traces, specs)
+    print("\nTrajectory scores (each task's spec: read, edit and test the target within 15 steps,\n"
+          "loop cap 3, modify only the intended files, delete nothing):\n")
+    print(format_summary(summarize_scores(scores)))
+    findings = diagnose(traces, spec=specs).findings
+    if findings:
+        print(f"\nFindings ({len(findings)}):")
+        for finding in findings[:8]:
+            print(f"- {finding.title}\n    {finding.reading}")
     return EXIT_OK
 
 
@@ -128,6 +196,32 @@ def _cmd_example(args: argparse.Namespace) -> int:
     paths = datasets.write_example(args.out, seed=args.seed, n_tasks=args.tasks, n_seeds=args.seeds)
     for arm, path in paths.items():
         print(f"{arm}: {path}")
+    return EXIT_OK
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    spec = _read_spec(args.spec)
+    traces = load_traces(list(args.traces), strict=not args.lenient)
+    scores = score(traces, spec)
+    if args.out is None:
+        print(format_summary(summarize_scores(scores)))
+    elif args.out.suffix == ".parquet":
+        scores.to_parquet(args.out, index=False)
+        print(f"{len(scores):,} runs scored: {args.out}")
+    elif args.out.suffix == ".csv":
+        scores.to_csv(args.out, index=False)
+        print(f"{len(scores):,} runs scored: {args.out}")
+    else:
+        raise SpecError(f"{args.out}: the output must end in .csv or .parquet")
+    _print_rejected(traces)
+    return EXIT_OK
+
+
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    traces = load_traces(list(args.traces), strict=not args.lenient)
+    found = diagnose(traces, spec=_read_spec(args.spec), by=args.by)
+    print(found)
+    _print_rejected(traces)
     return EXIT_OK
 
 
@@ -146,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("always", TraceWarning)
             warnings.showwarning = _show_warning
             return args.func(args)
-    except (TraceError, OSError, KeyError) as err:
+    except (TraceError, SpecError, OSError, KeyError) as err:
         if args.debug:
             raise
         message = err.args[0] if isinstance(err, KeyError) and err.args else err

@@ -7,7 +7,7 @@ CLI turns these into one line on stderr and a non-zero exit code.
 
 from __future__ import annotations
 
-__all__ = ["TraceError", "TraceWarning", "where"]
+__all__ = ["TraceError", "TraceWarning", "SpecError", "where"]
 
 
 def where(source: str, line: int) -> str:
@@ -71,6 +71,10 @@ class TraceError(ValueError):
         if self.field:
             parts.append(f"field {self.field}")
         return f"{', '.join(parts)}: {self.reason}" if parts else self.reason
+
+
+class SpecError(ValueError):
+    """A trajectory spec (or a spec file) is invalid."""
 
 
 class TraceWarning(UserWarning):

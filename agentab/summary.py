@@ -18,7 +18,7 @@ import pandas as pd
 if TYPE_CHECKING:  # pragma: no cover
     from .traces import Traces
 
-__all__ = ["summarize", "format_summary"]
+__all__ = ["summarize", "summarize_scores", "format_summary"]
 
 _NO_ARM = "(no arm)"
 
@@ -91,6 +91,48 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
     return table
 
 
+def summarize_scores(scores: pd.DataFrame, by: str = "arm") -> pd.DataFrame:
+    """Summarise a trajectory-score table (from :func:`agentab.score`) per arm.
+
+    Rates are shares of runs (missing values left out); ``rubric 0`` ..
+    ``rubric 3`` are the shares of each rubric level; ``tool_recall`` and
+    ``arg_accuracy`` are means over the runs where they are defined.
+
+    Examples
+    --------
+    >>> import agentab
+    >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=10, n_seeds=2)
+    >>> scores = agentab.score(traces, agentab.datasets.example_specs(0, n_tasks=10))
+    >>> table = summarize_scores(scores)
+    >>> list(table.columns[:5])
+    ['passed', 'rubric 0', 'rubric 1', 'rubric 2', 'rubric 3']
+    """
+    if by not in scores.columns:
+        raise KeyError(f"cannot group by {by!r}: not a column of the scores")
+    keys = scores[by].astype(object).where(scores[by].notna(), _NO_ARM)
+    rows = {}
+    for key, group in scores.groupby(keys, sort=False):
+        row = {"passed": _share(group["passed"])}
+        rubric = group["rubric"].dropna().astype(int)
+        for level in range(4):
+            row[f"rubric {level}"] = float((rubric == level).mean()) if len(rubric) else float("nan")
+        for column in ("loop", "cap_hit", "non_terminated", "accidental_recovery", "error_cascade"):
+            if column in group:
+                row[column] = _share(group[column])
+        for column in ("tool_recall", "arg_accuracy"):
+            if column in group:
+                row[column] = float(group[column].astype("float64").mean())
+        rows[key] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = by
+    return table
+
+
+def _share(values: pd.Series) -> float:
+    known = values.dropna()
+    return float(known.astype(float).mean()) if len(known) else float("nan")
+
+
 _FORMATS = {
     "runs": "{:,.0f}",
     "tasks": "{:,.0f}",
@@ -104,6 +146,18 @@ _FORMATS = {
     "cost_p95": "${:,.4f}",
     "step_error_rate": "{:.1%}",
     "runs_with_error": "{:.1%}",
+    "passed": "{:.1%}",
+    "rubric 0": "{:.1%}",
+    "rubric 1": "{:.1%}",
+    "rubric 2": "{:.1%}",
+    "rubric 3": "{:.1%}",
+    "loop": "{:.1%}",
+    "cap_hit": "{:.1%}",
+    "non_terminated": "{:.1%}",
+    "accidental_recovery": "{:.1%}",
+    "error_cascade": "{:.1%}",
+    "tool_recall": "{:.1%}",
+    "arg_accuracy": "{:.1%}",
 }
 
 _LABELS = {
@@ -117,6 +171,18 @@ _LABELS = {
     "cost_p95": "cost p95",
     "step_error_rate": "step error rate",
     "runs_with_error": "runs with an error",
+    "passed": "passed all trajectory checks",
+    "rubric 0": "rubric 0 (no progress)",
+    "rubric 1": "rubric 1 (partial)",
+    "rubric 2": "rubric 2 (with intervention)",
+    "rubric 3": "rubric 3 (clean)",
+    "loop": "runs with a loop",
+    "cap_hit": "loop cap hit",
+    "non_terminated": "did not terminate",
+    "accidental_recovery": "accidental recovery",
+    "error_cascade": "uncorrected error",
+    "tool_recall": "tool selection (recall)",
+    "arg_accuracy": "argument correctness",
 }
 
 

@@ -99,6 +99,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 import numpy as np
+import pandas as pd
 import scipy.sparse
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
@@ -208,13 +209,17 @@ def _spec_iv(spec: TrajectorySpec) -> None:
     if isinstance(spec.forbidden, str):
         raise TypeError(f"`forbidden` must be a sequence of patterns, got the string {spec.forbidden!r}")
     set_(spec, "forbidden", tuple(spec.forbidden))
+    for name in ("required", "forbidden"):
+        for item in getattr(spec, name):
+            if not isinstance(item, str) or not item:
+                raise TypeError(f"`{name}` items must be non-empty strings, got {item!r}")
     if spec.reference is not None:
         reference = tuple(_as_call(c, f"reference[{i}]") for i, c in enumerate(spec.reference))
         set_(spec, "reference", reference)
     if spec.match not in MATCH_MODES:
         raise ValueError(f"`match` == {spec.match!r}, must be one of {', '.join(MATCH_MODES)}")
-    if spec.match != "superset" and spec.reference is None:
-        raise ValueError(f"`match` == {spec.match!r} needs a `reference` trajectory")
+    if spec.match != "superset" and not spec.reference:
+        raise ValueError(f"`match` == {spec.match!r} needs a non-empty `reference` trajectory")
     rules = spec.args.values() if isinstance(spec.args, Mapping) else [spec.args]
     for rule in rules:
         if not callable(rule) and rule not in ARG_RULES:
@@ -227,10 +232,19 @@ def _spec_iv(spec: TrajectorySpec) -> None:
         unknown = set(spec.expected_state) - set(_STATE_LISTS)
         if unknown:
             raise ValueError(f"`expected_state` has unknown keys {sorted(unknown)}; known: {', '.join(_STATE_LISTS)}")
+        for key, value in spec.expected_state.items():
+            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+                raise TypeError(f"`expected_state[{key!r}]` must be a list, got {value!r}")
+    success_at = spec.success_at
+    if isinstance(success_at, bool) or not isinstance(success_at, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(success_at):
+        raise ValueError(f"`success_at` == {success_at!r}, must be a finite number")
 
 
 def _as_call(value: Any, where: str) -> Call:
     if isinstance(value, Call):
+        if not isinstance(value.tool, str) or not value.tool:
+            raise TypeError(f"{where}: the tool must be a non-empty name, got {value.tool!r}")
         return value
     if isinstance(value, str):
         return Call(value)
@@ -323,8 +337,9 @@ def _run_from(run: Any, outcome: Any, final_state_correct: Any) -> _Run:
         calls = [Call(s.get("tool"), s.get("args") or {}, (s.get("observation") or {}).get("status"))
                  for s in run.get("steps", [])]
         meta = run.get("metadata") or {}
+        claim = meta.get("claimed_success")
         return _Run(calls, run.get("outcome") if given is None else given, run.get("terminal_state"),
-                    run.get("retries"), run.get("backtracks"), meta.get("claimed_success"))
+                    run.get("retries"), run.get("backtracks"), None if claim is None else bool(claim))
     if hasattr(run, "runs") and hasattr(run, "steps"):  # a Traces holding one run
         if len(run.runs) != 1:
             raise ValueError(f"score_run scores one run; these traces hold {len(run.runs)} (use agentab.score)")
@@ -340,7 +355,7 @@ def _run_from(run: Any, outcome: Any, final_state_correct: Any) -> _Run:
 
 
 def _right(outcome: Any, success_at: float) -> bool | None:
-    if outcome is None or outcome is np.nan:
+    if outcome is None or (not isinstance(outcome, (bool, np.bool_)) and pd.isna(outcome)):
         return None
     if isinstance(outcome, (bool, np.bool_)):
         return bool(outcome)
@@ -434,7 +449,7 @@ def _side_effects(run: _Run, spec: TrajectorySpec) -> tuple[list[str], dict[str,
                         reasons.append(f"intended change missing ({key.replace('_', ' ')}): {entry}")
     metrics = {
         "forbidden_calls": len(forbidden_calls),
-        "forbidden_side_effects": forbidden_effects if known or not spec.forbidden else None,
+        "forbidden_side_effects": forbidden_effects if known else None,
         "unexpected_side_effects": unexpected if known and spec.expected_state is not None else None,
         "missing_changes": missing if known and spec.expected_state is not None else None,
         "duplicate_changes": duplicates if known else None,
@@ -537,11 +552,17 @@ def score_run(
                     forbidden=forbidden, expected_state=expected_state, **options)
     if spec is None:
         spec = TrajectorySpec(**{k: v for k, v in keywords.items() if v is not None})
-    elif any(v not in (None, (), "superset") for k, v in keywords.items() if k in ("required", "reference", "match",
-                                                                                      "step_budget", "forbidden",
-                                                                                      "expected_state")) or options:
+    elif options or any(_given(keywords[k]) for k in ("required", "reference", "step_budget", "forbidden",
+                                                      "expected_state")) or match != "superset":
         raise TypeError("give either `spec` or the spec keywords, not both")
     return _score(_run_from(run, outcome, final_state_correct), spec)
+
+
+def _given(value: Any) -> bool:
+    """A spec keyword the caller set: not None and not an empty sequence."""
+    if value is None:
+        return False
+    return not (isinstance(value, (Sequence, Mapping)) and not isinstance(value, str) and len(value) == 0)
 
 
 def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
@@ -607,10 +628,20 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
 
 
 def _uncorrected_error(calls: list[Call]) -> bool:
-    """An error after which the same tool never succeeds: the run went on without fixing it."""
+    """A failed call the run never made good: no later success of that tool.
+
+    A failure that only repeats a call that had already succeeded (such as a
+    repeat blocked by a loop guard) lost no information and does not count.
+    """
+    succeeded_before: set[tuple[str, str]] = set()
+    redundant = []
+    for call in calls:
+        redundant.append(call.status == "error" and call.key() in succeeded_before)
+        if call.status == "ok":
+            succeeded_before.add(call.key())
     fixed: set[str] = set()
-    for call in reversed(calls):
-        if call.status == "error" and call.tool not in fixed:
+    for call, is_redundant in zip(reversed(calls), reversed(redundant)):
+        if call.status == "error" and call.tool not in fixed and not is_redundant:
             return True
         if call.status == "ok":
             fixed.add(call.tool)

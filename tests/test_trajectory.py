@@ -288,13 +288,20 @@ def test_rubric_level_table():
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
     ({"match": "fuzzy", "reference": ["a"]}, ValueError, r"`match` == 'fuzzy', must be one of exact, any_order"),
-    ({"match": "exact"}, ValueError, r"`match` == 'exact' needs a `reference`"),
+    ({"match": "exact"}, ValueError, r"`match` == 'exact' needs a non-empty `reference`"),
     ({"step_budget": -3}, ValueError, r"`step_budget` == -3, must be a positive integer"),
     ({"max_repeats": 0}, ValueError, r"`max_repeats` == 0"),
     ({"args": "loose"}, ValueError, r"argument rule 'loose' is not one of subset, exact, ignore"),
     ({"required": "edit_file"}, TypeError, r"`required` must be a sequence of tool names, got the string"),
     ({"reference": [42]}, TypeError, r"reference\[0\]: expected a Call"),
     ({"expected_state": {"rows": []}}, ValueError, r"`expected_state` has unknown keys \['rows'\]"),
+    ({"expected_state": {"files_modified": "a.py"}}, TypeError, r"`expected_state\['files_modified'\]` must be a list"),
+    ({"reference": [], "match": "exact"}, ValueError, r"`match` == 'exact' needs a non-empty `reference`"),
+    ({"success_at": "1"}, ValueError, r"`success_at` == '1', must be a finite number"),
+    ({"success_at": float("nan")}, ValueError, r"`success_at` == nan, must be a finite number"),
+    ({"forbidden": (3,)}, TypeError, r"`forbidden` items must be non-empty strings, got 3"),
+    ({"required": (None,)}, TypeError, r"`required` items must be non-empty strings, got None"),
+    ({"reference": [Call(7)]}, TypeError, r"reference\[0\]: the tool must be a non-empty name, got 7"),
 ])
 def test_bad_specs_are_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -306,6 +313,8 @@ def test_bad_specs_are_errors(kwargs, error, match):
 def test_bad_inputs():
     with pytest.raises(TypeError, match=r"give either `spec` or the spec keywords"):
         score_run([ok("a")], spec=TrajectorySpec(), step_budget=3)
+    assert score_run([ok("a")], spec=TrajectorySpec(), required=[], outcome=True).passed  # empty = not given
+    assert score_run([ok("a")], outcome=float("nan")).reasons == ["no external outcome"]
     with pytest.raises(ValueError, match=r"score_run scores one run; these traces hold 2"):
         score_run(agentab.load_traces([make_record("a"), make_record("b")]))
     with pytest.raises(TypeError, match=r"cannot score a int"):
@@ -316,3 +325,11 @@ def test_bad_inputs():
 def test_verdict_prints_like_the_seed():
     verdict = score_run(LUCKY, required=["list_dir", "edit_file"], step_budget=5, final_state_correct=True)
     assert str(verdict).splitlines()[0] == "FAIL" and str(verdict).count("  - ") == 3
+
+
+def test_a_failed_repeat_of_a_successful_call_is_not_an_uncorrected_error():
+    # e.g. a loop guard blocks the identical repeat: nothing was lost
+    blocked = [ok("read", path="a"), err("read", path="a"), ok("edit")]
+    assert not score_run(blocked, outcome=True).metrics["error_cascade"]
+    new_failure = [ok("read", path="a"), err("read", path="b"), ok("edit")]
+    assert score_run(new_failure, outcome=True).metrics["error_cascade"]

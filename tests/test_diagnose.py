@@ -1,0 +1,91 @@
+"""Experiment-level diagnostics find each failure shape, with its evidence, and nothing on clean runs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import agentab
+from agentab import TrajectorySpec, diagnose
+
+
+def _record(run_id, arm, calls, outcome, task="t1", **extra):
+    steps = [{"index": i, "tool": tool, "args": args, "observation": {"status": status}}
+             for i, (tool, args, status) in enumerate(calls)]
+    return {"run_id": run_id, "task_id": task, "seed": 0, "arm": arm, "steps": steps, "outcome": outcome, **extra}
+
+
+CLEAN = [("read_file", {"path": "a.py"}, "ok"), ("edit_file", {"path": "a.py"}, "ok"), ("run_tests", {}, "ok")]
+
+
+def _titles(found):
+    return [f.title for f in found.findings]
+
+
+def test_clean_runs_have_no_findings():
+    traces = agentab.load_traces([_record(f"r{i}", "base", CLEAN, True) for i in range(20)])
+    found = diagnose(traces, spec=TrajectorySpec(required=("edit_file",), step_budget=5))
+    assert found.findings == [] and str(found) == "no findings"
+    assert found.tables["rates"].loc["base", "passed"] == 1.0
+
+
+def test_loops_cap_hits_and_accidental_recovery():
+    looping = [("search", {"q": "x"}, "ok")] * 4 + CLEAN
+    records = [_record(f"l{i}", "base", looping, True) for i in range(5)]
+    records += [_record(f"c{i}", "base", CLEAN, True) for i in range(5)]
+    found = diagnose(agentab.load_traces(records), spec=TrajectorySpec(max_repeats=3))
+    titles = _titles(found)
+    assert "base: loops in 50% of runs, loop cap hit in 50%" in titles
+    assert "base: 50% of successes came after failed or looping calls" in titles
+    loop_finding = next(f for f in found.findings if f.title.startswith("base: loops"))
+    assert "non-termination" in loop_finding.reading and loop_finding.evidence.loc["base", "runs"] == 10
+
+
+def test_context_exhaustion_cliff():
+    short = [_record(f"s{i}", "base", CLEAN, True) for i in range(12)]
+    long_calls = [("read_file", {"path": f"f{k}.py"}, "ok") for k in range(22)]
+    long = [_record(f"g{i}", "base", long_calls, i < 1) for i in range(12)]
+    found = diagnose(agentab.load_traces(short + long))
+    cliff = [f for f in found.findings if "success falls" in f.title]
+    assert len(cliff) == 1 and cliff[0].title == "base: success falls from 100% to 8% at 20-29 steps"
+    assert "context exhaustion" in cliff[0].reading
+
+
+def test_selection_versus_arguments():
+    reference = (agentab.Call("read_file", {"path": "a.py"}), agentab.Call("edit_file", {"path": "a.py"}))
+    wrong_args = [("read_file", {"path": "b.py"}, "ok"), ("edit_file", {"path": "b.py"}, "ok")]
+    wrong_tool = [("search", {"q": "a"}, "ok"), ("write_file", {"path": "a.py"}, "ok")]
+    spec = TrajectorySpec(reference=reference)
+    found = diagnose(agentab.load_traces([_record(f"a{i}", "base", wrong_args, False) for i in range(10)]), spec=spec)
+    assert "base: tool selection 100% but argument correctness 0%" in _titles(found)
+    assert "schema" in found.findings[-1].reading
+    with pytest.warns(agentab.SpecWarning, match=r"never appear in any run's steps"):
+        found = diagnose(agentab.load_traces([_record(f"w{i}", "base", wrong_tool, False) for i in range(10)]),
+                         spec=spec)
+    assert "base: tool selection 0%" in _titles(found)
+
+
+def test_tool_choice_shift_between_arms():
+    records = [_record(f"a{i}", "A", CLEAN, True) for i in range(10)]
+    records += [_record(f"b{i}", "B", [("search", {"q": "x"}, "ok"), *CLEAN[1:]], True) for i in range(10)]
+    found = diagnose(agentab.load_traces(records))
+    shift = [f for f in found.findings if f.title.startswith("tool choice differs")]
+    assert len(shift) == 1 and "total variation 0.33" in shift[0].title
+    assert set(found.tables["tool_choice"].columns) == {"A", "B"}
+
+
+def test_diagnose_accepts_a_scores_table_and_checks_its_input():
+    traces = agentab.load_traces([_record(f"r{i}", "base", CLEAN, True) for i in range(3)])
+    scores = agentab.score(traces, TrajectorySpec())
+    assert isinstance(diagnose(scores).tables["rates"], pd.DataFrame)
+    with pytest.raises(TypeError, match=r"diagnose needs Traces or a table from agentab.score, got int"):
+        diagnose(3)
+    with pytest.raises(KeyError, match=r"cannot group by 'family'"):
+        diagnose(scores, by="family")
+
+
+def test_example_experiment_findings():
+    traces = agentab.datasets.example_experiment(seed=0)
+    found = diagnose(traces, spec=agentab.datasets.example_specs(0))
+    titles = " | ".join(_titles(found))
+    assert "baseline: loops in" in titles and "did not terminate" in titles
