@@ -86,3 +86,35 @@ def test_lenient_summary_when_everything_is_rejected(tmp_path, capsys):
     code, out, err = run(capsys, "summary", str(path), "--lenient")
     assert code == 0, err
     assert "(no runs)" in out and "1 of 1 records rejected" in out
+
+
+def test_score_and_diagnose_commands(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    run(capsys, "example", "--out", str(runs), "--tasks", "8", "--seeds", "2")
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"required": ["edit_file", "run_tests"], "step_budget": 15, "max_repeats": 3, '
+                    '"reference": [{"tool": "read_file"}, {"tool": "edit_file"}]}')
+    code, out, err = run(capsys, "score", str(runs), "--spec", str(spec))
+    assert code == 0, err
+    assert "rubric 3 (clean)" in out and "runs with a loop" in out
+    for suffix in ("csv", "parquet"):
+        target = tmp_path / f"scores.{suffix}"
+        code, out, _ = run(capsys, "score", str(runs), "--spec", str(spec), "-o", str(target))
+        assert code == 0 and target.exists() and "32 runs scored" in out
+    code, out, err = run(capsys, "diagnose", str(runs), "--spec", str(spec))
+    assert code == 0, err
+    assert out.startswith("- ") or out.strip() == "no findings"
+
+
+def test_bad_spec_files_exit_2(tmp_path, capsys):
+    traces = write_jsonl(tmp_path / "runs.jsonl", [make_record("a")])
+    for text, message in [('{"match": "fuzzy", "reference": ["a"]}', "`match` == 'fuzzy'"),
+                          ('{"budget": 3}', "unexpected keyword argument 'budget'"),
+                          ("[1]", "expected a JSON object, got list"),
+                          ("{oops", "line 1: malformed JSON")]:
+        spec = tmp_path / "spec.json"
+        spec.write_text(text)
+        code, _, err = run(capsys, "score", str(traces), "--spec", str(spec))
+        assert code == EXIT_BAD_INPUT and message in err and err.count("\n") == 1, err
+    code, _, err = run(capsys, "score", str(traces), "-o", str(tmp_path / "x.txt"))
+    assert code == EXIT_BAD_INPUT and "must end in .csv or .parquet" in err
