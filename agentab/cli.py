@@ -52,6 +52,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _add_traces_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("traces", nargs="+", type=Path, help=".jsonl/.json(.gz) files or folders of them")
+    parser.add_argument(
+        "--lenient",
+        action="store_true",
+        help="load the valid runs and list the rejected records, instead of stopping at the first problem",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every ``agentab`` command."""
     parser = argparse.ArgumentParser(
@@ -92,13 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Load trace files or folders (arms from each record's `arm` field) and print a "
         "per-arm summary: runs, tasks, success rate, steps/tokens/cost p50 and p95, error rates.",
     )
-    summary.add_argument("traces", nargs="+", type=Path, help=".jsonl/.json(.gz) files or folders of them")
+    _add_traces_arguments(summary)
     summary.add_argument("--by", default="arm", help="runs column to group by (default: arm)")
-    summary.add_argument(
-        "--lenient",
-        action="store_true",
-        help="load the valid runs and list the rejected records, instead of stopping at the first problem",
-    )
     summary.set_defaults(func=_cmd_summary)
 
     score_cmd = commands.add_parser(
@@ -109,10 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
         "of agentab.TrajectorySpec, references as [{\"tool\": ..., \"args\": {...}}]) or "
         "{\"tasks\": {TASK_ID: spec, ...}}. Without -o, prints a per-arm summary of the scores.",
     )
-    score_cmd.add_argument("traces", nargs="+", type=Path, help=".jsonl/.json(.gz) files or folders of them")
+    _add_traces_arguments(score_cmd)
     score_cmd.add_argument("--spec", type=Path, help="trajectory spec (JSON); default: an empty spec")
     score_cmd.add_argument("-o", "--out", type=Path, help="write the per-run table (.csv or .parquet)")
-    score_cmd.add_argument("--lenient", action="store_true", help="skip invalid records (they are listed)")
     score_cmd.set_defaults(func=_cmd_score)
 
     diagnose_cmd = commands.add_parser(
@@ -122,10 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
         "count (context exhaustion), loops and cap hits, non-termination, error cascades, accidental "
         "recovery, tool selection vs argument correctness, tool choice by arm.",
     )
-    diagnose_cmd.add_argument("traces", nargs="+", type=Path, help=".jsonl/.json(.gz) files or folders of them")
+    _add_traces_arguments(diagnose_cmd)
     diagnose_cmd.add_argument("--spec", type=Path, help="trajectory spec (JSON), as for `agentab score`")
     diagnose_cmd.add_argument("--by", default="arm", help="column to compare by (default: arm)")
-    diagnose_cmd.add_argument("--lenient", action="store_true", help="skip invalid records (they are listed)")
     diagnose_cmd.set_defaults(func=_cmd_diagnose)
     return parser
 
