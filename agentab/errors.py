@@ -7,7 +7,7 @@ CLI turns these into one line on stderr and a non-zero exit code.
 
 from __future__ import annotations
 
-__all__ = ["TraceError", "TraceWarning", "SpecError", "where"]
+__all__ = ["TraceError", "TraceWarning", "SpecError", "SpecWarning", "where"]
 
 
 def where(source: str, line: int) -> str:
@@ -75,6 +75,10 @@ class TraceError(ValueError):
 
 class SpecError(ValueError):
     """A trajectory spec (or a spec file) is invalid."""
+
+
+class SpecWarning(UserWarning):
+    """A spec was accepted, but part of it looks wrong (a typo, a task not in the traces)."""
 
 
 class TraceWarning(UserWarning):

@@ -149,6 +149,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import trajectory as _tj
+from .errors import SpecWarning
 from .traces import Traces
 from .trajectory import MATCH_MODES, MAX_CYCLE, TrajectorySpec
 
@@ -209,10 +210,6 @@ _CHECK = 1 << 48
 _LATER = 1 << 40  # a second group of reasons inside one check
 
 SpecLike = TrajectorySpec | Mapping[Any, Any] | pd.DataFrame | None
-
-
-class SpecWarning(UserWarning):
-    """A spec was accepted, but part of it looks wrong (a typo, a task not in the traces)."""
 
 
 # --------------------------------------------------------------------------- #

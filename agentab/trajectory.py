@@ -93,6 +93,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -102,6 +103,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse
 from scipy.sparse.csgraph import maximum_bipartite_matching
+
+from .errors import SpecWarning
 
 __all__ = ["Call", "TrajectorySpec", "Verdict", "score_run", "rubric_level", "MATCH_MODES", "ARG_RULES"]
 
@@ -235,6 +238,9 @@ def _spec_iv(spec: TrajectorySpec) -> None:
         for key, value in spec.expected_state.items():
             if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
                 raise TypeError(f"`expected_state[{key!r}]` must be a list, got {value!r}")
+    if spec.reference and spec.match == "superset" and spec.step_budget is None:
+        warnings.warn("a superset match tolerates any number of extra calls: give it a `step_budget`, or you have "
+                      "licensed the forty-step run", SpecWarning, stacklevel=4)
     success_at = spec.success_at
     if isinstance(success_at, bool) or not isinstance(success_at, (int, float, np.integer, np.floating)) \
             or not np.isfinite(success_at):

@@ -333,3 +333,14 @@ def test_a_failed_repeat_of_a_successful_call_is_not_an_uncorrected_error():
     assert not score_run(blocked, outcome=True).metrics["error_cascade"]
     new_failure = [ok("read", path="a"), err("read", path="b"), ok("edit")]
     assert score_run(new_failure, outcome=True).metrics["error_cascade"]
+
+
+def test_superset_without_a_budget_warns():
+    with pytest.warns(agentab.SpecWarning, match=r"give it a `step_budget`, or you have licensed the forty-step run"):
+        TrajectorySpec(reference=(Call("read_file"),))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TrajectorySpec(reference=(Call("read_file"),), step_budget=10)
+        TrajectorySpec(required=("read_file",))
