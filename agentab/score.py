@@ -64,8 +64,8 @@ column                     kind       better    meaning
 ``cap_hit``                binary     lower     a streak reached ``max_repeats``
 ``over_budget``            binary     lower     more steps than ``step_budget`` (missing: no
                                                 budget)
-``non_terminated``         binary     lower     reached ``step_cap``, or the last call was
-                                                never answered
+``non_terminated``         binary     lower     reached ``step_cap`` or ``time_limit``, or the
+                                                last call was never answered
 ``premature``              binary     lower     claimed success (``metadata.claimed_success``)
                                                 with a wrong result or no state change
                                                 (missing: no claim recorded)
@@ -659,6 +659,7 @@ class _Specs:
     specs: list[TrajectorySpec]
     budget: np.ndarray       # 0: none
     cap: np.ndarray          # 0: none
+    time_limit: np.ndarray   # NaN: none
     max_repeats: np.ndarray  # 0: none
     success_at: np.ndarray
     match: np.ndarray        # index into MATCH_MODES
@@ -692,6 +693,7 @@ class _Specs:
                 name.append(call.tool)
         return cls(
             specs=specs, budget=ints("step_budget"), cap=ints("step_cap"), max_repeats=ints("max_repeats"),
+            time_limit=np.array([np.nan if s.time_limit is None else float(s.time_limit) for s in specs]),
             success_at=np.array([float(s.success_at) for s in specs], dtype=np.float64),
             match=np.array([MATCH_MODES.index(s.match) for s in specs], dtype=np.int64),
             ref_start=np.concatenate(([0], np.cumsum(ref_len)[:-1])).astype(np.int64), ref_len=ref_len,
@@ -980,8 +982,9 @@ def _exact(steps: _Steps, sp: _Specs, run_spec: np.ndarray, runs: np.ndarray,
     return ok, k[runs]
 
 
-def _status(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons) -> dict[str, Any]:
-    """Errors, uncorrected errors, budget, step cap and unanswered calls."""
+def _status(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons,
+            latency: np.ndarray) -> dict[str, Any]:
+    """Errors, uncorrected errors, budget, step cap, time limit and unanswered calls."""
     n_runs, n = len(run_spec), steps.n
     pos = steps.pos
     n_errors = np.bincount(pos[steps.is_error], minlength=n_runs).astype(np.int64)
@@ -1021,8 +1024,14 @@ def _status(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons) 
     reasons.add(_BUDGET, runs, 0, _fmt("took ", n[runs], " steps against a budget of ", budget[runs]))
     runs = np.flatnonzero(hit_cap)
     reasons.add(_CAP, runs, 0, _fmt("did not terminate: reached the step cap of ", cap[runs]))
+    limit = sp.time_limit[run_spec]
+    with np.errstate(invalid="ignore"):
+        timed_out = ~np.isnan(limit) & ~np.isnan(latency) & (latency >= limit)
+    runs = np.flatnonzero(timed_out)
+    reasons.add(_CAP, runs, 1, [f"did not terminate: ran {latency[r]:g} s against a time limit of {limit[r]:g} s"
+                                for r in runs])
     return {"n_errors": n_errors, "error_cascade": cascade, "over_budget": over, "_has_budget": budget > 0,
-            "non_terminated": hit_cap | unanswered}
+            "non_terminated": hit_cap | unanswered | timed_out}
 
 
 def _side_effects(runs: pd.DataFrame, steps: _Steps, sp: _Specs, run_spec: np.ndarray,
@@ -1118,7 +1127,7 @@ def _score_frame(runs: pd.DataFrame, steps: _Steps, specs: list[TrajectorySpec],
     required = _required(steps, sp, run_spec, reasons)
     reference = _reference(steps, sp, run_spec, reasons, stats)
     loops = _loops(steps, sp, run_spec, reasons)
-    status = _status(steps, sp, run_spec, reasons)
+    status = _status(steps, sp, run_spec, reasons, runs["latency_s"].to_numpy(dtype=np.float64, na_value=np.nan))
     side = _side_effects(runs, steps, sp, run_spec, reasons)
     # the outcome
     outcome = runs["outcome"]

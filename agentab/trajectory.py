@@ -20,8 +20,9 @@ The checks, in the order their reasons are listed
    ``max_repeats`` (the agent's loop cap), a streak that reaches the cap is
    also reported ("loop cap hit: ...").
 3. **Efficiency.** More steps than ``step_budget`` ("took 8 steps against a
-   budget of 5"); at or beyond ``step_cap`` (the harness's hard limit) the
-   run did not terminate on its own.
+   budget of 5"); at or beyond ``step_cap`` (the harness's hard limit), or
+   with ``latency_s`` at or beyond ``time_limit``, the run did not terminate
+   on its own.
 4. **Side effects.** Calls to ``forbidden`` tools, and terminal-state entries
    (files, URLs) matching a ``forbidden`` pattern or not in
    ``expected_state``.
@@ -166,6 +167,9 @@ class TrajectorySpec:
     step_cap : int, optional
         The harness's hard limit on steps: a run that reaches it did not
         terminate on its own.
+    time_limit : float, optional
+        The harness's time limit in seconds: a run whose ``latency_s``
+        reaches it timed out (did not terminate on its own).
     max_repeats : int, optional
         The agent's loop cap: back-to-back repeats of one call that reach it
         are reported as a cap hit.
@@ -188,6 +192,7 @@ class TrajectorySpec:
     args: ArgRule | Mapping[str, ArgRule] = "subset"
     step_budget: int | None = None
     step_cap: int | None = None
+    time_limit: float | None = None
     max_repeats: int | None = None
     forbidden: tuple[str, ...] = ()
     expected_state: Mapping[str, Sequence[Any]] | None = None
@@ -231,6 +236,10 @@ def _spec_iv(spec: TrajectorySpec) -> None:
         value = getattr(spec, name)
         if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1):
             raise ValueError(f"`{name}` == {value!r}, must be a positive integer or None")
+    limit = spec.time_limit
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float, np.integer, np.floating))
+                              or not np.isfinite(limit) or limit <= 0):
+        raise ValueError(f"`time_limit` == {limit!r}, must be a positive number of seconds or None")
     if spec.expected_state is not None:
         unknown = set(spec.expected_state) - set(_STATE_LISTS)
         if unknown:
@@ -335,6 +344,7 @@ class _Run:
     retries: int | None = None
     backtracks: int | None = None
     claimed_success: bool | None = None
+    latency_s: float | None = None
 
 
 def _run_from(run: Any, outcome: Any, final_state_correct: Any) -> _Run:
@@ -345,7 +355,8 @@ def _run_from(run: Any, outcome: Any, final_state_correct: Any) -> _Run:
         meta = run.get("metadata") or {}
         claim = meta.get("claimed_success")
         return _Run(calls, run.get("outcome") if given is None else given, run.get("terminal_state"),
-                    run.get("retries"), run.get("backtracks"), None if claim is None else bool(claim))
+                    run.get("retries"), run.get("backtracks"), None if claim is None else bool(claim),
+                    run.get("latency_s"))
     if hasattr(run, "runs") and hasattr(run, "steps"):  # a Traces holding one run
         if len(run.runs) != 1:
             raise ValueError(f"score_run scores one run; these traces hold {len(run.runs)} (use agentab.score)")
@@ -590,6 +601,9 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
     unanswered = bool(calls) and calls[-1].status is None and any(c.status is not None for c in calls)
     if hit_cap:
         reasons.append(f"did not terminate: reached the step cap of {spec.step_cap}")
+    timed_out = spec.time_limit is not None and run.latency_s is not None and run.latency_s >= spec.time_limit
+    if timed_out:
+        reasons.append(f"did not terminate: ran {run.latency_s:g} s against a time limit of {spec.time_limit:g} s")
     side_reasons, side = _side_effects(run, spec)
     reasons += side_reasons
     right = _right(run.outcome, spec.success_at)
@@ -617,7 +631,7 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
         **reference_metrics,
         **loops,
         "over_budget": over_budget if spec.step_budget is not None else None,
-        "non_terminated": hit_cap or unanswered,
+        "non_terminated": hit_cap or unanswered or timed_out,
         "premature": (None if run.claimed_success is None else
                       bool(run.claimed_success) and (right is False or state_changed is False)),
         "claimed_success": run.claimed_success,

@@ -408,6 +408,7 @@ def random_traces(draw):
         rec = record(f"r{i}", draw(random_steps()), task=draw(st.sampled_from(["t1", "t2", "t3"])),
                      outcome=draw(outcome), terminal_state=draw(terminal_states()),
                      retries=draw(st.none() | st.integers(0, 2)), backtracks=draw(st.none() | st.integers(0, 2)),
+                     latency_s=draw(st.none() | st.sampled_from([0.5, 5.0, 60.0])),
                      metadata=draw(st.sampled_from([None, {}, {"claimed_success": True},
                                                     {"claimed_success": False}, {"claimed_success": None}])))
         records.append({k: v for k, v in rec.items() if v is not None or k == "outcome"})
@@ -429,7 +430,7 @@ def random_specs(draw):
         required=tuple(draw(st.lists(st.sampled_from(TOOLS + ("zz",)), max_size=3))),
         reference=None if reference is None else tuple(reference), match=match, args=rule,
         step_budget=draw(st.none() | st.integers(1, 10)), step_cap=draw(st.none() | st.integers(1, 12)),
-        max_repeats=draw(st.none() | st.integers(1, 3)),
+        max_repeats=draw(st.none() | st.integers(1, 3)), time_limit=draw(st.none() | st.sampled_from([5.0, 30])),
         forbidden=tuple(draw(st.lists(st.sampled_from(["c", "d*", "*.txt", "src/*", "https://y"]), max_size=2))),
         expected_state=expected, success_at=draw(st.sampled_from([0.5, 1.0, 2.5])),
     )

@@ -344,3 +344,13 @@ def test_superset_without_a_budget_warns():
         warnings.simplefilter("error")
         TrajectorySpec(reference=(Call("read_file"),), step_budget=10)
         TrajectorySpec(required=("read_file",))
+
+
+def test_time_limit_is_non_termination():
+    record = make_record(latency_s=125.0, outcome=False)
+    verdict = score_run(record, time_limit=120)
+    assert "did not terminate: ran 125 s against a time limit of 120 s" in verdict.reasons
+    assert verdict.metrics["non_terminated"]
+    assert not score_run(make_record(latency_s=5.0), time_limit=120).metrics["non_terminated"]
+    with pytest.raises(ValueError, match=r"`time_limit` == -1, must be a positive number of seconds"):
+        TrajectorySpec(time_limit=-1)
