@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__, datasets
-from .errors import SpecError, TraceError, TraceWarning, where
 from .diagnose import diagnose
+from .errors import SpecError, TraceError, TraceWarning, where
 from .score import score
 from .summary import format_summary, summarize, summarize_scores
 from .traces import Traces, load_traces

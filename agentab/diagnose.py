@@ -26,6 +26,7 @@ the numbers, so a team can judge them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,6 +120,14 @@ def _tool_choice(steps: pd.DataFrame, runs: pd.DataFrame, by: str) -> pd.DataFra
     return counts / counts.sum()
 
 
+def _metadata_values(runs: pd.DataFrame, key: str) -> pd.Series:
+    """``metadata[key]`` of every run (text), e.g. a task type; KeyError if no run has it."""
+    values = runs["metadata"].map(lambda text: None if pd.isna(text) else json.loads(text).get(key))
+    if values.isna().all():
+        raise KeyError(f"cannot group by {key!r}: neither a column of the scores nor a metadata key of any run")
+    return values.map(lambda v: None if v is None else str(v))
+
+
 def diagnose(
     data: Any,
     *,
@@ -142,7 +151,9 @@ def diagnose(
         The spec to score traces with (default: an empty spec, which still
         finds loops, errors and non-termination).
     by : str
-        Column to compare groups by (default the arm; e.g. a task-type column).
+        Column of the scores to compare groups by (default the arm), or, with
+        traces, a key of the runs' ``metadata`` (e.g. ``"task_type"``: tool
+        misuse shows in the tool-choice distribution by task type).
     buckets : sequence of int
         Left edges of the step-count buckets.
     min_runs : int
@@ -181,6 +192,8 @@ def diagnose(
         scores = data
     else:
         raise TypeError(f"diagnose needs Traces or a table from agentab.score, got {type(data).__name__}")
+    if by not in scores and traces is not None:
+        scores = scores.assign(**{by: _metadata_values(traces.runs, by).to_numpy()})
     if by not in scores:
         raise KeyError(f"cannot group by {by!r}: not a column of the scores")
     scores = scores.assign(**{by: scores[by].astype(object).where(scores[by].notna(), "(none)")})

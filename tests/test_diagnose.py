@@ -89,3 +89,14 @@ def test_example_experiment_findings():
     found = diagnose(traces, spec=agentab.datasets.example_specs(0))
     titles = " | ".join(_titles(found))
     assert "baseline: loops in" in titles and "did not terminate" in titles
+
+
+def test_group_by_a_metadata_key():
+    records = [_record(f"q{i}", "base", CLEAN, True, metadata={"task_type": "query"}) for i in range(5)]
+    records += [_record(f"f{i}", "base", [("search", {"q": "x"}, "ok"), *CLEAN[1:]], True,
+                        metadata={"task_type": "fix"}) for i in range(5)]
+    found = diagnose(agentab.load_traces(records), by="task_type")
+    assert set(found.tables["tool_choice"].columns) == {"query", "fix"}
+    assert list(found.tables["rates"].index) == ["query", "fix"]
+    with pytest.raises(KeyError, match=r"neither a column of the scores nor a metadata key"):
+        diagnose(agentab.load_traces(records), by="colour")

@@ -39,7 +39,7 @@ def test_plan_parts_cut_at_line_starts(tmp_path, monkeypatch):
     data = path.read_bytes()
     parts = agentab._parallel.plan_parts(path, 3)
     assert len(parts) == 3 and parts[0][0] == 0 and parts[-1][1] == len(data)
-    for (start, end, first_line), (next_start, _, _) in zip(parts, parts[1:]):
+    for (start, end, _), (next_start, _, _) in zip(parts, parts[1:]):
         assert end == next_start and data[start - 1:start] in (b"", b"\n")
     for start, _, first_line in parts:
         assert data.count(b"\n", 0, start) + 1 == first_line
