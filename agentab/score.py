@@ -67,7 +67,8 @@ column                     kind       better    meaning
 ``non_terminated``         binary     lower     reached ``step_cap`` or ``time_limit``, or the
                                                 last call was never answered
 ``premature``              binary     lower     claimed success (``metadata.claimed_success``)
-                                                with a wrong result or no state change
+                                                while the result is not right: wrong, or
+                                                unknown with no state change
                                                 (missing: no claim recorded)
 ``claimed_success``        binary     neither   the agent's own claim, as recorded
 ``accidental_recovery``    binary     lower     right result despite errors or loops
@@ -335,12 +336,12 @@ def metric_kinds(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index", columns=["kind", "direction"])
 
 
-def rubric_levels(right_result: Any, valid_calls: Any, wasted: Any, corrections: Any, within_budget: Any) -> np.ndarray:
+def rubric_levels(right_result: Any, valid_calls: Any, wasted: Any, corrections: Any, checks_passed: Any) -> np.ndarray:
     """:func:`agentab.trajectory.rubric_level` on arrays (one element per run).
 
     Parameters
     ----------
-    right_result, within_budget : array of bool
+    right_result, checks_passed : array of bool
     valid_calls, wasted, corrections : array of int
 
     Returns
@@ -350,13 +351,14 @@ def rubric_levels(right_result: Any, valid_calls: Any, wasted: Any, corrections:
 
     Examples
     --------
-    >>> rubric_levels([True, True, False, False], [4, 4, 0, 3], [0, 1, 2, 0], [0, 0, 0, 0],
-    ...               [True, True, True, True])
-    array([3, 2, 0, 1])
+    >>> rubric_levels([True, True, False, False, True], [4, 4, 0, 3, 0], [0, 1, 2, 0, 0], [0, 0, 0, 0, 0],
+    ...               [True, True, False, False, True])
+    array([3, 2, 0, 1, 0])
     """
     right = np.asarray(right_result, dtype=bool)
-    clean = (np.asarray(wasted) == 0) & (np.asarray(corrections) == 0) & np.asarray(within_budget, dtype=bool)
-    return np.where(right, np.where(clean, 3, 2), np.where(np.asarray(valid_calls) == 0, 0, 1)).astype(np.int64)
+    clean = (np.asarray(wasted) == 0) & (np.asarray(corrections) == 0) & np.asarray(checks_passed, dtype=bool)
+    level = np.where(right, np.where(clean, 3, 2), 1)
+    return np.where(np.asarray(valid_calls) == 0, 0, level).astype(np.int64)
 
 
 # --------------------------------------------------------------------------- #
@@ -585,9 +587,10 @@ class _Steps:
 class _ToolIndex:
     """Sorted ``(run, tool)`` look-ups over the steps whose tool is of interest."""
 
-    def __init__(self, steps: _Steps, tools_of_interest: np.ndarray) -> None:
+    def __init__(self, steps: _Steps, tools_of_interest: np.ndarray, only: np.ndarray | None = None) -> None:
         self.width = max(len(steps.tools), 1)
-        rows = np.flatnonzero(np.isin(steps.tool, tools_of_interest))
+        wanted = np.isin(steps.tool, tools_of_interest)
+        rows = np.flatnonzero(wanted if only is None else wanted & only)
         pair = steps.pos[rows] * self.width + steps.tool[rows]
         order = np.argsort(pair, kind="stable")
         self.pairs, self.rows = pair[order], rows[order]
@@ -730,18 +733,21 @@ def _required(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons
     m = size[run_group]
     e_run = np.repeat(np.arange(n_runs, dtype=np.int64), m)
     e_flat = g_start[run_group[e_run]] + np.arange(len(e_run), dtype=np.int64) - np.repeat(np.cumsum(m) - m, m)
-    index = _ToolIndex(steps, np.unique(flat_tool[flat_tool >= 0]))
-    _, count = index.locate(e_run, flat_tool[e_flat])
-    lacking = count == 0
+    tools = np.unique(flat_tool[flat_tool >= 0])
+    _, called = _ToolIndex(steps, tools).locate(e_run, flat_tool[e_flat])
+    _, done = _ToolIndex(steps, tools, ~steps.is_error).locate(e_run, flat_tool[e_flat])
+    lacking = done == 0  # a tool whose every call failed did not do the necessary thing
     missing = np.bincount(e_run[lacking], minlength=n_runs).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         recall = np.where(m > 0, (m - missing) / np.where(m > 0, m, 1), np.nan)
-    if lacking.any():
-        runs, first = np.unique(e_run[lacking], return_index=True)
-        names = pa.array(flat_name[e_flat[lacking]].tolist(), pa.large_string())
-        offsets = pa.array(np.append(first, lacking.sum()).astype(np.int64))
-        joined = pc.binary_join(pa.LargeListArray.from_arrays(offsets, names), pa.scalar(", ", pa.large_string()))
-        reasons.add(_REQUIRED, runs, 0, _fmt("never called: ", joined))
+    for sub, (label, which) in enumerate((("never called: ", called == 0),
+                                          ("only failed calls to: ", (called > 0) & (done == 0)))):
+        if which.any():
+            runs, first = np.unique(e_run[which], return_index=True)
+            names = pa.array(flat_name[e_flat[which]].tolist(), pa.large_string())
+            offsets = pa.array(np.append(first, which.sum()).astype(np.int64))
+            joined = pc.binary_join(pa.LargeListArray.from_arrays(offsets, names), pa.scalar(", ", pa.large_string()))
+            reasons.add(_REQUIRED, runs, sub, _fmt(label, joined))
     return {"required_missing": missing, "tool_recall_required": recall}
 
 
@@ -1011,7 +1017,8 @@ def _status(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons,
     found[found] = first_pairs[at[found]] == call_pair[err_rows][found]
     redundant = np.zeros(len(err_rows), dtype=bool)
     redundant[found] = first_ok[at[found]] < err_rows[found]
-    cascade = np.bincount(pos[err_rows[~(later_ok | redundant)]], minlength=n_runs) > 0
+    uncorrected_rows = err_rows[~(later_ok | redundant)]
+    cascade = np.bincount(pos[uncorrected_rows], minlength=n_runs) > 0
     budget, cap = sp.budget[run_spec], sp.cap[run_spec]
     over = (budget > 0) & (n > budget)
     hit_cap = (cap > 0) & (n >= cap)
@@ -1030,6 +1037,11 @@ def _status(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons,
     runs = np.flatnonzero(timed_out)
     reasons.add(_CAP, runs, 1, [f"did not terminate: ran {latency[r]:g} s against a time limit of {limit[r]:g} s"
                                 for r in runs])
+    runs = np.flatnonzero(unanswered)
+    reasons.add(_CAP, runs, 2, _text_array(["did not terminate: the last call was never answered"] * len(runs)))
+    first_runs, first_at = np.unique(pos[uncorrected_rows], return_index=True)  # rows are in run order
+    reasons.add(_CAP, first_runs, 3,
+                _fmt("failed call never made good: ", steps.call_text(uncorrected_rows[first_at])))
     return {"n_errors": n_errors, "error_cascade": cascade, "over_budget": over, "_has_budget": budget > 0,
             "non_terminated": hit_cap | unanswered | timed_out}
 
@@ -1151,7 +1163,7 @@ def _score_frame(runs: pd.DataFrame, steps: _Steps, specs: list[TrajectorySpec],
     wasted = status["n_errors"] + loops["repeats"] + loops["cycles"]
     claimed, claim_recorded = _claims(runs)
     changed, state_known = side["_state_changed"]
-    premature = claimed & (wrong | (state_known & ~changed))
+    premature = claimed & ~right & (wrong | (state_known & ~changed))
     has_ref = reference["_has_reference"]
     columns: dict[str, Any] = {c: runs[c].array.copy() for c in ID_COLUMNS}
     columns["seed"] = runs["seed"].astype("Int64").array
@@ -1188,7 +1200,7 @@ def _score_frame(runs: pd.DataFrame, steps: _Steps, specs: list[TrajectorySpec],
         columns[name] = _integer(*side[name])
     columns["retries"] = runs["retries"].astype("Int64").array
     columns["backtracks"] = runs["backtracks"].astype("Int64").array
-    columns["rubric"] = _integer(rubric_levels(right, valid, wasted, corrections, ~status["over_budget"]))
+    columns["rubric"] = _integer(rubric_levels(right, valid, wasted, corrections, n_reasons == 0))
     table = pd.DataFrame(columns, index=pd.RangeIndex(n_runs))
     table["reasons"] = pa.table({"reasons": joined}).to_pandas(
         types_mapper=lambda t: pd.StringDtype("pyarrow") if pa.types.is_large_string(t) else None)["reasons"]

@@ -298,36 +298,41 @@ class Verdict:
 # The rubric: one readable place
 # --------------------------------------------------------------------------- #
 def rubric_level(*, right_result: bool, valid_calls: int, wasted: int, corrections: int,
-                 within_budget: bool) -> int:
+                 checks_passed: bool) -> int:
     """The 0-3 ordinal rubric of seed 002, from observable facts.
 
     ===== ========================== =============================================
     level meaning                    anchor (an example run)
     ===== ========================== =============================================
     0     no progress                no valid tool call, or gave up at once: zero
-                                     steps, or every call failed
+                                     steps, or every call failed (whatever the
+                                     outcome)
     1     partial                    gathered the right information but took no
                                      action, or acted and the result is wrong
     2     complete with intervention right result after a retry, an error, a
-                                     loop or a correction (a backtrack), or over
-                                     the step budget
-    3     clean completion           right result, no wasted or failed steps,
-                                     within the budget
+                                     loop or a correction (a backtrack), or with
+                                     any failed trajectory check (over budget,
+                                     not terminated, a side effect, ...)
+    3     clean completion           right result, every trajectory check passed,
+                                     no failed, repeated or cycling call, no
+                                     retry or backtrack
     ===== ========================== =============================================
 
     Wasted steps are failed, repeated or cycling calls; an extra distinct call
-    is not wasted by itself (it counts against the budget).
+    is not wasted by itself (it counts against the budget, a check).
 
     Examples
     --------
-    >>> rubric_level(right_result=True, valid_calls=4, wasted=0, corrections=0, within_budget=True)
+    >>> rubric_level(right_result=True, valid_calls=4, wasted=0, corrections=0, checks_passed=True)
     3
-    >>> rubric_level(right_result=False, valid_calls=0, wasted=2, corrections=0, within_budget=True)
+    >>> rubric_level(right_result=True, valid_calls=0, wasted=2, corrections=0, checks_passed=False)
     0
     """
-    if right_result:
-        return 3 if wasted == 0 and corrections == 0 and within_budget else 2
-    return 0 if valid_calls == 0 else 1
+    if valid_calls == 0:
+        return 0
+    if not right_result:
+        return 1
+    return 3 if wasted == 0 and corrections == 0 and checks_passed else 2
 
 
 # --------------------------------------------------------------------------- #
@@ -586,10 +591,15 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
     calls = run.calls
     n = len(calls)
     reasons: list[str] = []
-    used = {c.tool for c in calls}
-    missing = [tool for tool in spec.required if tool not in used]
-    if missing:
-        reasons.append(f"never called: {', '.join(missing)}")
+    called = {c.tool for c in calls}
+    done = {c.tool for c in calls if c.status != "error"}
+    never = [tool for tool in spec.required if tool not in called]
+    failed_only = [tool for tool in spec.required if tool in called and tool not in done]
+    missing = [tool for tool in spec.required if tool not in done]
+    if never:
+        reasons.append(f"never called: {', '.join(never)}")
+    if failed_only:
+        reasons.append(f"only failed calls to: {', '.join(failed_only)}")
     reference_reasons, reference_metrics = _reference_check(run, spec)
     reasons += reference_reasons
     loop_reasons, loops = _loops(calls, spec.max_repeats)
@@ -604,6 +614,11 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
     timed_out = spec.time_limit is not None and run.latency_s is not None and run.latency_s >= spec.time_limit
     if timed_out:
         reasons.append(f"did not terminate: ran {run.latency_s:g} s against a time limit of {spec.time_limit:g} s")
+    if unanswered:
+        reasons.append("did not terminate: the last call was never answered")
+    uncorrected = _uncorrected_error(calls)
+    if uncorrected is not None:
+        reasons.append(f"failed call never made good: {uncorrected}")
     side_reasons, side = _side_effects(run, spec)
     reasons += side_reasons
     right = _right(run.outcome, spec.success_at)
@@ -616,7 +631,6 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
     valid = sum(c.status != "error" for c in calls)
     corrections = (run.retries or 0) + (run.backtracks or 0)
     wasted = errors + loops["repeats"] + loops["cycles"]
-    uncorrected = _uncorrected_error(calls)
     state_changed = None
     if run.terminal_state is not None:
         state_changed = any(_state_entries(run.terminal_state, key) for key in _STATE_LISTS)
@@ -633,22 +647,23 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
         "over_budget": over_budget if spec.step_budget is not None else None,
         "non_terminated": hit_cap or unanswered or timed_out,
         "premature": (None if run.claimed_success is None else
-                      bool(run.claimed_success) and (right is False or state_changed is False)),
+                      bool(run.claimed_success) and right is not True
+                      and (right is False or state_changed is False)),
         "claimed_success": run.claimed_success,
         "accidental_recovery": bool(right) and (errors > 0 or loops["loop"]),
-        "error_cascade": uncorrected,
+        "error_cascade": uncorrected is not None,
         "steps_at_failure": n if right is False else None,
         **side,
         "retries": run.retries,
         "backtracks": run.backtracks,
         "rubric": rubric_level(right_result=bool(right), valid_calls=valid, wasted=wasted, corrections=corrections,
-                               within_budget=not over_budget),
+                               checks_passed=not reasons),
     }
     return Verdict(passed=not reasons, reasons=reasons, metrics=metrics)
 
 
-def _uncorrected_error(calls: list[Call]) -> bool:
-    """A failed call the run never made good: no later success of that tool.
+def _uncorrected_error(calls: list[Call]) -> Call | None:
+    """The first failed call the run never made good (no later success of that tool), if any.
 
     A failure that only repeats a call that had already succeeded (such as a
     repeat blocked by a loop guard) lost no information and does not count.
@@ -660,9 +675,10 @@ def _uncorrected_error(calls: list[Call]) -> bool:
         if call.status == "ok":
             succeeded_before.add(call.key())
     fixed: set[str] = set()
+    first = None
     for call, is_redundant in zip(reversed(calls), reversed(redundant)):
         if call.status == "error" and call.tool not in fixed and not is_redundant:
-            return True
+            first = call
         if call.status == "ok":
             fixed.add(call.tool)
-    return False
+    return first

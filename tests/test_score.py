@@ -167,7 +167,8 @@ def test_premature_claims():
             record("r3", [step("a")], outcome=False, metadata=meta[2]),
             record("r4", [step("a")], outcome=False, metadata=meta[3])]
     table, _ = scored(runs)
-    assert table["premature"].tolist()[:3] == [True, True, False] and pd.isna(table.loc[3, "premature"])
+    # r2 changed nothing, but the external check says it is right: not premature
+    assert table["premature"].tolist()[:3] == [True, False, False] and pd.isna(table.loc[3, "premature"])
     assert table["claimed_success"].tolist()[:3] == [True, True, False]
 
 
@@ -230,7 +231,7 @@ def test_rubric_levels_match_rubric_level_on_every_combination():
     combos = list(itertools.product([False, True], [0, 1, 3], [0, 1, 2], [0, 1, 2], [False, True]))
     right, valid, wasted, corrections, within = map(np.array, zip(*combos))
     fast = rubric_levels(right, valid, wasted, corrections, within)
-    slow = [rubric_level(right_result=r, valid_calls=v, wasted=w, corrections=c, within_budget=b)
+    slow = [rubric_level(right_result=r, valid_calls=v, wasted=w, corrections=c, checks_passed=b)
             for r, v, w, c, b in combos]
     assert fast.tolist() == slow
 

@@ -214,7 +214,7 @@ def test_premature_completion_needs_the_agents_claim():
     assert score_run(no_claim).metrics["premature"] is None
     nothing_changed = make_record(steps=steps, outcome=True, metadata={"claimed_success": True},
                                   terminal_state={"files_created": [], "files_modified": []})
-    assert score_run(nothing_changed).metrics["premature"]
+    assert not score_run(nothing_changed).metrics["premature"]  # the external check says right: believe it
 
 
 def test_side_effects_against_expected_state_and_forbidden():
@@ -274,13 +274,15 @@ def test_rubric_level_table():
         for valid in (0, 3):
             for wasted in (0, 1):
                 for corrections in (0, 1):
-                    for within in (True, False):
+                    for passed in (True, False):
                         level = rubric_level(right_result=right, valid_calls=valid, wasted=wasted,
-                                             corrections=corrections, within_budget=within)
-                        if not right:
-                            assert level == (0 if valid == 0 else 1)
+                                             corrections=corrections, checks_passed=passed)
+                        if valid == 0:
+                            assert level == 0
+                        elif not right:
+                            assert level == 1
                         else:
-                            assert level == (3 if (wasted, corrections, within) == (0, 0, True) else 2)
+                            assert level == (3 if (wasted, corrections, passed) == (0, 0, True) else 2)
 
 
 # --------------------------------------------------------------------------- #
@@ -354,3 +356,27 @@ def test_time_limit_is_non_termination():
     assert not score_run(make_record(latency_s=5.0), time_limit=120).metrics["non_terminated"]
     with pytest.raises(ValueError, match=r"`time_limit` == -1, must be a positive number of seconds"):
         TrajectorySpec(time_limit=-1)
+
+
+def test_unanswered_last_call_and_uncorrected_errors_fail_the_run():
+    verdict = score_run([ok("a"), Call("b", {}, None)], outcome=True)
+    assert verdict.reasons == ["did not terminate: the last call was never answered"]
+    assert verdict.metrics["rubric"] == 2
+    recovered_by_luck = [err("read_file", path="src/mian.py"), ok("list_dir", path="src"),
+                         ok("edit_file", path="src/main.py"), ok("run_tests")]
+    verdict = score_run(recovered_by_luck, outcome=True)
+    assert verdict.reasons == ["failed call never made good: read_file({'path': 'src/mian.py'})"]
+    assert verdict.metrics["accidental_recovery"] and verdict.metrics["rubric"] == 2
+
+
+def test_a_failed_call_does_not_satisfy_required():
+    verdict = score_run([err("edit_file"), ok("run_tests")], required=["edit_file", "run_tests", "lint"], outcome=False)
+    assert verdict.reasons[:2] == ["never called: lint", "only failed calls to: edit_file"]
+    assert verdict.metrics["required_missing"] == 2
+
+
+def test_clean_requires_every_check_to_pass():
+    # the right result does not make a run clean when a check failed
+    assert score_run([ok("t", i=i) for i in range(3)], step_cap=3, outcome=True).metrics["rubric"] == 2
+    assert score_run([ok("rm", path="x")], forbidden=["rm"], outcome=True).metrics["rubric"] == 2
+    assert score_run([], outcome=True).metrics["rubric"] == 0  # no valid call: no progress, whatever the outcome
