@@ -222,6 +222,8 @@ def _spec_iv(spec: TrajectorySpec) -> None:
             if not isinstance(item, str) or not item:
                 raise TypeError(f"`{name}` items must be non-empty strings, got {item!r}")
     if spec.reference is not None:
+        if isinstance(spec.reference, (str, Call)) or not isinstance(spec.reference, Iterable):
+            raise TypeError(f"`reference` must be a sequence of calls, got {spec.reference!r}")
         reference = tuple(_as_call(c, f"reference[{i}]") for i, c in enumerate(spec.reference))
         set_(spec, "reference", reference)
     if spec.match not in MATCH_MODES:
@@ -232,6 +234,12 @@ def _spec_iv(spec: TrajectorySpec) -> None:
     for rule in rules:
         if not callable(rule) and rule not in ARG_RULES:
             raise ValueError(f"argument rule {rule!r} is not one of {', '.join(ARG_RULES)} or a callable")
+    if isinstance(spec.args, Mapping) and spec.reference:
+        named = {call.tool for call in spec.reference}
+        stray = sorted(str(tool) for tool in spec.args if tool != "*" and tool not in named)
+        if stray:
+            warnings.warn(f"argument rules for tools that no reference call names (a typo?): {', '.join(stray)}",
+                          SpecWarning, stacklevel=4)
     for name in ("step_budget", "step_cap", "max_repeats"):
         value = getattr(spec, name)
         if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1):
@@ -258,17 +266,21 @@ def _spec_iv(spec: TrajectorySpec) -> None:
 
 def _as_call(value: Any, where: str) -> Call:
     if isinstance(value, Call):
-        if not isinstance(value.tool, str) or not value.tool:
-            raise TypeError(f"{where}: the tool must be a non-empty name, got {value.tool!r}")
-        return value
-    if isinstance(value, str):
-        return Call(value)
-    if isinstance(value, Mapping) and "tool" in value:
-        return Call(value["tool"], value.get("args"))
-    if isinstance(value, Sequence) and len(value) == 2 and isinstance(value[0], str):
-        return Call(value[0], value[1])
-    raise TypeError(f"{where}: expected a Call, a tool name, (tool, args) or {{'tool': ..., 'args': ...}}; "
-                    f"got {value!r}")
+        call = value
+    elif isinstance(value, str):
+        call = Call(value)
+    elif isinstance(value, Mapping) and "tool" in value:
+        call = Call(value["tool"], value.get("args"))
+    elif isinstance(value, Sequence) and len(value) == 2:
+        call = Call(value[0], value[1])
+    else:
+        raise TypeError(f"{where}: expected a Call, a tool name, (tool, args) or {{'tool': ..., 'args': ...}}; "
+                        f"got {value!r}")
+    if not isinstance(call.tool, str) or not call.tool:
+        raise TypeError(f"{where}: the tool must be a non-empty name, got {call.tool!r}")
+    if call.args is not None and not isinstance(call.args, Mapping):
+        raise TypeError(f"{where}: the arguments must be a mapping (or None), got {call.args!r}")
+    return call
 
 
 @dataclass(frozen=True)

@@ -380,3 +380,19 @@ def test_clean_requires_every_check_to_pass():
     assert score_run([ok("t", i=i) for i in range(3)], step_cap=3, outcome=True).metrics["rubric"] == 2
     assert score_run([ok("rm", path="x")], forbidden=["rm"], outcome=True).metrics["rubric"] == 2
     assert score_run([], outcome=True).metrics["rubric"] == 0  # no valid call: no progress, whatever the outcome
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"reference": "search_docs"}, r"`reference` must be a sequence of calls, got 'search_docs'"),
+    ({"reference": [("a", "x")]}, r"reference\[0\]: the arguments must be a mapping \(or None\), got 'x'"),
+    ({"reference": [Call("a", ["x"])]}, r"reference\[0\]: the arguments must be a mapping"),
+    ({"reference": [{"tool": 5}]}, r"reference\[0\]: the tool must be a non-empty name, got 5"),
+])
+def test_malformed_references_are_errors(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        TrajectorySpec(step_budget=5, **kwargs)
+
+
+def test_argument_rules_for_unknown_tools_warn():
+    with pytest.warns(agentab.SpecWarning, match=r"argument rules for tools that no reference call names.*raed"):
+        TrajectorySpec(reference=(Call("read", {"path": "a"}),), args={"raed": "exact"}, step_budget=5)
