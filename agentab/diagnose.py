@@ -138,6 +138,9 @@ def diagnose(
     cliff: float = 0.25,
     low_accuracy: float = 0.8,
     high_success: float = 0.7,
+    over_budget: float = 0.25,
+    cascade: float = 0.1,
+    recovery: float = 0.2,
     shift: float = 0.1,
 ) -> Diagnosis:
     """Find the failure shapes of an experiment, with their evidence.
@@ -164,6 +167,13 @@ def diagnose(
         Selection or argument accuracy below this is reported.
     high_success : float
         Success rate at or above which "steps high" means wasted money.
+    over_budget : float
+        Share of runs over the step budget that counts as "steps high".
+    cascade : float
+        Share of runs with an uncorrected failed call that is reported.
+    recovery : float
+        Share of successes that came after failed or looping calls that is
+        reported.
     shift : float
         Total-variation distance between two groups' tool-choice
         distributions that is reported.
@@ -230,23 +240,30 @@ def diagnose(
                 f"{value}: {row['non_terminated']:.0%} of runs did not terminate on their own",
                 "Non-termination quietly consumes the budget: check the step cap and what the agent does near it.",
                 rates.loc[[value], ["runs", "non_terminated"]]))
-        if row.get("error_cascade", 0) > 0.1:
+        if row.get("error_cascade", 0) >= cascade:
             findings.append(Finding(
                 f"{value}: {row['error_cascade']:.0%} of runs went on after a failed call that was never corrected",
                 "An early bad retrieval poisons what follows while the trace reads as confident: check "
                 "intermediate results, not only the end.", rates.loc[[value], ["runs", "error_cascade"]]))
-        successes = _success(scores[scores[by] == value])
-        recovered = scores.loc[scores[by] == value, "accidental_recovery"].astype("boolean")
-        if successes.sum() and recovered.sum() / successes.sum() >= 0.2:
+        group = scores[scores[by] == value]
+        successes = int(_success(group).sum())
+        recovered = int(group["accidental_recovery"].astype("boolean").sum()) if "accidental_recovery" in group else 0
+        if successes and recovered / successes >= recovery:
             findings.append(Finding(
-                f"{value}: {recovered.sum() / successes.sum():.0%} of successes came after failed or looping calls",
+                f"{value}: {recovered / successes:.0%} of successes came after failed or looping calls",
                 "Accidental recovery looks like success in every response-level metric: these runs pass by luck "
-                "and will fail where the luck does not arrive.", rates.loc[[value], ["runs", "accidental_recovery"]]))
-        if row.get("premature", 0) > 0:
+                "and will fail where the luck does not arrive.",
+                pd.DataFrame({"runs": [len(group)], "successes": [successes], "accidental_recoveries": [recovered],
+                              "share_of_successes": [recovered / successes]}, index=[value])))
+        premature = group["premature"].astype("boolean") if "premature" in group else pd.Series(dtype="boolean")
+        claims = int(premature.notna().sum())
+        if premature.sum():
             findings.append(Finding(
-                f"{value}: {row['premature']:.0%} of runs claimed success without it",
+                f"{value}: {int(premature.sum())} of {len(group)} runs ({premature.sum() / len(group):.0%}) claimed "
+                f"success without it ({premature.sum() / claims:.0%} of the {claims} recorded claims)",
                 "Premature completion: only an external outcome check catches it; never promote the agent's claim.",
-                rates.loc[[value], ["runs", "premature"]]))
+                pd.DataFrame({"runs": [len(group)], "claims": [claims], "premature": [int(premature.sum())]},
+                             index=[value])))
         selection = accuracy.loc[value].get("tool_recall")
         if selection is None or pd.isna(selection):
             selection = accuracy.loc[value].get("tool_recall_required")
@@ -257,11 +274,12 @@ def diagnose(
                 "Selection problems are usually fixed by rewriting tool descriptions, not by a bigger model.",
                 accuracy.loc[[value]]))
         elif arguments is not None and not pd.isna(arguments) and arguments < low_accuracy:
+            shown = "unknown" if selection is None or pd.isna(selection) else f"{selection:.0%}"
             findings.append(Finding(
-                f"{value}: tool selection {selection:.0%} but argument correctness {arguments:.0%}",
+                f"{value}: tool selection {shown} but argument correctness {arguments:.0%}",
                 "A schema problem: constrain the arguments or validate before dispatch; a bigger model will not "
                 "reliably fix this.", accuracy.loc[[value]]))
-        if row.get("right_result", 0) >= high_success and row.get("over_budget", 0) >= 0.25:
+        if row.get("right_result", 0) >= high_success and row.get("over_budget", 0) >= over_budget:
             findings.append(Finding(
                 f"{value}: {row['right_result']:.0%} success, but {row['over_budget']:.0%} of runs over the step budget",
                 "The agent works and wastes money: look at tool descriptions before you look at the model.",

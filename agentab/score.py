@@ -1130,10 +1130,30 @@ def _integer(values: np.ndarray, known: np.ndarray | None = None) -> pd.arrays.I
     return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)
 
 
+def _warn_unchecked(runs: pd.DataFrame, sp: _Specs, run_spec: np.ndarray) -> None:
+    """Warn, with counts, where a spec asks for a check the data cannot support."""
+    def warn(count: int, message: str) -> None:
+        if count:
+            warnings.warn(f"{count} of {len(runs)} runs: {message}", SpecWarning, stacklevel=4)
+
+    expects = np.array([s.expected_state is not None for s in sp.specs], dtype=bool)[run_spec]
+    warn(int((expects & runs["terminal_state"].isna().to_numpy()).sum()),
+         "the spec has an expected_state but the run recorded no terminal_state, so its side effects were "
+         "not checked against it")
+    limited = ~np.isnan(sp.time_limit[run_spec])
+    warn(int((limited & runs["latency_s"].isna().to_numpy()).sum()),
+         "the spec has a time_limit but the run recorded no latency_s, so it was not checked")
+    outcome = runs["outcome"]
+    if isinstance(outcome.dtype, pd.BooleanDtype) or outcome.dtype == bool:
+        warn(int((sp.success_at[run_spec] != 1.0).sum()),
+             "the spec sets success_at, which applies to numeric outcomes; these outcomes are true/false")
+
+
 def _score_frame(runs: pd.DataFrame, steps: _Steps, specs: list[TrajectorySpec],
                  run_spec: np.ndarray) -> pd.DataFrame:
     n_runs = len(runs)
     sp = _Specs.build(specs, steps)
+    _warn_unchecked(runs, sp, run_spec)
     reasons = _Reasons()
     stats: dict[str, int] = {}
     required = _required(steps, sp, run_spec, reasons)

@@ -100,3 +100,22 @@ def test_group_by_a_metadata_key():
     assert list(found.tables["rates"].index) == ["query", "fix"]
     with pytest.raises(KeyError, match=r"neither a column of the scores nor a metadata key"):
         diagnose(agentab.load_traces(records), by="colour")
+
+
+def test_premature_and_recovery_findings_use_the_right_denominators():
+    records = [_record(f"c{i}", "a", CLEAN, True) for i in range(9)]
+    records.append(_record("p", "a", CLEAN[:1], False, metadata={"claimed_success": True}))
+    titles = _titles(diagnose(agentab.load_traces(records)))
+    assert "a: 1 of 10 runs (10%) claimed success without it (100% of the 1 recorded claims)" in titles
+    records = [_record(f"c{i}", "a", CLEAN, True) for i in range(3)]
+    records.append(_record("r", "a", [("read_file", {"path": "x"}, "error"), *CLEAN], True))
+    found = diagnose(agentab.load_traces(records))
+    recovery = next(f for f in found.findings if "successes came after" in f.title)
+    assert recovery.title == "a: 25% of successes came after failed or looping calls"
+    assert recovery.evidence.loc["a", "share_of_successes"] == 0.25
+
+
+def test_argument_finding_without_selection_does_not_crash():
+    scores = pd.DataFrame({"run_id": ["r"], "arm": ["a"], "n_steps": [3], "right_result": [False],
+                           "arg_accuracy": [0.5]})
+    assert "a: tool selection unknown but argument correctness 50%" in _titles(diagnose(scores))

@@ -143,6 +143,7 @@ def test_errors_and_uncorrected_errors():
     assert table["steps_at_failure"].tolist()[:3] == [pd.NA] * 3 and table.loc[3, "steps_at_failure"] == 2
 
 
+@pytest.mark.filterwarnings("ignore:1 of 2 runs. the spec has an expected_state")
 def test_side_effects_against_forbidden_and_expected_state():
     state = {"files_created": ["a.txt", "a.txt"], "files_modified": ["src/x.py", "secrets.env"],
              "files_deleted": [], "external_calls": [{"url": "https://x"}, "https://y", "https://y"]}
@@ -487,3 +488,16 @@ def test_loops_equal_score_run_on_long_repetitive_runs(keys, max_repeats):
     assert_agrees(score(traces, spec), oracle(traces, lambda task: spec))
 
 
+
+
+def test_checks_the_data_cannot_support_warn_with_counts():
+    runs = [record("r1", [step("a")], latency_s=3.0, terminal_state={"files_modified": []}),
+            record("r2", [step("a")])]
+    traces = agentab.load_traces(runs)
+    with pytest.warns(SpecWarning, match=r"1 of 2 runs: the spec has an expected_state but the run recorded no "
+                                         r"terminal_state"):
+        score(traces, TrajectorySpec(expected_state={"files_modified": ["a.py"]}))
+    with pytest.warns(SpecWarning, match=r"1 of 2 runs: the spec has a time_limit but the run recorded no latency_s"):
+        score(traces, TrajectorySpec(time_limit=10))
+    with pytest.warns(SpecWarning, match=r"2 of 2 runs: the spec sets success_at, which applies to numeric outcomes"):
+        score(traces, TrajectorySpec(success_at=0.5))
