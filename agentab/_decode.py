@@ -222,6 +222,7 @@ class _Chunk:
     """A chunk of accepted records: one tuple per run, per-column lists for steps."""
 
     def __init__(self, encoder: msgspec.json.Encoder) -> None:
+        self.encoder = encoder
         self.runs: list[tuple[Any, ...]] = []
         self.tool: list[str] = []
         self.args = _JsonColumn(encoder)
@@ -569,7 +570,7 @@ def _steps_batch(
     c: _Chunk, step_record: np.ndarray, index: np.ndarray, started: np.ndarray, ended: np.ndarray
 ) -> pa.RecordBatch:
     ordinal = np.fromiter((run[0] for run in c.runs), dtype=np.int64, count=len(c.runs))[step_record]
-    encoder = msgspec.json.Encoder(order="sorted")
+    encoder = c.encoder
     columns = {
         "_ordinal": pa.array(ordinal),
         "index": pa.array(index),

@@ -32,8 +32,14 @@ PARALLEL_MIN_BYTES = 48 * 2**20
 #: give the first part this many more bytes.
 _HEAD_START_BYTES = 40 * 2**20
 _BLOCK = 8 * 2**20
-_BOM = b"\xef\xbb\xbf"
-_JSON_SPACE = b" \t\n\r"  # a line of only these is blank; any other character makes it a (bad) record
+BOM = b"\xef\xbb\xbf"
+#: JSON's whitespace: a line of only these is blank; any other character makes it a (bad) record.
+JSON_SPACE = b" \t\n\r"
+
+
+def open_trace_file(path: Path):
+    """Open a trace file for binary reading, decompressing ``.gz``."""
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
 
 
 def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int = 0, end: int | None = None,
@@ -41,13 +47,13 @@ def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int =
     """Send the records of lines ``[start, end)`` (byte offsets) of ``path`` to ``decoder``."""
     name = str(path)
     add = decoder.add
-    with (gzip.open(path, "rb") if name.lower().endswith(".gz") else path.open("rb")) as fh:
-        if start == 0 and fh.read(len(_BOM)) == _BOM:  # a byte-order mark is not part of the first record
-            start = len(_BOM)
+    with open_trace_file(path) as fh:
+        if start == 0 and fh.read(len(BOM)) == BOM:  # a byte-order mark is not part of the first record
+            start = len(BOM)
         fh.seek(start)
         if end is None:
             for number, line in enumerate(fh, start=first_line):
-                if not line.isspace() or line.strip(_JSON_SPACE):
+                if not line.isspace() or line.strip(JSON_SPACE):
                     add(name, number, line, arm)
             return
         position = start
@@ -55,7 +61,7 @@ def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int =
             if position >= end:
                 break
             position += len(line)
-            if not line.isspace() or line.strip(_JSON_SPACE):
+            if not line.isspace() or line.strip(JSON_SPACE):
                 add(name, number, line, arm)
 
 

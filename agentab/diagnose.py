@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .summary import share_of_known
+
 __all__ = ["Finding", "Diagnosis", "diagnose"]
 
 #: Default step-count buckets (left-closed): 0-4, 5-9, 10-14, 15-19, 20-29, 30+.
@@ -75,11 +77,6 @@ class Diagnosis:
         return "\n".join(f"- {finding}" for finding in self.findings)
 
 
-def _rate(values: pd.Series) -> float:
-    known = values.dropna()
-    return float(known.astype(float).mean()) if len(known) else float("nan")
-
-
 def _success(scores: pd.DataFrame) -> pd.Series:
     column = "right_result" if "right_result" in scores else "outcome"
     return scores[column].astype("boolean")
@@ -87,7 +84,7 @@ def _success(scores: pd.DataFrame) -> pd.Series:
 
 def _per_group(scores: pd.DataFrame, by: str, columns: Sequence[str]) -> pd.DataFrame:
     present = [c for c in columns if c in scores]
-    table = scores.groupby(by, observed=True, sort=False)[present].agg(_rate).astype("float64")
+    table = scores.groupby(by, observed=True, sort=False)[present].agg(share_of_known).astype("float64")
     table.insert(0, "runs", scores.groupby(by, observed=True, sort=False).size())
     return table
 

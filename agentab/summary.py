@@ -112,13 +112,13 @@ def summarize_scores(scores: pd.DataFrame, by: str = "arm") -> pd.DataFrame:
     keys = scores[by].astype(object).where(scores[by].notna(), _NO_ARM)
     rows = {}
     for key, group in scores.groupby(keys, sort=False):
-        row = {"passed": _share(group["passed"])}
+        row = {"passed": share_of_known(group["passed"])}
         rubric = group["rubric"].dropna().astype(int)
         for level in range(4):
             row[f"rubric {level}"] = float((rubric == level).mean()) if len(rubric) else float("nan")
         for column in ("loop", "cap_hit", "non_terminated", "accidental_recovery", "error_cascade"):
             if column in group:
-                row[column] = _share(group[column])
+                row[column] = share_of_known(group[column])
         for column in ("tool_recall", "arg_accuracy"):
             if column in group:
                 row[column] = float(group[column].astype("float64").mean())
@@ -128,7 +128,8 @@ def summarize_scores(scores: pd.DataFrame, by: str = "arm") -> pd.DataFrame:
     return table
 
 
-def _share(values: pd.Series) -> float:
+def share_of_known(values: pd.Series) -> float:
+    """Mean of the non-missing values as a float (a rate for booleans); NaN if none."""
     known = values.dropna()
     return float(known.astype(float).mean()) if len(known) else float("nan")
 

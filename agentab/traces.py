@@ -29,7 +29,6 @@ report); everything downstream reads the two tables built here.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -47,7 +46,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._decode import RecordDecoder, Rejection
-from ._parallel import PARALLEL_MIN_BYTES, default_workers, read_lines, read_parallel
+from ._parallel import (BOM, JSON_SPACE, PARALLEL_MIN_BYTES, default_workers, open_trace_file, read_lines,
+                        read_parallel)
 from .errors import TraceError, TraceWarning
 
 __all__ = ["Traces", "load_traces", "read_traces"]
@@ -333,7 +333,7 @@ class _Reader:
         name = str(path)
         try:
             if _kind(path) == "array":
-                with _open(path) as fh:
+                with open_trace_file(path) as fh:
                     _read_array(name, fh.read(), arm, self.decoder)
             elif (self.workers > 1 and not name.lower().endswith(".gz")
                   and path.stat().st_size >= PARALLEL_MIN_BYTES):
@@ -365,22 +365,16 @@ def _kind(path: Path) -> str | None:
     return None
 
 
-def _open(path: Path):
-    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
 
 
-_BOM = b"\xef\xbb\xbf"
-
-
-_JSON_SPACE = b" \t\n\r"
 #: A JSON string (escapes included), an unterminated quote, or a structural character.
 _ARRAY_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|"|[\[\]{},]', re.S)
 
 
 def _read_array(name: str, data: bytes, arm: str | None, decoder: RecordDecoder) -> None:
     """A ``.json`` file: an array of records (or a single record object)."""
-    data = data.removeprefix(_BOM)
-    start = len(data) - len(data.lstrip(_JSON_SPACE))
+    data = data.removeprefix(BOM)
+    start = len(data) - len(data.lstrip(JSON_SPACE))
     head = data[start:start + 1]
     first_line = data.count(b"\n", 0, start) + 1
     if head == b"{":
@@ -433,8 +427,8 @@ def _split_array(data: bytes, start: int) -> tuple[list[tuple[int, bytes]], tupl
 
     def close(begin: int, end: int) -> None:
         text = data[begin:end]
-        lead = len(text) - len(text.lstrip(_JSON_SPACE))
-        elements.append((line_of(begin + lead), text.strip(_JSON_SPACE)))
+        lead = len(text) - len(text.lstrip(JSON_SPACE))
+        elements.append((line_of(begin + lead), text.strip(JSON_SPACE)))
 
     depth, element_start = 0, start + 1
     for match in _ARRAY_TOKEN.finditer(data, start):
@@ -446,9 +440,9 @@ def _split_array(data: bytes, start: int) -> tuple[list[tuple[int, bytes]], tupl
         elif token in (b"]", b"}"):
             depth -= 1
             if depth == 0:
-                if elements or data[element_start:match.start()].strip(_JSON_SPACE):  # "[]" has no element
+                if elements or data[element_start:match.start()].strip(JSON_SPACE):  # "[]" has no element
                     close(element_start, match.start())
-                rest = data[match.end():].lstrip(_JSON_SPACE)
+                rest = data[match.end():].lstrip(JSON_SPACE)
                 if rest:
                     return elements, (line_of(len(data) - len(rest)), "malformed JSON: extra data after the array")
                 return elements, None
