@@ -7,7 +7,7 @@ CLI turns these into one line on stderr and a non-zero exit code.
 
 from __future__ import annotations
 
-__all__ = ["TraceError", "TraceWarning", "SpecError", "SpecWarning", "where"]
+__all__ = ["TraceError", "TraceWarning", "SpecError", "SpecWarning", "CompareError", "StatsWarning", "where"]
 
 
 def where(source: str, line: int) -> str:
@@ -83,3 +83,16 @@ class SpecWarning(UserWarning):
 
 class TraceWarning(UserWarning):
     """Trace input was accepted, but something about it deserves attention."""
+
+
+class CompareError(ValueError):
+    """A comparison cannot be made as asked (missing arm or column, unknown kind, bad guardrail)."""
+
+
+class StatsWarning(UserWarning):
+    """A statistical result was computed, but rests on something the user should know.
+
+    For example: a confidence interval fell back from BCa to percentile, a tail
+    quantile rests on few runs, values were missing, or no p-value below
+    ``alpha`` is attainable with so few tasks.
+    """

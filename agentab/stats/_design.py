@@ -1,0 +1,313 @@
+"""Experimental designs and the resampling plans that respect them.
+
+Runs are grouped into *cells*: one cell per (unit, arm). A unit is a task
+(the unit of replication) or, without task ids, a single run. Every resample
+-- a bootstrap draw or a permutation of arm labels -- is a pair of weight
+matrices ``(w_base, w_cand)`` of shape ``(batch, n_cells)``: how much each
+cell counts in each arm. Statistics (:mod:`agentab.stats._kernels`) are
+functions of those weights, so one kernel serves every design.
+
+Designs
+-------
+``"paired"``
+    Both arms ran the same tasks. A permutation swaps the arm labels of whole
+    tasks (a sign flip of each task's difference); a bootstrap resamples tasks
+    with all their runs in both arms.
+``"clustered"``
+    Different tasks per arm. A permutation reassigns whole tasks to arms
+    (keeping each arm's number of tasks); a bootstrap resamples tasks within
+    each arm.
+``"independent"``
+    No task ids (or one run per task): each run is its own unit.
+
+Every task carries equal weight in its arm whatever its number of seeds, so
+the estimand is the task-averaged difference, the way a benchmark score
+averages over tasks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+__all__ = ["Design", "make_design", "DESIGNS"]
+
+#: The designs a comparison can use.
+DESIGNS = ("paired", "clustered", "independent")
+#: Largest batch of resamples times cells held in memory at once.
+BATCH_CELLS = 1 << 21
+
+
+@dataclass(frozen=True)
+class Design:
+    """Cells of a two-arm experiment and how to resample them.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`DESIGNS`.
+    cell : numpy.ndarray of int
+        Cell of every run, baseline runs first, then candidate runs.
+    n_runs : tuple of int
+        Runs kept in each arm (baseline, candidate).
+    base_cells, cand_cells : numpy.ndarray of int
+        The cells of each arm. In a paired design ``base_cells[t]`` and
+        ``cand_cells[t]`` are the two arms of task ``t``.
+    run_weight : numpy.ndarray of float
+        ``1 / runs in its cell`` for every run, so each cell weighs 1 in total.
+    dropped_units : tuple of int
+        Tasks of the baseline and candidate arm left out because the other arm
+        did not run them (paired design only).
+    dropped_runs : tuple of int
+        Runs in those tasks.
+    """
+
+    kind: str
+    cell: np.ndarray
+    n_runs: tuple[int, int]
+    base_cells: np.ndarray
+    cand_cells: np.ndarray
+    run_weight: np.ndarray
+    dropped_units: tuple[int, int] = (0, 0)
+    dropped_runs: tuple[int, int] = (0, 0)
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.base_cells) + len(self.cand_cells)
+
+    @property
+    def n_units(self) -> tuple[int, int]:
+        """Units (tasks, or runs without task ids) in each arm."""
+        return len(self.base_cells), len(self.cand_cells)
+
+    @property
+    def label(self) -> str:
+        """A short description for tables, e.g. ``"paired by task (40 tasks)"``."""
+        if self.kind == "paired":
+            return f"paired by task ({len(self.base_cells)} tasks)"
+        if self.kind == "clustered":
+            return f"independent tasks ({self.n_units[0]} + {self.n_units[1]})"
+        return f"independent runs ({self.n_runs[0]} + {self.n_runs[1]})"
+
+    # ------------------------------------------------------------------ #
+    # Weight matrices
+    # ------------------------------------------------------------------ #
+    def observed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The weights of the data as observed, shape ``(1, n_cells)``."""
+        w_base = np.zeros((1, self.n_cells))
+        w_cand = np.zeros((1, self.n_cells))
+        w_base[0, self.base_cells] = 1.0
+        w_cand[0, self.cand_cells] = 1.0
+        return w_base, w_cand
+
+    def n_permutations(self) -> int:
+        """Number of distinct label assignments the permutation test ranges over."""
+        if self.kind == "paired":
+            return 2 ** len(self.base_cells)
+        n_b, n_c = self.n_units
+        return math.comb(n_b + n_c, n_c)
+
+    def batch_size(self) -> int:
+        return max(1, BATCH_CELLS // max(self.n_cells, 1))
+
+    def permutations(
+        self, n_resamples: int, rng: np.random.Generator, *, exact: bool
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Weight matrices of the permutation null distribution, in batches.
+
+        With ``exact`` every distinct assignment appears once (the observed one
+        included); otherwise ``n_resamples`` random assignments are drawn.
+        Draws consume ``rng`` row by row, so results do not depend on the
+        batch size.
+        """
+        batch = self.batch_size()
+        if self.kind == "paired":
+            n_tasks = len(self.base_cells)
+            if exact:
+                codes = np.arange(2**n_tasks, dtype=np.int64)
+                for start in range(0, len(codes), batch):
+                    chunk = codes[start : start + batch]
+                    swap = ((chunk[:, None] >> np.arange(n_tasks)) & 1).astype(bool)
+                    yield self._swap(swap)
+            else:
+                for start in range(0, n_resamples, batch):
+                    size = min(batch, n_resamples - start)
+                    yield self._swap(rng.random((size, n_tasks)) < 0.5)
+            return
+        n_b, n_c = self.n_units
+        cells = np.concatenate([self.base_cells, self.cand_cells])
+        if exact:
+            rows: list[tuple[int, ...]] = []
+            for chosen in combinations(range(n_b + n_c), n_c):
+                rows.append(chosen)
+                if len(rows) == batch:
+                    yield self._assign(np.array(rows), cells)
+                    rows = []
+            if rows:
+                yield self._assign(np.array(rows), cells)
+            return
+        for start in range(0, n_resamples, batch):
+            size = min(batch, n_resamples - start)
+            order = rng.permuted(np.tile(np.arange(n_b + n_c), (size, 1)), axis=1)
+            yield self._assign(order[:, :n_c], cells)
+
+    def bootstrap(self, n_resamples: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Weight matrices of bootstrap resamples of units, in batches."""
+        batch = self.batch_size()
+        n_b, n_c = self.n_units
+        for start in range(0, n_resamples, batch):
+            size = min(batch, n_resamples - start)
+            w_base = np.zeros((size, self.n_cells))
+            w_cand = np.zeros((size, self.n_cells))
+            if self.kind == "paired":
+                counts = rng.multinomial(n_b, np.full(n_b, 1.0 / n_b), size=size).astype(float)
+                w_base[:, self.base_cells] = counts
+                w_cand[:, self.cand_cells] = counts
+            else:
+                w_base[:, self.base_cells] = rng.multinomial(n_b, np.full(n_b, 1.0 / n_b), size=size)
+                w_cand[:, self.cand_cells] = rng.multinomial(n_c, np.full(n_c, 1.0 / n_c), size=size)
+            yield w_base, w_cand
+
+    def jackknife(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Leave-one-unit-out weights, one group per jackknifed sample.
+
+        Paired: one group (leave out a task in both arms). Otherwise two
+        groups, baseline units then candidate units, as scipy.stats.bootstrap
+        does for several samples.
+        """
+        w_base, w_cand = self.observed()
+        groups = []
+        if self.kind == "paired":
+            n = len(self.base_cells)
+            keep = 1.0 - np.eye(n)
+            jb = np.zeros((n, self.n_cells))
+            jc = np.zeros((n, self.n_cells))
+            jb[:, self.base_cells] = keep
+            jc[:, self.cand_cells] = keep
+            groups.append((jb, jc))
+            return groups
+        for cells, which in ((self.base_cells, 0), (self.cand_cells, 1)):
+            n = len(cells)
+            jb = np.repeat(w_base, n, axis=0)
+            jc = np.repeat(w_cand, n, axis=0)
+            target = jb if which == 0 else jc
+            target[np.arange(n), cells] = 0.0
+            groups.append((jb, jc))
+        return groups
+
+    # ------------------------------------------------------------------ #
+    def _swap(self, swap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        keep = (~swap).astype(float)
+        flip = swap.astype(float)
+        w_base = np.zeros((len(swap), self.n_cells))
+        w_cand = np.zeros((len(swap), self.n_cells))
+        w_base[:, self.base_cells] = keep
+        w_base[:, self.cand_cells] = flip
+        w_cand[:, self.cand_cells] = keep
+        w_cand[:, self.base_cells] = flip
+        return w_base, w_cand
+
+    def _assign(self, chosen: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of ``chosen`` list the pooled units that form the candidate arm."""
+        size = len(chosen)
+        w_cand_units = np.zeros((size, len(cells)))
+        w_cand_units[np.arange(size)[:, None], chosen] = 1.0
+        w_base = np.zeros((size, self.n_cells))
+        w_cand = np.zeros((size, self.n_cells))
+        w_cand[:, cells] = w_cand_units
+        w_base[:, cells] = 1.0 - w_cand_units
+        return w_base, w_cand
+
+
+def _codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniques, codes = np.unique(labels.astype(str), return_inverse=True)
+    return uniques, codes.reshape(-1)
+
+
+def make_design(
+    n_base: int,
+    n_cand: int,
+    base_strata: np.ndarray | None,
+    cand_strata: np.ndarray | None,
+    paired: bool | str,
+) -> tuple[Design, np.ndarray, np.ndarray]:
+    """Choose and build the design.
+
+    Parameters
+    ----------
+    n_base, n_cand : int
+        Runs in each arm (after missing values were removed).
+    base_strata, cand_strata : array or None
+        Task id of every run of each arm, or both None.
+    paired : {"auto", True, False}
+        ``"auto"`` pairs when task ids are given and at least half of all
+        tasks (and at least two) were run by both arms; tasks run by one arm
+        only are then dropped (and counted).
+
+    Returns
+    -------
+    design : Design
+    keep_base, keep_cand : numpy.ndarray of bool
+        Which runs of each arm the design uses.
+    """
+    keep_base = np.ones(n_base, dtype=bool)
+    keep_cand = np.ones(n_cand, dtype=bool)
+    if base_strata is None:
+        cell = np.arange(n_base + n_cand)
+        design = Design(
+            "independent",
+            cell,
+            (n_base, n_cand),
+            np.arange(n_base),
+            np.arange(n_base, n_base + n_cand),
+            np.ones(n_base + n_cand),
+        )
+        return design, keep_base, keep_cand
+    base_ids, base_code = _codes(base_strata)
+    cand_ids, cand_code = _codes(cand_strata)
+    shared = np.intersect1d(base_ids, cand_ids)
+    union = len(base_ids) + len(cand_ids) - len(shared)
+    if paired == "auto":
+        paired = len(shared) >= 2 and 2 * len(shared) >= union
+    if paired:
+        in_base = np.isin(base_ids, shared)
+        in_cand = np.isin(cand_ids, shared)
+        keep_base = in_base[base_code]
+        keep_cand = in_cand[cand_code]
+        n_tasks = len(shared)
+        # Task t of `shared`: baseline cell t, candidate cell n_tasks + t.
+        base_cell = np.searchsorted(shared, base_ids[base_code[keep_base]])
+        cand_cell = n_tasks + np.searchsorted(shared, cand_ids[cand_code[keep_cand]])
+        cell = np.concatenate([base_cell, cand_cell])
+        design = Design(
+            "paired",
+            cell,
+            (int(keep_base.sum()), int(keep_cand.sum())),
+            np.arange(n_tasks),
+            np.arange(n_tasks, 2 * n_tasks),
+            _run_weight(cell, 2 * n_tasks),
+            dropped_units=(int((~in_base).sum()), int((~in_cand).sum())),
+            dropped_runs=(int((~keep_base).sum()), int((~keep_cand).sum())),
+        )
+        return design, keep_base, keep_cand
+    n_b = len(base_ids)
+    cell = np.concatenate([base_code, n_b + cand_code])
+    kind = "independent" if len(cell) == n_b + len(cand_ids) else "clustered"
+    design = Design(
+        kind,
+        cell,
+        (n_base, n_cand),
+        np.arange(n_b),
+        np.arange(n_b, n_b + len(cand_ids)),
+        _run_weight(cell, n_b + len(cand_ids)),
+    )
+    return design, keep_base, keep_cand
+
+
+def _run_weight(cell: np.ndarray, n_cells: int) -> np.ndarray:
+    size = np.bincount(cell, minlength=n_cells)
+    return 1.0 / size[cell]

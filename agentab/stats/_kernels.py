@@ -1,0 +1,135 @@
+"""Statistics as functions of cell weights, vectorised over resamples.
+
+A kernel is built once from the runs of a :class:`~agentab.stats._design.Design`
+and then evaluated on weight matrices ``(w_base, w_cand)`` of shape
+``(batch, n_cells)``. It returns each arm's estimate and the effect, each of
+shape ``(batch, m)`` for ``m`` statistics (one, or one per quantile).
+
+Every kernel reduces a cell to what the statistic needs (a mean, a vector of
+level shares, or its sorted runs), so a resample costs O(cells), O(cells x
+levels) or O(runs) rather than a reshuffle of the raw data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._design import Design
+
+__all__ = ["MeanKernel", "OrdinalKernel", "QuantileKernel", "cell_means", "pass_hat_k"]
+
+
+def cell_means(values: np.ndarray, design: Design) -> np.ndarray:
+    """Mean of the runs in every cell."""
+    total = np.bincount(design.cell, weights=values, minlength=design.n_cells)
+    size = np.bincount(design.cell, minlength=design.n_cells)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / size
+
+
+def pass_hat_k(successes: np.ndarray, trials: np.ndarray, k: int) -> np.ndarray:
+    """Unbiased estimate of pass^k (all ``k`` attempts succeed) per task.
+
+    ``C(c, k) / C(n, k)`` for ``c`` successes in ``n`` attempts (Yao et al.
+    2024, tau-bench, eq. 1; the analogue of Chen et al. 2021's unbiased
+    pass@k). Averaging ``(c / n) ** k`` instead is biased upwards.
+
+    Examples
+    --------
+    >>> pass_hat_k(np.array([5, 4, 0]), np.array([5, 5, 5]), 5)
+    array([1., 0., 0.])
+    >>> pass_hat_k(np.array([4]), np.array([5]), 2).round(6)  # (4 * 3) / (5 * 4)
+    array([0.6])
+    """
+    successes = np.asarray(successes, dtype=float)
+    trials = np.asarray(trials, dtype=float)
+    out = np.ones_like(successes)
+    for i in range(k):
+        out *= np.clip(successes - i, 0, None) / (trials - i)
+    return out
+
+
+def _normalise(w: np.ndarray) -> np.ndarray:
+    total = w.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return w / total
+
+
+class MeanKernel:
+    """Task-averaged mean of a per-cell summary; effect = candidate - baseline."""
+
+    def __init__(self, summaries: np.ndarray):
+        self.summaries = np.asarray(summaries, dtype=float)
+
+    def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        base = (_normalise(w_base) @ self.summaries)[:, None]
+        cand = (_normalise(w_cand) @ self.summaries)[:, None]
+        return base, cand, cand - base
+
+
+class OrdinalKernel:
+    """Cliff's delta between the arms' task-averaged level distributions.
+
+    Each arm's distribution over the ordered levels is the average of its
+    tasks' level shares. With ``p`` (baseline) and ``r`` (candidate) level
+    probabilities, the probability of superiority is
+    ``PS = P(Y > X) + P(Y = X) / 2 = sum_i r_i (F_p(i - 1) + p_i / 2)`` and
+    Cliff's delta ``2 PS - 1 = P(Y > X) - P(Y < X)``; both depend on the
+    order of the levels only, never on their spacing. The arms' estimates are
+    mean levels, a descriptive figure.
+    """
+
+    def __init__(self, codes: np.ndarray, levels: np.ndarray, design: Design):
+        k = len(levels)
+        counts = np.zeros((design.n_cells, k))
+        np.add.at(counts, (design.cell, codes), 1.0)
+        self.shares = counts / counts.sum(axis=1, keepdims=True)
+        self.levels = np.asarray(levels, dtype=float)
+
+    def distributions(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _normalise(w_base) @ self.shares, _normalise(w_cand) @ self.shares
+
+    def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        p, r = self.distributions(w_base, w_cand)
+        below = np.cumsum(p, axis=1) - p
+        ps = np.sum(r * (below + 0.5 * p), axis=1)
+        return (p @ self.levels)[:, None], (r @ self.levels)[:, None], (2.0 * ps - 1.0)[:, None]
+
+
+class QuantileKernel:
+    """Difference of the arms' quantiles; each arm's quantile is weighted by task.
+
+    The quantile is the inverse of the empirical distribution function
+    (Hyndman & Fan 1996, definition 1; numpy's ``method="inverted_cdf"``):
+    the smallest observed value ``v`` with ``F(v) >= q``, where ``F`` gives
+    each task weight 1 shared equally by its runs. With one run per task, or
+    equal seeds per task, it is the ordinary sample quantile of that
+    definition. It is always an observed value.
+    """
+
+    #: Relative tolerance on cumulative weights, so that ``j / n >= q`` holds
+    #: exactly when it does in exact arithmetic.
+    TOL = 1e-9
+
+    def __init__(self, values: np.ndarray, design: Design, q: np.ndarray):
+        order = np.argsort(values, kind="stable")
+        self.sorted = values[order]
+        self.cell = design.cell[order]
+        self.run_weight = design.run_weight[order]
+        self.q = np.asarray(q, dtype=float)
+
+    def quantiles(self, w: np.ndarray) -> np.ndarray:
+        weights = w[:, self.cell] * self.run_weight
+        cumulative = np.cumsum(weights, axis=1)
+        total = cumulative[:, -1:]
+        out = np.empty((len(w), len(self.q)))
+        for j, q in enumerate(self.q):
+            below = cumulative < total * (q - self.TOL)
+            index = np.minimum(below.sum(axis=1), len(self.sorted) - 1)
+            out[:, j] = self.sorted[index]
+        return out
+
+    def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        base = self.quantiles(w_base)
+        cand = self.quantiles(w_cand)
+        return base, cand, cand - base

@@ -1,0 +1,615 @@
+"""Two-sample tests for agent metrics, with designs that respect tasks.
+
+Every function compares a baseline sample ``x`` with a candidate sample ``y``
+(effects are candidate minus baseline) and accepts the task of every run
+(``x_strata``, ``y_strata``). The task is the unit of replication: p-values
+come from permutations of whole tasks and intervals from bootstrap resamples
+of whole tasks, so the variation of the effect across tasks is in both.
+
+==========================  ==================================================
+design                      permutation / bootstrap
+==========================  ==================================================
+paired (same tasks)         sign flips of per-task differences (swap the arms
+                            of whole tasks) / resample tasks with both arms
+clustered (other tasks)     reassign whole tasks to arms / resample tasks
+                            within each arm
+independent (no task ids)   permute runs / resample runs within each arm
+==========================  ==================================================
+
+Every task weighs the same in its arm whatever its number of seeds: the
+estimand is the task-averaged difference, as a benchmark score averages over
+tasks. With equal seeds per task it is the plain difference.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from ..errors import StatsWarning
+from ._design import Design, make_design
+from ._kernels import MeanKernel, OrdinalKernel, QuantileKernel, cell_means, pass_hat_k
+from ._resampling import bca_interval, percentile_interval, pvalues, resample
+from ._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
+
+__all__ = ["rate_difference", "mean_difference", "ordinal_superiority", "quantile_difference", "pass_k_difference"]
+
+ALTERNATIVES = ("two-sided", "greater", "less")
+#: Below this many runs beyond a tail quantile, the quantile is fragile.
+MIN_TAIL_RUNS = 20
+
+
+@dataclass(frozen=True)
+class _Input:
+    """Validated arguments shared by every two-sample function."""
+
+    values: np.ndarray  # baseline runs then candidate runs, missing values removed
+    design: Design
+    alternative: str
+    confidence_level: float
+    n_resamples: int
+    rng: np.random.Generator
+    excluded: tuple[int, int]
+    notes: list[str]
+
+
+# --------------------------------------------------------------------------- #
+# Input validation
+# --------------------------------------------------------------------------- #
+def _as_values(sample: Any, name: str) -> np.ndarray:
+    try:
+        values = np.asarray(sample, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`{name}` must be numeric (numbers or booleans): {exc}") from None
+    if values.ndim != 1:
+        raise ValueError(f"`{name}` must be one-dimensional, got shape {values.shape}")
+    if np.isinf(values).any():
+        raise ValueError(f"`{name}` contains infinite values; remove or cap them first")
+    return values
+
+
+def _as_strata(strata: Any, n: int, name: str) -> np.ndarray:
+    labels = np.asarray(strata, dtype=object)
+    if labels.ndim != 1 or len(labels) != n:
+        raise ValueError(f"`{name}` must give one task per run: {n} runs, got shape {labels.shape}")
+    missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in labels])
+    if missing.any():
+        raise ValueError(f"`{name}` has {int(missing.sum())} missing task id(s), first at position {int(np.argmax(missing))}")
+    return labels
+
+
+def _two_sample_iv(
+    x: Any,
+    y: Any,
+    x_strata: Any,
+    y_strata: Any,
+    paired: bool | str,
+    alternative: str,
+    confidence_level: float,
+    n_resamples: int,
+    rng: Any,
+) -> _Input:
+    xv = _as_values(x, "x")
+    yv = _as_values(y, "y")
+    if (x_strata is None) != (y_strata is None):
+        raise ValueError("give task ids for both samples (`x_strata` and `y_strata`) or for neither")
+    if x_strata is not None:
+        xs = _as_strata(x_strata, len(xv), "x_strata")
+        ys = _as_strata(y_strata, len(yv), "y_strata")
+    if paired not in ("auto", True, False):
+        raise ValueError(f"`paired` must be 'auto', True or False, got {paired!r}")
+    if paired is True and x_strata is None:
+        raise ValueError("a paired design needs the task of every run (`x_strata`, `y_strata`); runs are never paired by position")
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
+    if not 0 < confidence_level < 1:
+        raise ValueError(f"`confidence_level` must be between 0 and 1, got {confidence_level!r}")
+    if int(n_resamples) != n_resamples or n_resamples < 1:
+        raise ValueError(f"`n_resamples` must be a positive integer, got {n_resamples!r}")
+    notes: list[str] = []
+    keep_x = ~np.isnan(xv)
+    keep_y = ~np.isnan(yv)
+    excluded = (int((~keep_x).sum()), int((~keep_y).sum()))
+    if sum(excluded):
+        notes.append(f"missing values excluded: {excluded[0]} baseline, {excluded[1]} candidate")
+    xv, yv = xv[keep_x], yv[keep_y]
+    for name, v in (("x (baseline)", xv), ("y (candidate)", yv)):
+        if len(v) == 0:
+            raise ValueError(f"`{name}` has no values" + (" after excluding missing ones" if sum(excluded) else ""))
+    if x_strata is not None:
+        design, kb, kc = make_design(len(xv), len(yv), xs[keep_x], ys[keep_y], paired)
+        if design.kind == "paired" and (design.n_runs[0] == 0 or len(design.base_cells) == 0):
+            raise ValueError("a paired design needs tasks run by both arms; these samples share none")
+        xv, yv = xv[kb], yv[kc]
+        if sum(design.dropped_units):
+            notes.append(
+                f"tasks run by one arm only dropped from the paired comparison: {design.dropped_units[0]} baseline "
+                f"({design.dropped_runs[0]} runs), {design.dropped_units[1]} candidate ({design.dropped_runs[1]} runs)"
+            )
+    else:
+        design, _, _ = make_design(len(xv), len(yv), None, None, paired)
+    if min(design.n_units) < 2:
+        notes.append(
+            f"only {min(design.n_units)} {'task' if design.kind != 'independent' else 'run'} in an arm: "
+            "there is no variation to test against and no interval worth the name"
+        )
+    smallest = 2.0 / design.n_permutations() if alternative == "two-sided" else 1.0 / design.n_permutations()
+    if smallest > 1 - confidence_level:
+        notes.append(
+            f"with {design.label} the smallest attainable p-value is {min(smallest, 1.0):.3g}: "
+            "no difference can be significant at this level; add tasks"
+        )
+    return _Input(
+        np.concatenate([xv, yv]),
+        design,
+        alternative,
+        float(confidence_level),
+        int(n_resamples),
+        np.random.default_rng(rng),
+        excluded,
+        notes,
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Shared computation
+# --------------------------------------------------------------------------- #
+def _permutation_words(design: Design, exact: bool, n_resamples: int) -> str:
+    what = {
+        "paired": "sign flips of per-task differences",
+        "clustered": "whole tasks reassigned between arms",
+        "independent": "runs permuted between arms",
+    }[design.kind]
+    how = f"exact, all {design.n_permutations()}" if exact else f"Monte Carlo, {n_resamples} resamples"
+    return f"permutation test ({what}; {how})"
+
+
+def _bootstrap_words(design: Design, ci_method: str) -> str:
+    unit = {"paired": "tasks (both arms)", "clustered": "tasks within arm", "independent": "runs within arm"}[design.kind]
+    return f"{ci_method} bootstrap over {unit}"
+
+
+def _jackknife(design: Design, kernel: Any, column: int = 0) -> list[np.ndarray]:
+    return [kernel(jb, jc)[2][:, column] for jb, jc in design.jackknife()]
+
+
+def _interval(data: _Input, kernel: Any, res: Any, bca: bool) -> tuple[ConfidenceInterval, str, list[str]]:
+    notes = []
+    if not bca:
+        low, high = percentile_interval(res.boot_effect[:, 0], data.confidence_level)
+        return ConfidenceInterval(low, high), "percentile", notes
+    (low, high), fallback = bca_interval(
+        res.boot_effect[:, 0], float(res.effect[0]), _jackknife(data.design, kernel), data.confidence_level
+    )
+    if fallback:
+        notes.append(f"percentile interval instead of BCa: {fallback}")
+        return ConfidenceInterval(low, high), "percentile", notes
+    return ConfidenceInterval(low, high), "BCa", notes
+
+
+def _details(data: _Input, res: Any, ci_method: str, **extra: Any) -> dict[str, Any]:
+    d = data.design
+    return {
+        "design_kind": d.kind,
+        "exact": res.exact,
+        "n_resamples": data.n_resamples,
+        "n_permutations": len(res.null) if res.null is not None else 0,
+        "ci_method": ci_method,
+        "confidence_level": data.confidence_level,
+        "alternative": data.alternative,
+        "n_runs": d.n_runs,
+        "n_units": d.n_units,
+        "excluded": data.excluded,
+        "dropped_tasks": d.dropped_units,
+        "dropped_runs": d.dropped_runs,
+        **extra,
+    }
+
+
+def _emit(notes: list[str], what: str) -> tuple[str, ...]:
+    for note in notes:
+        warnings.warn(f"{what}: {note}", StatsWarning, stacklevel=4)
+    return tuple(notes)
+
+
+def _mean_like(data: _Input, summaries: np.ndarray, statistic: str, extra: dict[str, Any]) -> TwoSampleResult:
+    kernel = MeanKernel(summaries)
+    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng)
+    p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0])
+    ci, ci_method, notes = _interval(data, kernel, res, bca=True)
+    method = (
+        f"{statistic}; {_permutation_words(data.design, res.exact, data.n_resamples)}; "
+        f"{_bootstrap_words(data.design, ci_method)}"
+    )
+    all_notes = data.notes + notes
+    return TwoSampleResult(
+        float(res.effect[0]),
+        p,
+        ci,
+        Estimates(float(res.base[0]), float(res.cand[0])),
+        method,
+        data.design.label,
+        _details(data, res, ci_method, **extra),
+        _emit(all_notes, statistic),
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Public functions
+# --------------------------------------------------------------------------- #
+def rate_difference(
+    x: Any,
+    y: Any,
+    *,
+    x_strata: Any = None,
+    y_strata: Any = None,
+    paired: bool | str = "auto",
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+    n_resamples: int = 9999,
+    rng: Any = None,
+) -> TwoSampleResult:
+    """Difference in success rate (candidate - baseline) of a binary metric.
+
+    Parameters
+    ----------
+    x, y : array_like of bool or {0, 1}
+        Baseline and candidate outcomes, one per run; NaN marks a missing
+        value (excluded and counted).
+    x_strata, y_strata : array_like, optional
+        The task of every run. With them, the design is paired (same tasks in
+        both arms) or clustered (different tasks); without them, runs are
+        treated as independent.
+    paired : {"auto", True, False}
+        ``"auto"`` pairs when at least half of all tasks (and at least two)
+        were run by both arms; tasks run by one arm are then dropped and
+        counted in ``details``.
+    alternative : {"two-sided", "greater", "less"}
+        "greater": the candidate's rate is higher. Two-sided p-values double
+        the smaller one-sided p-value.
+    confidence_level : float
+        Of the two-sided bootstrap interval.
+    n_resamples : int
+        Permutations (when the exact distribution is larger) and bootstrap
+        resamples.
+    rng : numpy.random.Generator or int, optional
+        Source of randomness; the same seed gives the same result.
+
+    Returns
+    -------
+    TwoSampleResult
+        ``statistic`` is the task-averaged difference of rates, ``estimates``
+        the two task-averaged rates.
+
+    Notes
+    -----
+    The p-value comes from a permutation test of the difference at the level
+    of the design's units; the interval is BCa (Efron 1987) over the same
+    units, or percentile where BCa is undefined (all values tied, the
+    observed value at the edge of the bootstrap distribution). With one run
+    per unit and no tasks, the permutation test of a difference in
+    proportions is Fisher's exact test in its randomisation form.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from agentab.stats import rate_difference
+    >>> tasks = np.repeat(np.arange(12), 3)
+    >>> rng = np.random.default_rng(0)
+    >>> base = rng.random(36) < 0.4
+    >>> cand = rng.random(36) < 0.7
+    >>> res = rate_difference(base, cand, x_strata=tasks, y_strata=tasks, rng=1)
+    >>> res.design
+    'paired by task (12 tasks)'
+    >>> round(res.statistic, 3), round(res.pvalue, 3)
+    (0.389, 0.014)
+    """
+    data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
+    bad = ~np.isin(data.values, (0.0, 1.0))
+    if bad.any():
+        raise ValueError(f"a binary metric takes 0/1 (or booleans); found {data.values[bad][0]!r}")
+    return _mean_like(data, cell_means(data.values, data.design), "difference in success rate", {})
+
+
+def mean_difference(
+    x: Any,
+    y: Any,
+    *,
+    x_strata: Any = None,
+    y_strata: Any = None,
+    paired: bool | str = "auto",
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+    n_resamples: int = 9999,
+    rng: Any = None,
+) -> TwoSampleResult:
+    """Difference in means (candidate - baseline) of a continuous metric.
+
+    Parameters are those of :func:`rate_difference`, with ``x`` and ``y`` any
+    real numbers. ``details["welch"]`` holds Welch's t-test as a cross-check
+    (on per-task differences in a paired design, on task means in a
+    clustered one), from :func:`scipy.stats.ttest_1samp` /
+    :func:`scipy.stats.ttest_ind`.
+
+    Returns
+    -------
+    TwoSampleResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from agentab.stats import mean_difference
+    >>> rng = np.random.default_rng(0)
+    >>> res = mean_difference(rng.normal(0, 1, 40), rng.normal(1, 1, 40), rng=0)
+    >>> res.design, round(res.statistic, 2), res.pvalue < 0.001
+    ('independent runs (40 + 40)', 1.36, True)
+    """
+    data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
+    means = cell_means(data.values, data.design)
+    d = data.design
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if d.kind == "paired":
+            t = sps.ttest_1samp(means[d.cand_cells] - means[d.base_cells], 0.0, alternative=data.alternative)
+        else:
+            t = sps.ttest_ind(means[d.cand_cells], means[d.base_cells], equal_var=False, alternative=data.alternative)
+    welch = {"statistic": float(t.statistic), "pvalue": float(t.pvalue)}
+    return _mean_like(data, means, "difference in means", {"welch": welch})
+
+
+def pass_k_difference(
+    x: Any,
+    y: Any,
+    *,
+    x_strata: Any,
+    y_strata: Any,
+    k: int | None = None,
+    paired: bool | str = "auto",
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+    n_resamples: int = 9999,
+    rng: Any = None,
+) -> TwoSampleResult:
+    """Difference in pass^k: the chance that ``k`` attempts at a task all succeed.
+
+    Per task, pass^k is estimated without bias by ``C(c, k) / C(n, k)`` (``c``
+    successes in ``n`` seeds; Yao et al. 2024, "tau-bench", eq. 1), then
+    averaged over tasks; the test and interval treat the per-task values like
+    :func:`rate_difference` treats rates.
+
+    Parameters
+    ----------
+    k : int, optional
+        Attempts that must all succeed; by default the fewest seeds any task
+        has in either arm. Every task needs at least ``k`` seeds.
+
+    Other parameters are those of :func:`rate_difference`; task ids are
+    required.
+
+    Returns
+    -------
+    TwoSampleResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from agentab.stats import pass_k_difference
+    >>> tasks = np.repeat(np.arange(10), 4)
+    >>> base = np.r_[np.tile([1, 1, 0, 1], 6), np.ones(16)]   # 4 of 10 tasks always pass
+    >>> cand = np.r_[np.tile([1, 1, 1, 1], 8), np.zeros(8)]   # 8 of 10 tasks always pass
+    >>> res = pass_k_difference(base, cand, x_strata=tasks, y_strata=tasks, rng=0)
+    >>> res.details["k"], res.estimates
+    (4, Estimates(baseline=0.4, candidate=0.8))
+    """
+    if x_strata is None or y_strata is None:
+        raise ValueError("pass^k needs the task of every run (`x_strata`, `y_strata`)")
+    data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
+    if not np.isin(data.values, (0.0, 1.0)).all():
+        raise ValueError("pass^k needs a binary metric (0/1 or booleans)")
+    d = data.design
+    trials = np.bincount(d.cell, minlength=d.n_cells)
+    successes = np.bincount(d.cell, weights=data.values, minlength=d.n_cells)
+    fewest = int(trials.min())
+    if k is None:
+        k = fewest
+    if int(k) != k or k < 1:
+        raise ValueError(f"`k` must be a positive integer, got {k!r}")
+    if k > fewest:
+        raise ValueError(f"pass^{k} needs at least {k} seeds per task; the fewest any task has is {fewest}")
+    summaries = pass_hat_k(successes, trials, int(k))
+    return _mean_like(data, summaries, f"difference in pass^{k}", {"k": int(k)})
+
+
+def ordinal_superiority(
+    x: Any,
+    y: Any,
+    *,
+    x_strata: Any = None,
+    y_strata: Any = None,
+    paired: bool | str = "auto",
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+    n_resamples: int = 9999,
+    rng: Any = None,
+) -> TwoSampleResult:
+    """Cliff's delta of an ordinal metric (e.g. a 0-3 rubric), by permutation.
+
+    ``statistic`` is Cliff's delta, ``P(Y > X) - P(Y < X)`` for a candidate
+    run ``Y`` and a baseline run ``X`` (Cliff 1993, Psychological Bulletin
+    114:494-509); ``details["probability_of_superiority"]`` is
+    ``P(Y > X) + P(Y = X) / 2 = (delta + 1) / 2``, the Mann-Whitney
+    ``U / (n_x n_y)`` (Vargha & Delaney 2000's A). Both depend only on the
+    order of the levels, so relabelling the levels (0-3 as 1-4, or 0, 1, 5,
+    10) changes nothing; ties are counted on the exact distinct values, not
+    within a floating-point tolerance.
+
+    The p-value is a permutation test of delta (for independent runs this is
+    the exact or Monte Carlo Mann-Whitney test, which
+    :func:`scipy.stats.mannwhitneyu` approximates), the interval BCa
+    bootstrap (percentile where BCa is undefined). ``estimates`` are mean
+    levels, a descriptive figure only: levels are not equally spaced.
+    ``details["levels"]``, ``details["shares"]`` give each arm's
+    (task-averaged) share of every level, and ``details["shift"]`` the
+    candidate's share minus the baseline's.
+
+    Parameters are those of :func:`rate_difference`.
+
+    Returns
+    -------
+    TwoSampleResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from agentab.stats import ordinal_superiority
+    >>> base = np.array([0, 1, 1, 2, 2, 2, 3, 0, 1, 2])
+    >>> cand = np.array([1, 2, 2, 3, 3, 3, 3, 1, 2, 3])
+    >>> res = ordinal_superiority(base, cand, rng=0)
+    >>> round(res.statistic, 2), round(res.details["probability_of_superiority"], 3)
+    (0.51, 0.755)
+    >>> res.details["shift"].round(6)
+    array([-0.2, -0.1, -0.1,  0.4])
+    """
+    data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
+    levels, codes = np.unique(data.values, return_inverse=True)
+    kernel = OrdinalKernel(codes.reshape(-1), levels, data.design)
+    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng)
+    p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0])
+    ci, ci_method, notes = _interval(data, kernel, res, bca=True)
+    base_share, cand_share = (s[0] for s in kernel.distributions(*data.design.observed()))
+    delta = float(res.effect[0])
+    method = (
+        f"Cliff's delta (= 2 x probability of superiority - 1); "
+        f"{_permutation_words(data.design, res.exact, data.n_resamples)}; {_bootstrap_words(data.design, ci_method)}"
+    )
+    extra = {
+        "probability_of_superiority": (delta + 1.0) / 2.0,
+        "levels": levels,
+        "shares": Estimates(base_share, cand_share),
+        "shift": cand_share - base_share,
+    }
+    return TwoSampleResult(
+        delta,
+        p,
+        ci,
+        Estimates(float(res.base[0]), float(res.cand[0])),
+        method,
+        data.design.label,
+        _details(data, res, ci_method, **extra),
+        _emit(data.notes + notes, "ordinal comparison"),
+    )
+
+
+def quantile_difference(
+    x: Any,
+    y: Any,
+    q: Any = (0.5, 0.95),
+    *,
+    x_strata: Any = None,
+    y_strata: Any = None,
+    paired: bool | str = "auto",
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+    n_resamples: int = 9999,
+    rng: Any = None,
+    test: bool = True,
+) -> QuantileResult:
+    """Differences and ratios of quantiles (e.g. p50 and p95 of cost).
+
+    For long-tailed metrics (tokens, dollars, latency, step counts) the mean
+    is dragged by a few runs; quantiles say what a typical (p50) and a bad
+    (p95) run costs. ``statistic`` is candidate minus baseline for each
+    ``q``; ``ratio`` is candidate / baseline.
+
+    The quantile is the inverse of the empirical distribution function
+    (Hyndman & Fan 1996, definition 1, numpy's ``method="inverted_cdf"``),
+    with each task weighing the same; it is always an observed value. The
+    p-value is a permutation test of the difference (doubling the smaller
+    tail); intervals for the difference and the ratio are percentile
+    bootstrap intervals, never BCa, whose corrections misbehave on the
+    discrete, tie-heavy bootstrap distribution of a sample quantile
+    (Efron & Tibshirani 1993, sec. 14.3; tea-tasting avoids it for the same
+    reason). A warning is given when fewer than 20 runs of an arm lie
+    beyond a tail quantile.
+
+    Parameters
+    ----------
+    q : float or sequence of float
+        Probabilities in (0, 1).
+    test : bool
+        Run the permutation test (set False for intervals only).
+
+    Other parameters are those of :func:`rate_difference`.
+
+    Returns
+    -------
+    QuantileResult
+        Array fields (statistic, pvalue, interval bounds, estimates, ratio)
+        are aligned with ``q``; scalars when ``q`` is a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from agentab.stats import quantile_difference
+    >>> rng = np.random.default_rng(0)
+    >>> base = rng.lognormal(10, 1, 400)
+    >>> cand = rng.lognormal(10, 0.6, 400)
+    >>> res = quantile_difference(base, cand, q=(0.5, 0.95), rng=0)
+    >>> np.round(res.ratio, 2), bool(res.pvalue[1] < 0.001)
+    (array([1.04, 0.51]), True)
+    """
+    scalar = np.ndim(q) == 0
+    qs = np.atleast_1d(np.asarray(q, dtype=float))
+    if qs.ndim != 1 or len(qs) == 0 or not np.all((qs > 0) & (qs < 1)):
+        raise ValueError(f"`q` must be probabilities strictly between 0 and 1, got {q!r}")
+    data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
+    d = data.design
+    kernel = QuantileKernel(data.values, d, qs)
+    res = resample(d, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test)
+    p = pvalues(res.null, res.effect, data.alternative, exact=res.exact) if test else np.full(len(qs), np.nan)
+    notes = list(data.notes)
+    lows, highs, rlows, rhighs = [], [], [], []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot_ratio = res.boot_cand / res.boot_base
+        ratio = res.cand / res.base
+    for j, qj in enumerate(qs):
+        low, high = percentile_interval(res.boot_effect[:, j], data.confidence_level)
+        lows.append(low)
+        highs.append(high)
+        rl, rh = percentile_interval(boot_ratio[:, j], data.confidence_level)
+        if not np.isfinite(rl):
+            notes.append(f"ratio at q={qj:g} undefined: the baseline quantile is 0 in the data or some resamples")
+            ratio[j] = ratio[j] if res.base[j] != 0 else np.nan
+        rlows.append(rl)
+        rhighs.append(rh)
+        if qj > 0.5:
+            for arm, n in zip(("baseline", "candidate"), d.n_runs):
+                beyond = n * (1 - qj)
+                if beyond < MIN_TAIL_RUNS:
+                    notes.append(
+                        f"p{100 * qj:g} of the {arm} arm rests on about {beyond:.0f} runs beyond it "
+                        f"(fewer than {MIN_TAIL_RUNS}); its interval is unreliable"
+                    )
+    out = (lambda a: float(a[0])) if scalar else (lambda a: np.asarray(a, dtype=float))
+    test_words = _permutation_words(d, res.exact, data.n_resamples) + "; " if test else ""
+    method = (
+        "difference of quantiles (inverse ECDF, tasks weighted equally); "
+        f"{test_words}{_bootstrap_words(d, 'percentile')} (BCa is unreliable for quantiles)"
+    )
+    return QuantileResult(
+        out(res.effect),
+        out(p),
+        ConfidenceInterval(out(lows), out(highs)),
+        Estimates(out(res.base), out(res.cand)),
+        method,
+        d.label,
+        _details(data, res, "percentile"),
+        _emit(notes, "quantile comparison"),
+        q=out(qs),
+        ratio=out(ratio),
+        ratio_interval=ConfidenceInterval(out(rlows), out(rhighs)),
+    )
