@@ -164,12 +164,12 @@ class Design:
             w_base = np.zeros((size, self.n_cells))
             w_cand = np.zeros((size, self.n_cells))
             if self.kind == "paired":
-                counts = rng.multinomial(n_b, np.full(n_b, 1.0 / n_b), size=size).astype(float)
+                counts = _draw_counts(rng, size, n_b)
                 w_base[:, self.base_cells] = counts
                 w_cand[:, self.cand_cells] = counts
             else:
-                w_base[:, self.base_cells] = rng.multinomial(n_b, np.full(n_b, 1.0 / n_b), size=size)
-                w_cand[:, self.cand_cells] = rng.multinomial(n_c, np.full(n_c, 1.0 / n_c), size=size)
+                w_base[:, self.base_cells] = _draw_counts(rng, size, n_b)
+                w_cand[:, self.cand_cells] = _draw_counts(rng, size, n_c)
             yield w_base, w_cand
 
     def jackknife(self) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -221,6 +221,13 @@ class Design:
         w_cand[:, cells] = w_cand_units
         w_base[:, cells] = 1.0 - w_cand_units
         return w_base, w_cand
+
+
+def _draw_counts(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
+    """``size`` bootstrap resamples of ``n`` units, as counts per unit (rows are multinomial)."""
+    picks = rng.integers(0, n, size=(size, n))
+    flat = (picks + n * np.arange(size)[:, None]).ravel()
+    return np.bincount(flat, minlength=size * n).reshape(size, n).astype(float)
 
 
 def _codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -111,23 +111,39 @@ class QuantileKernel:
     #: exactly when it does in exact arithmetic.
     TOL = 1e-9
 
+    #: Use per-cell shares of distinct values when there are at most this many
+    #: (counts such as steps or retries): a matrix product instead of a pass over runs.
+    MAX_LEVELS = 128
+
     def __init__(self, values: np.ndarray, design: Design, q: np.ndarray):
+        self.q = np.asarray(q, dtype=float)
+        levels, codes = np.unique(values, return_inverse=True)
+        self.shares = None
+        if len(levels) <= self.MAX_LEVELS and len(levels) < len(values):
+            shares = np.zeros((design.n_cells, len(levels)))
+            np.add.at(shares, (design.cell, codes.reshape(-1)), design.run_weight)
+            self.shares = shares
+            self.sorted = levels
+            return
         order = np.argsort(values, kind="stable")
         self.sorted = values[order]
         self.cell = design.cell[order]
         self.run_weight = design.run_weight[order]
-        self.q = np.asarray(q, dtype=float)
 
     def quantiles(self, w: np.ndarray) -> np.ndarray:
-        weights = w[:, self.cell] * self.run_weight
-        cumulative = np.cumsum(weights, axis=1)
-        total = cumulative[:, -1:]
-        out = np.empty((len(w), len(self.q)))
-        for j, q in enumerate(self.q):
-            below = cumulative < total * (q - self.TOL)
-            index = np.minimum(below.sum(axis=1), len(self.sorted) - 1)
-            out[:, j] = self.sorted[index]
-        return out
+        n = len(self.sorted)
+        if self.shares is not None:
+            cumulative = np.cumsum(w @ self.shares, axis=1)
+        else:
+            cumulative = np.cumsum(w[:, self.cell] * self.run_weight, axis=1)
+        cumulative /= cumulative[:, -1:]
+        # Rows shifted by their index form one increasing array: one search finds every row's position.
+        rows = np.arange(len(w))
+        cumulative += rows[:, None]
+        targets = rows[:, None] + (self.q - self.TOL)[None, :]
+        index = np.searchsorted(cumulative.ravel(), targets.ravel(), side="left").reshape(targets.shape)
+        index = np.minimum(index - rows[:, None] * n, n - 1)
+        return self.sorted[index]
 
     def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         base = self.quantiles(w_base)

@@ -571,7 +571,7 @@ def quantile_difference(
     kernel = QuantileKernel(data.values, d, qs)
     res = resample(d, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test)
     p = pvalues(res.null, res.effect, data.alternative, exact=res.exact) if test else np.full(len(qs), np.nan)
-    notes = list(data.notes)
+    by_q: list[list[str]] = [[] for _ in qs]
     lows, highs, rlows, rhighs = [], [], [], []
     with np.errstate(divide="ignore", invalid="ignore"):
         boot_ratio = res.boot_cand / res.boot_base
@@ -581,16 +581,17 @@ def quantile_difference(
         lows.append(low)
         highs.append(high)
         rl, rh = percentile_interval(boot_ratio[:, j], data.confidence_level)
-        if not np.isfinite(rl):
-            notes.append(f"ratio at q={qj:g} undefined: the baseline quantile is 0 in the data or some resamples")
-            ratio[j] = ratio[j] if res.base[j] != 0 else np.nan
+        if res.base[j] == 0:
+            ratio[j] = np.nan  # no ratio to a zero baseline, and no note: the difference says it all
+        elif not np.isfinite(rl):
+            by_q[j].append(f"no interval for the p{100 * qj:g} ratio: the baseline quantile is 0 in some resamples")
         rlows.append(rl)
         rhighs.append(rh)
         if qj > 0.5:
             for arm, n in zip(("baseline", "candidate"), d.n_runs):
-                beyond = n * (1 - qj)
+                beyond = round(n * (1 - qj), 9)
                 if beyond < MIN_TAIL_RUNS:
-                    notes.append(
+                    by_q[j].append(
                         f"p{100 * qj:g} of the {arm} arm rests on about {beyond:.0f} runs beyond it "
                         f"(fewer than {MIN_TAIL_RUNS}); its interval is unreliable"
                     )
@@ -607,8 +608,8 @@ def quantile_difference(
         Estimates(out(res.base), out(res.cand)),
         method,
         d.label,
-        _details(data, res, "percentile"),
-        _emit(notes, "quantile comparison"),
+        _details(data, res, "percentile", notes=tuple(data.notes), notes_by_q=tuple(tuple(n) for n in by_q)),
+        _emit(data.notes + [n for notes in by_q for n in notes], "quantile comparison"),
         q=out(qs),
         ratio=out(ratio),
         ratio_interval=ConfidenceInterval(out(rlows), out(rhighs)),

@@ -1,0 +1,716 @@
+"""Compare two arms metric by metric, each with the test its kind calls for.
+
+:func:`compare` takes one row per run (the table from :func:`agentab.score`,
+or any DataFrame with an arm column), routes every metric to the test for its
+kind, respects the task as the unit of replication, adjusts secondary
+p-values for multiplicity, checks guardrails and reaches one decision
+(:mod:`agentab.decide`). The statistics live in :mod:`agentab.stats`.
+
+====================  =========================================================
+kind                  what is reported
+====================  =========================================================
+binary                difference in (task-averaged) rate; pass^k with seeds
+ordinal               Cliff's delta (probability of superiority), level shares
+cost, count           p50 and p95: differences and ratios; the mean, labelled
+continuous            difference in means
+====================  =========================================================
+"""
+
+from __future__ import annotations
+
+import html
+import warnings
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.multitest import multipletests
+
+from . import stats
+from .decide import Decision, Guardrail, check_guardrail, decide, parse_guardrails
+from .errors import CompareError, StatsWarning
+from .score import DIRECTIONS, KINDS, metric_kinds
+
+__all__ = ["compare", "Comparison", "DEFAULT_DIRECTION", "TABLE_COLUMNS"]
+
+#: Which way is better when ``metrics`` gives a kind without a direction.
+DEFAULT_DIRECTION = {"binary": "higher", "ordinal": "higher", "continuous": "higher", "cost": "lower", "count": "lower"}
+#: Quantiles reported for cost and count metrics.
+QUANTILES = (0.5, 0.95)
+#: Columns never taken as metrics when kinds are inferred.
+_NOT_METRICS = {"run_id", "task_id", "seed", "arm", "model", "harness", "reasons", "metadata", "terminal_state"}
+#: Columns of :attr:`Comparison.table`.
+TABLE_COLUMNS = (
+    "metric", "kind", "statistic", "role", "method", "design", "n_baseline", "n_candidate", "tasks",
+    "baseline", "candidate", "effect", "ci_low", "ci_high", "ratio", "ratio_low", "ratio_high",
+    "p_value", "p_adjusted", "direction", "assessment", "warnings",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Metric:
+    name: str
+    kind: str
+    direction: str
+    source: str  # "declared", "score" or "inferred"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per reported statistic (columns :data:`TABLE_COLUMNS`); the
+        primary metric first.
+    decision : Decision
+        ``decision.verdict`` is "ship", "don't ship" or "inconclusive", with
+        ``reasons``.
+    baseline, candidate : str
+        The arms compared.
+    arms : pandas.DataFrame
+        Per arm: model, harness, runs, tasks.
+    design : dict
+        The design used for the primary metric and the seeds per task.
+    metrics : pandas.DataFrame
+        Every metric's kind, direction and where they came from
+        (declared, score, inferred).
+    levels : pandas.DataFrame
+        Ordinal metrics: each level's share in each arm and the shift.
+    settings : dict
+        alpha, n_resamples, seed, cluster, paired, primary.
+    notes : tuple of str
+        What :func:`compare` decided on the user's behalf (arm roles, missing
+        task column, excluded rows).
+    """
+
+    table: pd.DataFrame
+    decision: Decision
+    baseline: str
+    candidate: str
+    arms: pd.DataFrame
+    design: dict[str, Any]
+    metrics: pd.DataFrame
+    levels: pd.DataFrame
+    settings: dict[str, Any]
+    notes: tuple[str, ...]
+    results: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return self.decision.verdict
+
+    def metric(self, name: str) -> stats.TwoSampleResult:
+        """The scipy-style result for one metric (``"tokens"``), or a row name
+        (``"tokens p95"``, ``"outcome pass^5"``), with statistic, pvalue,
+        confidence_interval, estimates, method and details."""
+        if name in self.results:
+            return self.results[name]
+        base = name.rsplit(" ", 1)[0]
+        if base in self.results:
+            return self.results[base]
+        raise KeyError(f"no metric {name!r} in this comparison; metrics: {', '.join(self.results)}")
+
+    def __repr__(self) -> str:
+        return f"Comparison({self.candidate!r} vs {self.baseline!r}: {self.verdict}, {len(self.table)} rows)"
+
+    def _header(self) -> list[str]:
+        arms = self.arms
+        describe = lambda arm: f"{arm} ({arms.loc[arm, 'model']} + {arms.loc[arm, 'harness']})"  # noqa: E731
+        s = self.settings
+        return [
+            f"agentab comparison: {describe(self.candidate)} vs {describe(self.baseline)}",
+            f"design: {self.design['label']}; seeds per task {self.design['seeds']}; "
+            f"alpha {s['alpha']:g}; {s['n_resamples']} resamples; seed {s['seed']}",
+        ]
+
+    def _display_table(self) -> pd.DataFrame:
+        t = self.table
+        shown = pd.DataFrame({"metric": t["metric"], "statistic": t["statistic"]})
+        for col in ("baseline", "candidate", "effect"):
+            shown[col] = [_num(v, k, signed=col == "effect") for v, k in zip(t[col], t["kind"])]
+        shown["95% CI" if self.settings["alpha"] == 0.05 else "CI"] = [
+            f"[{_num(lo, k, True)}, {_num(hi, k, True)}]" if np.isfinite(lo) else "-"
+            for lo, hi, k in zip(t["ci_low"], t["ci_high"], t["kind"])
+        ]
+        shown["ratio"] = [f"{r:.2f}" if np.isfinite(r) else "" for r in t["ratio"]]
+        shown["p"] = [f"{p:.3g}" if np.isfinite(p) else "-" for p in t["p_value"]]
+        shown["p (Holm)"] = [f"{p:.3g}" if np.isfinite(p) else "-" for p in t["p_adjusted"]]
+        shown["assessment"] = t["assessment"]
+        return shown
+
+    def __str__(self) -> str:
+        lines = self._header()
+        lines += ["", str(self.decision).replace("verdict:", "VERDICT:", 1), ""]
+        lines.append(self._display_table().to_string(index=False))
+        warned = self.table[self.table["warnings"] != ""]
+        if len(warned):
+            lines.append("")
+            lines.append("warnings:")
+            lines += [f"  {m}: {w}" for m, w in zip(warned["metric"], warned["warnings"])]
+        if self.notes:
+            lines.append("")
+            lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<div>{html.escape(line)}</div>" for line in self._header())
+        colour = {"ship": "#1b7837", "don't ship": "#b2182b"}.get(self.verdict, "#595959")
+        reasons = "".join(f"<li>{html.escape(r)}</li>" for r in self.decision.reasons)
+        explain = "".join(f"<li>{html.escape(r)}</li>" for r in self.decision.explanations)
+        body = self._display_table().to_html(index=False, escape=True, border=0)
+        return (
+            f"<div>{head}<h3 style='color:{colour}'>Verdict: {html.escape(self.verdict)}</h3><ul>{reasons}</ul>"
+            + (f"<details><summary>What changed (explains, does not decide)</summary><ul>{explain}</ul></details>" if explain else "")
+            + body
+            + "</div>"
+        )
+
+
+def _num(value: float, kind: str, signed: bool = False) -> str:
+    if not np.isfinite(value):
+        return "-"
+    if kind == "binary":
+        return f"{value:+.1%}" if signed else f"{value:.1%}"
+    return f"{value:+.4g}" if signed else f"{value:.4g}"
+
+
+# --------------------------------------------------------------------------- #
+# Input validation
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class _CompareInput:
+    base: pd.DataFrame
+    cand: pd.DataFrame
+    baseline: str
+    candidate: str
+    metrics: list[_Metric]
+    primary: str
+    guardrails: list[Guardrail]
+    cluster: str | None
+    paired: bool | str
+    alpha: float
+    n_resamples: int
+    seed: Any
+    notes: list[str]
+
+
+def _resolve_arms(data: pd.DataFrame, arm: str, baseline: Any, candidate: Any, notes: list[str]) -> tuple[str, str]:
+    if arm not in data.columns:
+        raise CompareError(f"no arm column {arm!r} in the data (columns: {', '.join(map(str, data.columns))})")
+    labels = data[arm]
+    if labels.isna().any():
+        raise CompareError(f"column {arm!r} has {int(labels.isna().sum())} rows without an arm")
+    present = [str(a) for a in pd.unique(labels.astype(str))]
+    for name, value in (("baseline", baseline), ("candidate", candidate)):
+        if value is not None and str(value) not in present:
+            raise CompareError(f"{name} arm {value!r} not in column {arm!r} (arms: {', '.join(present)})")
+    if baseline is not None and candidate is not None:
+        if str(baseline) == str(candidate):
+            raise CompareError(f"baseline and candidate are the same arm {baseline!r}")
+        return str(baseline), str(candidate)
+    if len(present) < 2:
+        raise CompareError(f"column {arm!r} has {len(present)} arm(s) ({', '.join(present) or 'none'}); a comparison needs two")
+    if len(present) > 2 and (baseline is None or candidate is None):
+        raise CompareError(f"column {arm!r} has {len(present)} arms ({', '.join(present)}); say which are baseline= and candidate=")
+    if baseline is not None:
+        return str(baseline), next(a for a in present if a != str(baseline))
+    if candidate is not None:
+        return next(a for a in present if a != str(candidate)), str(candidate)
+    lowered = [a.lower() for a in present]
+    if "baseline" in lowered:
+        base = present[lowered.index("baseline")]
+    elif "candidate" in lowered:
+        base = present[1 - lowered.index("candidate")]
+    else:
+        base = present[0]
+        notes.append(f"baseline arm taken to be {base!r} (first in the data); pass baseline= to choose")
+    return base, next(a for a in present if a != base)
+
+
+def _infer(column: pd.Series) -> str | None:
+    if pd.api.types.is_bool_dtype(column):
+        return "binary"
+    if not pd.api.types.is_numeric_dtype(column):
+        return None
+    known = column.dropna().to_numpy(dtype=float)
+    if len(known) == 0:
+        return None
+    if np.isin(known, (0.0, 1.0)).all():
+        return "binary"
+    if (known == np.round(known)).all() and (known >= 0).all():
+        return "count"
+    return "continuous"
+
+
+def _resolve_metrics(data: pd.DataFrame, metrics: Any, exclude: set[str], notes: list[str]) -> list[_Metric]:
+    recorded = metric_kinds(data)
+    out: list[_Metric] = []
+    if metrics is None:
+        if len(recorded):
+            return [_Metric(n, r.kind, r.direction, "score") for n, r in recorded.iterrows() if n not in exclude]
+        for name in data.columns:
+            if name in exclude or name in _NOT_METRICS:
+                continue
+            kind = _infer(data[name])
+            if kind is not None:
+                out.append(_Metric(str(name), kind, "neither", "inferred"))
+        if out:
+            notes.append(
+                "metric kinds inferred from values (direction unknown, so no metric is called better or worse): "
+                + ", ".join(f"{m.name}={m.kind}" for m in out)
+                + "; pass metrics={column: (kind, 'higher'|'lower')} to declare them"
+            )
+        return out
+    if isinstance(metrics, str) or not isinstance(metrics, (Mapping, Sequence)):
+        raise CompareError(f"`metrics` must map column -> kind or list columns, got {metrics!r}")
+    items = metrics.items() if isinstance(metrics, Mapping) else ((m, None) for m in metrics)
+    for name, spec in items:
+        if name not in data.columns:
+            raise CompareError(f"metric {name!r} is not a column of the data")
+        direction = None
+        if spec is None:
+            if name in recorded.index:
+                out.append(_Metric(name, recorded.loc[name, "kind"], recorded.loc[name, "direction"], "score"))
+                continue
+            kind = _infer(data[name])
+            if kind is None:
+                raise CompareError(f"metric {name!r} is not numeric or boolean; give its kind")
+            out.append(_Metric(name, kind, "neither", "inferred"))
+            notes.append(f"kind of {name!r} inferred as {kind} (direction unknown)")
+            continue
+        if isinstance(spec, str):
+            kind = spec
+        elif isinstance(spec, Sequence) and len(spec) == 2:
+            kind, direction = spec
+        else:
+            raise CompareError(f"metric {name!r}: give a kind or (kind, direction), got {spec!r}")
+        if kind not in KINDS:
+            raise CompareError(f"metric {name!r}: unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
+        if direction is not None and direction not in DIRECTIONS:
+            raise CompareError(f"metric {name!r}: unknown direction {direction!r} (directions: {', '.join(DIRECTIONS)})")
+        out.append(_Metric(name, kind, direction or DEFAULT_DIRECTION[kind], "declared"))
+    return out
+
+
+def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed):
+    if not isinstance(data, pd.DataFrame):
+        raise CompareError(f"`data` must be a DataFrame with one row per run (e.g. from agentab.score), got {type(data).__name__}")
+    if not 0 < alpha < 1:
+        raise CompareError(f"`alpha` == {alpha!r}, must be between 0 and 1")
+    if int(n_resamples) != n_resamples or n_resamples < 99:
+        raise CompareError(f"`n_resamples` == {n_resamples!r}, must be an integer >= 99")
+    if paired not in ("auto", True, False):
+        raise CompareError(f"`paired` == {paired!r}, must be 'auto', True or False")
+    notes: list[str] = []
+    base_name, cand_name = _resolve_arms(data, arm, baseline, candidate, notes)
+    if cluster is not None and cluster not in data.columns:
+        if cluster != "task_id":
+            raise CompareError(f"no cluster column {cluster!r} in the data")
+        notes.append("no task_id column: runs are treated as independent (say cluster= if tasks are in another column)")
+        cluster = None
+    if cluster is None and paired is True:
+        raise CompareError("paired=True needs a task column (cluster=); runs are never paired by row order")
+    if cluster is not None and data[cluster].isna().any():
+        raise CompareError(f"column {cluster!r} has {int(data[cluster].isna().sum())} rows without a task")
+    exclude = {arm} | ({cluster} if cluster else set())
+    resolved = _resolve_metrics(data, metrics, exclude, notes)
+    names = [m.name for m in resolved]
+    kinds = {m.name: m.kind for m in resolved}
+    # The primary metric and guardrail metrics are compared even when `metrics` leaves them out.
+    extra = [primary] if primary not in kinds and primary.rsplit(" ", 1)[0] not in kinds else []
+    rails_kinds = dict(kinds)
+    probe = parse_guardrails_metrics(guardrails)
+    for name in [*extra, *probe]:
+        if name in rails_kinds:
+            continue
+        if name not in data.columns:
+            raise CompareError(f"{'primary' if name == primary else 'guardrail'} metric {name!r} is not a column of the data")
+        more = _resolve_metrics(data, [name], exclude, notes)
+        resolved += more
+        rails_kinds[name] = more[0].kind
+    parsed = parse_guardrails(guardrails, rails_kinds)
+    primary_base = primary if primary in rails_kinds else primary.rsplit(" ", 1)[0]
+    spec = next(m for m in resolved if m.name == primary_base)
+    if spec.direction == "neither":
+        raise CompareError(
+            f"primary metric {primary!r} has no direction; declare it, e.g. metrics={{{primary!r}: ({spec.kind!r}, 'higher')}}"
+        )
+    if spec.kind in ("cost", "count") and primary == primary_base:
+        raise CompareError(f"primary metric {primary!r} is a {spec.kind} metric: name a quantile, e.g. '{primary} p50'")
+    other = ~data[arm].astype(str).isin([base_name, cand_name])
+    if other.any():
+        notes.append(f"{int(other.sum())} runs of other arms left out")
+    labels = data[arm].astype(str)
+    del names
+    return _CompareInput(
+        data[labels == base_name],
+        data[labels == cand_name],
+        base_name,
+        cand_name,
+        resolved,
+        primary,
+        parsed,
+        cluster,
+        paired,
+        float(alpha),
+        int(n_resamples),
+        seed,
+        notes,
+    )
+
+
+def parse_guardrails_metrics(guardrails: Any) -> list[str]:
+    """The metric names guardrails refer to (before their kinds are known)."""
+    if isinstance(guardrails, Mapping):
+        return [str(k) for k in guardrails]
+    if isinstance(guardrails, Sequence) and not isinstance(guardrails, str):
+        return [g.split(":", 1)[0].strip() for g in guardrails if isinstance(g, str) and ":" in g]
+    return []
+
+
+# --------------------------------------------------------------------------- #
+# Routing
+# --------------------------------------------------------------------------- #
+def _values(frame: pd.DataFrame, column: str) -> np.ndarray:
+    series = frame[column]
+    if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
+        raise CompareError(f"metric {column!r} must be numeric or boolean, got dtype {series.dtype}")
+    return series.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _rng(seed: Any, name: str) -> np.random.Generator:
+    """A generator per metric: adding or removing metrics never changes another's result."""
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(zlib.crc32(name.encode()),)))
+
+
+def _row(metric: _Metric, statistic: str, res: Any, role: str, *, j: int | None = None, name: str | None = None) -> dict:
+    pick = (lambda v: float(np.asarray(v)[j])) if j is not None else (lambda v: float(v))
+    details = res.details
+    kind = details["design_kind"]
+    tasks = details["n_units"][0] if kind == "paired" else sum(details["n_units"]) if kind == "clustered" else pd.NA
+    return {
+        "metric": name or metric.name,
+        "kind": metric.kind,
+        "statistic": statistic,
+        "role": role,
+        "method": res.method,
+        "design": res.design,
+        "n_baseline": details["n_runs"][0],
+        "n_candidate": details["n_runs"][1],
+        "tasks": tasks,
+        "baseline": pick(res.estimates.baseline),
+        "candidate": pick(res.estimates.candidate),
+        "effect": pick(res.statistic),
+        "ci_low": pick(res.confidence_interval.low),
+        "ci_high": pick(res.confidence_interval.high),
+        "ratio": pick(res.ratio) if j is not None else np.nan,
+        "ratio_low": pick(res.ratio_interval.low) if j is not None else np.nan,
+        "ratio_high": pick(res.ratio_interval.high) if j is not None else np.nan,
+        "p_value": pick(res.pvalue),
+        "direction": metric.direction,
+        "warnings": "; ".join(
+            dict.fromkeys(res.warnings if j is None else (*details["notes"], *details["notes_by_q"][j]))
+        ),
+    }
+
+
+def _tail_note(values: np.ndarray) -> str:
+    known = np.sort(values[np.isfinite(values)])
+    total = known.sum()
+    if len(known) < 20 or total <= 0:
+        return "descriptive only: the mean of a long-tailed metric is dragged by its tail"
+    top = known[int(np.floor(0.95 * len(known))) :].sum() / total
+    return f"descriptive only: the top 5% of runs carry {top:.0%} of the total, so the mean follows the tail"
+
+
+def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float], wanted_mean: bool) -> tuple[list[dict], dict, Any]:
+    x = _values(inp.base, metric.name)
+    y = _values(inp.cand, metric.name)
+    if np.isnan(x).all() or np.isnan(y).all():
+        arm = inp.baseline if np.isnan(x).all() else inp.candidate
+        message = f"metric {metric.name!r} has no values in arm {arm!r}"
+        if metric.source != "score" or metric.name in (inp.primary, *(g.metric for g in inp.guardrails)):
+            raise CompareError(message)
+        inp.notes.append(message + ": left out")
+        return [], {}, None
+    kw: dict[str, Any] = {"n_resamples": inp.n_resamples, "paired": inp.paired, "confidence_level": 1 - inp.alpha}
+    if inp.cluster is not None:
+        kw["x_strata"] = inp.base[inp.cluster].to_numpy()
+        kw["y_strata"] = inp.cand[inp.cluster].to_numpy()
+    role = "primary" if metric.name == inp.primary else "secondary"
+    rows: list[dict] = []
+    extra: dict[str, Any] = {}
+    if metric.kind == "binary":
+        res = stats.rate_difference(x, y, rng=_rng(inp.seed, metric.name), **kw)
+        rows.append(_row(metric, "rate", res, role))
+        if inp.cluster is not None and metric.direction == "higher":
+            seeds = min(_fewest_seeds(inp.base, x, inp.cluster), _fewest_seeds(inp.cand, y, inp.cluster))
+            if seeds >= 2:
+                name = f"{metric.name} pass^{seeds}"
+                pk = stats.pass_k_difference(x, y, k=seeds, rng=_rng(inp.seed, name), **kw)
+                rows.append(_row(metric, f"pass^{seeds}", pk, "secondary", name=name))
+                extra[name] = pk
+    elif metric.kind == "ordinal":
+        res = stats.ordinal_superiority(x, y, rng=_rng(inp.seed, metric.name), **kw)
+        rows.append(_row(metric, "Cliff's delta", res, role))
+    elif metric.kind == "continuous":
+        res = stats.mean_difference(x, y, rng=_rng(inp.seed, metric.name), **kw)
+        rows.append(_row(metric, "mean", res, role))
+    else:
+        res = stats.quantile_difference(x, y, q=tuple(quantiles), rng=_rng(inp.seed, metric.name), **kw)
+        for j, q in enumerate(quantiles):
+            stat = f"p{100 * q:g}"
+            name = f"{metric.name} {stat}"
+            rows.append(_row(metric, stat, res, "primary" if name == inp.primary else "secondary", j=j, name=name))
+        if wanted_mean:
+            mean = stats.mean_difference(x, y, rng=_rng(inp.seed, f"{metric.name} mean"), **kw)
+            row = _row(metric, "mean", mean, "descriptive", name=f"{metric.name} mean")
+            row["p_value"] = np.nan
+            row["warnings"] = "; ".join(w for w in (_tail_note(np.r_[x, y]), row["warnings"]) if w)
+            rows.append(row)
+            extra[f"{metric.name} mean"] = mean
+    return rows, extra, res
+
+
+def _fewest_seeds(frame: pd.DataFrame, values: np.ndarray, cluster: str) -> int:
+    known = frame.loc[~np.isnan(values), cluster]
+    counts = known.astype(str).value_counts()
+    return int(counts.min()) if len(counts) else 0
+
+
+def _assess(table: pd.DataFrame, alpha: float) -> list[str]:
+    out = []
+    for _, r in table.iterrows():
+        p = r["p_value"] if r["role"] == "primary" else r["p_adjusted"]
+        if r["role"] == "descriptive":
+            out.append("descriptive")
+        elif not np.isfinite(p) or p >= alpha or r["effect"] == 0:
+            out.append("no evidence")
+        elif r["direction"] == "neither":
+            out.append("changed")
+        else:
+            better = (r["effect"] > 0) == (r["direction"] == "higher")
+            out.append("better" if better else "worse")
+    return out
+
+
+def _levels_table(name: str, res: Any) -> pd.DataFrame:
+    d = res.details
+    return pd.DataFrame(
+        {
+            "metric": name,
+            "level": d["levels"],
+            "baseline": d["shares"].baseline,
+            "candidate": d["shares"].candidate,
+            "shift": d["shift"],
+        }
+    )
+
+
+def _arms_table(inp: _CompareInput) -> pd.DataFrame:
+    rows = {}
+    for name, frame in ((inp.baseline, inp.base), (inp.candidate, inp.cand)):
+        describe = lambda col: ", ".join(map(str, pd.unique(frame[col].dropna()))) if col in frame else "-"  # noqa: E731
+        rows[name] = {
+            "model": describe("model") or "-",
+            "harness": describe("harness") or "-",
+            "runs": len(frame),
+            "tasks": frame[inp.cluster].nunique() if inp.cluster else len(frame),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def _seeds(inp: _CompareInput) -> str:
+    if inp.cluster is None:
+        return "1 (no tasks)"
+    counts = pd.concat([inp.base[inp.cluster].astype(str).value_counts(), inp.cand[inp.cluster].astype(str).value_counts()])
+    low, high = int(counts.min()), int(counts.max())
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
+# --------------------------------------------------------------------------- #
+# Public API
+# --------------------------------------------------------------------------- #
+def compare(
+    data: pd.DataFrame,
+    *,
+    arm: str = "arm",
+    baseline: str | None = None,
+    candidate: str | None = None,
+    metrics: Mapping[str, Any] | Sequence[str] | None = None,
+    primary: str = "outcome",
+    guardrails: Mapping[str, Any] | Sequence[str] | None = None,
+    cluster: str | None = "task_id",
+    paired: bool | str = "auto",
+    alpha: float = 0.05,
+    n_resamples: int = 9999,
+    seed: Any = None,
+) -> Comparison:
+    """Compare a candidate arm with a baseline, metric by metric, and decide.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        One row per run: the table from :func:`agentab.score`, or any
+        DataFrame with an arm column, metric columns and (optionally) a task
+        column.
+    arm : str
+        The column naming each run's arm.
+    baseline, candidate : str, optional
+        The arms to compare. With two arms and neither given, an arm named
+        "baseline" is the baseline (else the other of an arm named
+        "candidate", else the first arm in the data, with a note).
+    metrics : mapping or list, optional
+        Column -> kind (``"binary"``, ``"ordinal"``, ``"count"``, ``"cost"``,
+        ``"continuous"``) or (kind, direction) with direction ``"higher"``,
+        ``"lower"`` or ``"neither"``; a list of columns takes kinds as below.
+        By default every metric :func:`agentab.score` recorded (kinds and
+        directions from the table); for other tables, kinds are inferred
+        from values (booleans or 0/1: binary; non-negative integers: count;
+        other numbers: continuous), with direction "neither" and a note.
+        Kinds given without a direction take the kind's default: higher is
+        better for binary, ordinal and continuous, lower for cost and count.
+    primary : str
+        The metric that decides, tested at ``alpha``. A cost or count metric
+        is named with its quantile (``"tokens p50"``).
+    guardrails : mapping or list, optional
+        Bounds a candidate must be shown to respect, e.g.
+        ``{"tokens": "p95 <= +10%"}``; grammar in :mod:`agentab.decide`.
+    cluster : str or None
+        The task column. The task is the unit of replication: p-values
+        permute whole tasks and intervals resample whole tasks. None (or no
+        such column) treats runs as independent.
+    paired : {"auto", True, False}
+        "auto" analyses the arms as paired by task when at least half of all
+        tasks (and at least two) were run by both; tasks run by one arm only
+        are then dropped (counted in the warnings). False compares tasks as
+        independent samples.
+    alpha : float
+        Significance level of the primary test and of the Holm-adjusted
+        secondary tests; intervals have confidence ``1 - alpha``.
+    n_resamples : int
+        Permutations (when the exact distribution is larger) and bootstrap
+        resamples per metric.
+    seed : int, numpy.random.SeedSequence or None
+        Seed of the resampling. Each metric draws from its own stream derived
+        from the seed and its name, so adding a metric never changes another
+        metric's result.
+
+    Returns
+    -------
+    Comparison
+        ``.decision.verdict`` and ``.decision.reasons``; ``.table`` (one row
+        per statistic); ``.metric(name)`` for scipy-style results.
+
+    Notes
+    -----
+    Effects are candidate minus baseline: differences of task-averaged rates
+    and means (each task weighs the same, as in a benchmark score; with
+    equal seeds per task this is the plain difference), Cliff's delta for
+    ordinal metrics, differences and ratios of quantiles (inverse-ECDF
+    quantiles with tasks weighted equally) for cost and count metrics.
+    Secondary p-values are Holm-adjusted (Holm 1979, via statsmodels'
+    ``multipletests``) over every secondary row; the primary is tested alone
+    at ``alpha``. The decision rule is in :mod:`agentab.decide`. Adding seeds
+    until a result turns significant (peeking) inflates false positives: fix
+    the design first (:mod:`agentab.stats` has the tests).
+
+    Examples
+    --------
+    >>> import agentab
+    >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=30, n_seeds=3)
+    >>> scores = agentab.score(traces, agentab.datasets.example_specs())
+    >>> result = agentab.compare(scores, metrics=["outcome", "rubric", "tokens"],
+    ...                          guardrails={"tokens": "p95 <= +10%"}, n_resamples=999, seed=0)
+    >>> result.table[["metric", "statistic", "design"]].head(3)
+                metric statistic                 design
+    0          outcome      rate  paired by task (30 tasks)
+    1  outcome pass^3    pass^3  paired by task (30 tasks)
+    2           rubric  Cliff's delta  paired by task (30 tasks)
+    >>> result.verdict in ("ship", "don't ship", "inconclusive")
+    True
+    """
+    inp = _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed)
+    quantiles: dict[str, list[float]] = {}
+    for g in inp.guardrails:
+        if g.quantile is not None:
+            quantiles.setdefault(g.metric, []).append(g.quantile)
+    if " " in inp.primary and inp.primary.rsplit(" ", 1)[1].startswith("p"):
+        base_name, stat = inp.primary.rsplit(" ", 1)
+        quantiles.setdefault(base_name, []).append(float(stat[1:]) / 100)
+    mean_rails = {g.metric for g in inp.guardrails if g.statistic == "mean"}
+    rows: list[dict] = []
+    results: dict[str, Any] = {}
+    levels = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        for m in inp.metrics:
+            qs = sorted(set(QUANTILES) | set(quantiles.get(m.name, [])))
+            metric_rows, extra, res = _compare_metric(inp, m, qs, wanted_mean=True)
+            if m.name in mean_rails:
+                for row in metric_rows:
+                    if row["statistic"] == "mean":
+                        row["role"] = "secondary"
+                        row["p_value"] = float(extra[f"{m.name} mean"].pvalue)
+            if res is None:
+                continue
+            rows += metric_rows
+            results[m.name] = res
+            results.update(extra)
+            if m.kind == "ordinal":
+                levels.append(_levels_table(m.name, res))
+    table = pd.DataFrame(rows)
+    if inp.primary not in set(table["metric"]):
+        raise CompareError(f"primary {inp.primary!r} is not a row of the comparison (rows: {', '.join(table['metric'])})")
+    table["role"] = np.where(table["metric"] == inp.primary, "primary", table["role"])
+    table = pd.concat([table[table["role"] == "primary"], table[table["role"] != "primary"]], ignore_index=True)
+    table["p_adjusted"] = table["p_value"]
+    family = (table["role"] == "secondary") & table["p_value"].notna()
+    if family.any():
+        table.loc[family, "p_adjusted"] = multipletests(table.loc[family, "p_value"], alpha=inp.alpha, method="holm")[1]
+    table["assessment"] = _assess(table, inp.alpha)
+    table["tasks"] = table["tasks"].astype("Int64")
+    table = table[list(TABLE_COLUMNS)]
+    checks = []
+    for g in inp.guardrails:
+        match = table[table["metric"] == g.row]
+        checks.append(check_guardrail(g, match.iloc[0]))
+    decision = decide(table, inp.primary, checks, inp.alpha)
+    primary_res = results[inp.primary if inp.primary in results else inp.primary.rsplit(" ", 1)[0]]
+    design = {
+        "kind": primary_res.details["design_kind"],
+        "label": primary_res.design,
+        "seeds": _seeds(inp),
+        "dropped_tasks": primary_res.details["dropped_tasks"],
+        "dropped_runs": primary_res.details["dropped_runs"],
+    }
+    kinds = pd.DataFrame(
+        [(m.name, m.kind, m.direction, m.source) for m in inp.metrics], columns=["metric", "kind", "direction", "source"]
+    ).set_index("metric")
+    settings = {
+        "alpha": inp.alpha,
+        "n_resamples": inp.n_resamples,
+        "seed": seed if not isinstance(seed, np.random.SeedSequence) else seed.entropy,
+        "cluster": inp.cluster,
+        "paired": inp.paired,
+        "primary": inp.primary,
+    }
+    return Comparison(
+        table,
+        decision,
+        inp.baseline,
+        inp.candidate,
+        _arms_table(inp),
+        design,
+        kinds,
+        pd.concat(levels, ignore_index=True) if levels else pd.DataFrame(columns=["metric", "level", "baseline", "candidate", "shift"]),
+        settings,
+        tuple(inp.notes),
+        results,
+    )

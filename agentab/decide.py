@@ -1,0 +1,285 @@
+"""From a comparison table to one decision: ship, don't ship, or inconclusive.
+
+Outcome decides, trajectory explains, cost constrains:
+
+- **ship** -- the primary metric improved significantly (permutation p-value
+  below ``alpha`` *and* a confidence interval on the good side of zero) and
+  every guardrail is shown to hold;
+- **don't ship** -- the primary metric is significantly worse (two-sided
+  test: a regression is never hidden), or a guardrail is breached;
+- **inconclusive** -- anything else, with what was observed.
+
+Significance comes from the test and magnitude from the interval. The two
+come from different resampling schemes and can disagree at the margin (a
+p-value just below ``alpha`` with an interval that touches zero, or the
+reverse). A "ship" needs both to agree; a significant regression is "don't
+ship" whatever the interval says (a ship gate should err towards caution).
+
+Guardrails
+----------
+A guardrail bounds how much a metric may move, judged on its confidence
+interval, never on the point estimate (a non-inferiority check). The grammar,
+per metric, is ``"<statistic> <op> <margin>"``:
+
+- statistic: ``p50``, ``p95``, any ``pNN`` (a quantile, for cost and count
+  metrics), ``mean`` (continuous), ``rate`` (binary), ``delta`` (Cliff's
+  delta, ordinal);
+- op: ``<=`` (the metric may rise by at most the margin) or ``>=`` (it may fall
+  by at most the margin, written negative);
+- margin: a signed number, absolute (``+0.02``: two percentage points for a
+  rate) or, for quantiles only, relative with ``%`` (``+10%``: the candidate's
+  quantile at most 1.10 times the baseline's).
+
+``{"tokens": "p95 <= +10%"}`` *holds* when the interval's upper bound of the
+p95 ratio is at most 1.10, is *breached* when its lower bound exceeds 1.10,
+and is *unresolved* otherwise, which blocks a "ship". Guardrails may also be
+given as strings ``"metric: statistic op margin"`` (``"tokens: p95 <= +10%"``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import CompareError
+
+__all__ = ["Guardrail", "GuardrailCheck", "Decision", "parse_guardrails", "decide", "VERDICTS"]
+
+VERDICTS = ("ship", "don't ship", "inconclusive")
+
+_GRAMMAR = re.compile(
+    r"^\s*(?P<stat>p\d+(?:\.\d+)?|mean|rate|delta)\s*(?P<op><=|>=)\s*(?P<margin>[+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?P<pct>%)?\s*$",
+    re.IGNORECASE,
+)
+_STAT_KINDS = {"mean": ("continuous",), "rate": ("binary",), "delta": ("ordinal",)}
+
+
+@dataclass(frozen=True)
+class Guardrail:
+    """A bound on how far a metric may move (see the module docstring)."""
+
+    metric: str
+    statistic: str  # "p95", "mean", "rate", "delta"
+    op: str  # "<=" or ">="
+    margin: float  # relative (0.10 for +10%) or absolute
+    relative: bool
+    text: str
+
+    @property
+    def quantile(self) -> float | None:
+        """The probability of a ``pNN`` statistic, else None."""
+        return float(self.statistic[1:]) / 100 if self.statistic.startswith("p") else None
+
+    @property
+    def bound(self) -> float:
+        """The bound on the effect (a difference) or, for relative margins, on the ratio."""
+        return 1.0 + self.margin if self.relative else self.margin
+
+    @property
+    def row(self) -> str:
+        """The comparison-table row this guardrail is judged on."""
+        return f"{self.metric} {self.statistic}" if self.quantile is not None else self.metric
+
+    def __str__(self) -> str:
+        sign = "+" if self.margin >= 0 else ""
+        margin = f"{sign}{100 * self.margin:g}%" if self.relative else f"{sign}{self.margin:g}"
+        return f"{self.metric} {self.statistic} {self.op} {margin}"
+
+
+def _parse_one(metric: str, text: str, kinds: Mapping[str, str]) -> Guardrail:
+    if not isinstance(text, str):
+        raise CompareError(f"guardrail for {metric!r} must be text like 'p95 <= +10%', got {text!r}")
+    match = _GRAMMAR.match(text)
+    if match is None:
+        raise CompareError(
+            f"guardrail {metric!r}: {text!r} is not '<statistic> <op> <margin>', e.g. 'p95 <= +10%' or "
+            "'rate <= +0.02' (statistic pNN, mean, rate or delta; op <= or >=)"
+        )
+    stat = match["stat"].lower()
+    if metric not in kinds:
+        raise CompareError(f"guardrail on {metric!r}: no such metric column (metrics: {', '.join(kinds)})")
+    kind = kinds[metric]
+    if stat.startswith("p"):
+        q = float(stat[1:])
+        if not 0 < q < 100:
+            raise CompareError(f"guardrail {metric!r}: quantile {stat} must be between p0 and p100 (exclusive)")
+        if kind not in ("cost", "count"):
+            raise CompareError(f"guardrail {metric!r}: quantile guardrails ({stat}) need a cost or count metric; {metric!r} is {kind}")
+    elif kind not in _STAT_KINDS[stat]:
+        raise CompareError(f"guardrail {metric!r}: {stat!r} applies to {_STAT_KINDS[stat][0]} metrics; {metric!r} is {kind}")
+    relative = match["pct"] is not None
+    if relative and not stat.startswith("p"):
+        raise CompareError(
+            f"guardrail {metric!r}: relative margins (%) apply to quantiles only; give an absolute margin for {stat}"
+        )
+    margin = float(match["margin"]) / (100 if relative else 1)
+    if relative and margin <= -1:
+        raise CompareError(f"guardrail {metric!r}: a relative margin must be above -100%, got {text!r}")
+    return Guardrail(metric, stat, match["op"], margin, relative, text.strip())
+
+
+def parse_guardrails(guardrails: Any, kinds: Mapping[str, str]) -> list[Guardrail]:
+    """Parse ``{"metric": "stat op margin" | [..]}`` or ``["metric: stat op margin", ...]``.
+
+    Examples
+    --------
+    >>> [str(g) for g in parse_guardrails({"tokens": "p95 <= +10%"}, {"tokens": "cost"})]
+    ['tokens p95 <= +10%']
+    >>> parse_guardrails(["loop: rate <= 0.02"], {"loop": "binary"})[0].bound
+    0.02
+    """
+    if guardrails is None:
+        return []
+    items: list[tuple[str, str]] = []
+    if isinstance(guardrails, Mapping):
+        for metric, rules in guardrails.items():
+            for rule in [rules] if isinstance(rules, str) or not isinstance(rules, Sequence) else rules:
+                items.append((str(metric), rule))
+    elif isinstance(guardrails, Sequence) and not isinstance(guardrails, str):
+        for entry in guardrails:
+            if not isinstance(entry, str) or ":" not in entry:
+                raise CompareError(f"guardrail {entry!r} must read 'metric: statistic op margin', e.g. 'tokens: p95 <= +10%'")
+            metric, rule = entry.split(":", 1)
+            items.append((metric.strip(), rule))
+    else:
+        raise CompareError(f"`guardrails` must be a mapping metric -> rule or a list of 'metric: rule', got {guardrails!r}")
+    return [_parse_one(metric, rule, kinds) for metric, rule in items]
+
+
+@dataclass(frozen=True)
+class GuardrailCheck:
+    """A guardrail judged on its interval: ``status`` is holds, breached or unresolved."""
+
+    guardrail: Guardrail
+    status: str
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+    def __str__(self) -> str:
+        g = self.guardrail
+        what = "ratio" if g.relative else "difference"
+        bound = f"{g.bound:.4g}"
+        return (
+            f"guardrail {g}: {self.status} ({what} {self.estimate:.4g}, CI {self.ci_low:.4g} to {self.ci_high:.4g}; "
+            f"bound {bound})"
+        )
+
+
+def check_guardrail(guardrail: Guardrail, row: pd.Series) -> GuardrailCheck:
+    """Judge one guardrail on its table row."""
+    if guardrail.relative:
+        estimate, low, high = row["ratio"], row["ratio_low"], row["ratio_high"]
+    else:
+        estimate, low, high = row["effect"], row["ci_low"], row["ci_high"]
+    bound = guardrail.bound
+    if not (np.isfinite(low) and np.isfinite(high)):
+        status = "unresolved"
+    elif guardrail.op == "<=":
+        status = "holds" if high <= bound else "breached" if low > bound else "unresolved"
+    else:
+        status = "holds" if low >= bound else "breached" if high < bound else "unresolved"
+    return GuardrailCheck(guardrail, status, float(estimate), float(low), float(high))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict and why.
+
+    Attributes
+    ----------
+    verdict : str
+        One of ``"ship"``, ``"don't ship"``, ``"inconclusive"``.
+    reasons : tuple of str
+        What decided it: the primary metric, then each guardrail.
+    explanations : tuple of str
+        Secondary (trajectory and cost) metrics that changed significantly
+        after Holm adjustment; they explain, they never decide.
+    guardrails : tuple of GuardrailCheck
+    """
+
+    verdict: str
+    reasons: tuple[str, ...]
+    explanations: tuple[str, ...]
+    guardrails: tuple[GuardrailCheck, ...]
+
+    def __str__(self) -> str:
+        lines = [f"verdict: {self.verdict}"]
+        lines += [f"  - {r}" for r in self.reasons]
+        if self.explanations:
+            lines.append("  what changed (explains, does not decide):")
+            lines += [f"    - {e}" for e in self.explanations]
+        return "\n".join(lines)
+
+
+def _fmt(value: float, kind: str) -> str:
+    if kind == "binary":
+        return f"{value:.1%}"
+    return f"{value:.4g}"
+
+
+def _primary_sentence(row: pd.Series, alpha: float) -> str:
+    kind, stat = row["kind"], row["statistic"]
+    level = f"{1 - alpha:.0%}"
+    if kind == "binary":
+        move = f"{_fmt(row['baseline'], kind)} -> {_fmt(row['candidate'], kind)} ({row['effect']:+.1%}, {level} CI {row['ci_low']:+.1%} to {row['ci_high']:+.1%})"
+    else:
+        move = (
+            f"{stat} {row['effect']:+.4g} ({level} CI {row['ci_low']:+.4g} to {row['ci_high']:+.4g}; "
+            f"baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g})"
+        )
+    return f"{row['metric']} ({stat}): {move}, p = {row['p_value']:.3g}"
+
+
+def decide(table: pd.DataFrame, primary: str, checks: Sequence[GuardrailCheck], alpha: float) -> Decision:
+    """Reach the verdict from the comparison table (see the module docstring)."""
+    row = table.loc[table["metric"] == primary].iloc[0]
+    good = 1.0 if row["direction"] == "higher" else -1.0
+    p, effect, low, high = row["p_value"], row["effect"], row["ci_low"], row["ci_high"]
+    sentence = _primary_sentence(row, alpha)
+    significant = bool(p < alpha)
+    improved = significant and good * effect > 0
+    regressed = significant and good * effect < 0
+    ci_good = (low > 0) if good > 0 else (high < 0)
+    ci_bad = (high < 0) if good > 0 else (low > 0)
+    reasons: list[str] = []
+    if regressed:
+        reasons.append(f"primary metric is significantly worse: {sentence}")
+        if not ci_bad:
+            reasons.append("the interval still reaches no change, but a significant regression is never waved through")
+    elif improved and ci_good:
+        reasons.append(f"primary metric improved: {sentence}")
+    elif improved:
+        reasons.append(
+            f"primary metric: the test is significant but the interval includes no change ({sentence}); "
+            "a ship needs both"
+        )
+    elif ci_good or ci_bad:
+        reasons.append(f"primary metric: the interval excludes no change but the test is not significant at {alpha:g} ({sentence})")
+    else:
+        reasons.append(f"primary metric: no significant difference at alpha = {alpha:g}: {sentence}")
+    breached = [c for c in checks if c.status == "breached"]
+    unresolved = [c for c in checks if c.status == "unresolved"]
+    reasons += [str(c) for c in checks]
+    if regressed or breached:
+        verdict = "don't ship"
+    elif improved and ci_good and not unresolved:
+        verdict = "ship"
+    else:
+        verdict = "inconclusive"
+        if improved and ci_good and unresolved:
+            reasons.append("the primary metric improved, but a guardrail is unresolved: more tasks would narrow its interval")
+    explanations = []
+    secondary = table[(table["role"] == "secondary") & table["assessment"].isin(["better", "worse", "changed"])]
+    for _, r in secondary.iterrows():
+        label = r["metric"] if r["metric"].endswith(r["statistic"]) else f"{r['metric']} ({r['statistic']})"
+        explanations.append(
+            f"{label}: {r['assessment']}, {r['baseline']:.4g} -> {r['candidate']:.4g}, "
+            f"effect {r['effect']:+.4g} (CI {r['ci_low']:+.4g} to {r['ci_high']:+.4g}), Holm p = {r['p_adjusted']:.3g}"
+        )
+    return Decision(verdict, tuple(reasons), tuple(explanations), tuple(checks))
