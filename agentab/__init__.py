@@ -7,14 +7,19 @@ The data flow reads top to bottom:
 - :mod:`agentab.trajectory` -- scoring one run on its trajectory (:func:`score_run`);
 - :mod:`agentab.score` -- :func:`score`: every run of an experiment, vectorised, with metric kinds;
 - :mod:`agentab.diagnose` -- :func:`diagnose`: failure shapes across the experiment, with evidence;
+- :mod:`agentab.stats` -- two-sample tests on arrays that respect tasks (permutation, bootstrap);
+- :mod:`agentab.compare` -- :func:`compare`: every metric routed to its test, one table;
+- :mod:`agentab.decide` -- the verdict (ship / don't ship / inconclusive), guardrails;
 - :mod:`agentab.summary` -- per-arm descriptive summaries;
 - :mod:`agentab.datasets` -- a realistic embedded two-arm example experiment;
 - :mod:`agentab.cli` -- the ``agentab`` command.
 """
 
-from . import datasets
+from . import datasets, stats
+from .compare import Comparison, compare
+from .decide import Decision
 from .diagnose import Diagnosis, Finding, diagnose
-from .errors import SpecError, TraceError, TraceWarning
+from .errors import CompareError, SpecError, StatsWarning, TraceError, TraceWarning
 from .score import SpecWarning, metric_kinds, score
 from .summary import summarize, summarize_scores
 from .traces import Traces, load_traces, read_traces
@@ -35,6 +40,12 @@ __all__ = [
     "Diagnosis",
     "Finding",
     "summarize_scores",
+    "compare",
+    "Comparison",
+    "Decision",
+    "CompareError",
+    "StatsWarning",
+    "stats",
     "Traces",
     "TraceError",
     "TraceWarning",

@@ -18,8 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__, datasets
+from .compare import compare
 from .diagnose import diagnose
-from .errors import SpecError, TraceError, TraceWarning, where
+from .errors import CompareError, SpecError, TraceError, TraceWarning, where
 from .score import score
 from .summary import format_summary, summarize, summarize_scores
 from .traces import Traces, load_traces
@@ -31,7 +32,7 @@ EXIT_BAD_INPUT = 2
 
 _EPILOG = """\
 examples:
-  agentab demo                         load the embedded example experiment and summarise it
+  agentab demo                         the embedded example experiment: summary, scores, findings, decision
   agentab example --out runs/          write the example as runs/baseline.jsonl, runs/candidate.jsonl
   agentab summary runs/                per-arm summary of every .jsonl/.json(.gz) file under runs/
   agentab summary a.jsonl b.jsonl --lenient
@@ -78,8 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="run the whole product on the embedded example experiment",
         description="Load the embedded two-arm example experiment (60 tasks x 5 seeds x 2 arms), "
-        "print a per-arm summary, score every trajectory against the example's specs and list the "
-        "findings.",
+        "print a per-arm summary, score every trajectory against the example's specs, list the "
+        "findings, and end with the comparison of the two arms and its decision.",
     )
     demo.add_argument("--seed", type=int, default=0, help="seed of the example generator (default 0)")
     demo.set_defaults(func=_cmd_demo)
@@ -191,7 +192,22 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"\nFindings ({len(findings)}):")
         for finding in findings[:8]:
             print(f"- {finding.title}\n    {finding.reading}")
+    print(
+        "\nComparison: outcome decides (tested at alpha 0.05), trajectory explains (Holm-adjusted),\n"
+        "cost constrains (guardrails on the p95 of tokens and dollars). Tasks are the unit: the same\n"
+        "tasks ran in both arms, so every test swaps the arms of whole tasks.\n"
+    )
+    result = compare(scores, metrics=DEMO_METRICS, guardrails=DEMO_GUARDRAILS, seed=args.seed)
+    print(result)
     return EXIT_OK
+
+
+#: The metrics and guardrails of ``agentab demo``: the three axes.
+DEMO_METRICS = [
+    "outcome", "rubric", "tokens", "cost_usd", "n_steps", "loop", "cap_hit", "non_terminated",
+    "arg_accuracy", "n_errors",
+]  # fmt: skip
+DEMO_GUARDRAILS = {"tokens": "p95 <= +10%", "cost_usd": "p95 <= +10%"}
 
 
 def _cmd_example(args: argparse.Namespace) -> int:
@@ -242,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("always", TraceWarning)
             warnings.showwarning = _show_warning
             return args.func(args)
-    except (TraceError, SpecError, OSError, KeyError) as err:
+    except (TraceError, SpecError, CompareError, OSError, KeyError) as err:
         if args.debug:
             raise
         message = err.args[0] if isinstance(err, KeyError) and err.args else err

@@ -56,6 +56,7 @@ class _Metric:
     kind: str
     direction: str
     source: str  # "declared", "score" or "inferred"
+    requested: bool = True  # named by the user (as a metric, the primary or a guardrail)
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,7 @@ def _resolve_metrics(data: pd.DataFrame, metrics: Any, exclude: set[str], notes:
     out: list[_Metric] = []
     if metrics is None:
         if len(recorded):
-            return [_Metric(n, r.kind, r.direction, "score") for n, r in recorded.iterrows() if n not in exclude]
+            return [_Metric(n, r.kind, r.direction, "score", False) for n, r in recorded.iterrows() if n not in exclude]
         for name in data.columns:
             if name in exclude or name in _NOT_METRICS:
                 continue
@@ -435,7 +436,7 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
     if np.isnan(x).all() or np.isnan(y).all():
         arm = inp.baseline if np.isnan(x).all() else inp.candidate
         message = f"metric {metric.name!r} has no values in arm {arm!r}"
-        if metric.source != "score" or metric.name in (inp.primary, *(g.metric for g in inp.guardrails)):
+        if metric.requested or metric.name in (inp.primary, *(g.metric for g in inp.guardrails)):
             raise CompareError(message)
         inp.notes.append(message + ": left out")
         return [], {}, None
@@ -625,16 +626,18 @@ def compare(
     --------
     >>> import agentab
     >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=30, n_seeds=3)
-    >>> scores = agentab.score(traces, agentab.datasets.example_specs())
+    >>> scores = agentab.score(traces, agentab.datasets.example_specs(n_tasks=30))
     >>> result = agentab.compare(scores, metrics=["outcome", "rubric", "tokens"],
     ...                          guardrails={"tokens": "p95 <= +10%"}, n_resamples=999, seed=0)
+    >>> print(result.decision)
+    verdict: inconclusive
+      - primary metric: no significant difference at alpha = 0.05: outcome (rate): 52.2% -> 62.2% (+10.0%, 95% CI +0.0% to +21.1%), p = 0.124
+      - guardrail tokens p95 <= +10%: unresolved (ratio 0.8822, CI 0.5057 to 1.225; bound 1.1)
     >>> result.table[["metric", "statistic", "design"]].head(3)
-                metric statistic                 design
-    0          outcome      rate  paired by task (30 tasks)
-    1  outcome pass^3    pass^3  paired by task (30 tasks)
-    2           rubric  Cliff's delta  paired by task (30 tasks)
-    >>> result.verdict in ("ship", "don't ship", "inconclusive")
-    True
+               metric      statistic                     design
+    0         outcome           rate  paired by task (30 tasks)
+    1  outcome pass^3         pass^3  paired by task (30 tasks)
+    2          rubric  Cliff's delta  paired by task (30 tasks)
     """
     inp = _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed)
     quantiles: dict[str, list[float]] = {}

@@ -217,10 +217,11 @@ class Decision:
         return "\n".join(lines)
 
 
-def _fmt(value: float, kind: str) -> str:
+def _fmt(value: float, kind: str, signed: bool = False) -> str:
+    sign = "+" if signed else ""
     if kind == "binary":
-        return f"{value:.1%}"
-    return f"{value:.4g}"
+        return f"{value:{sign}.1%}"
+    return f"{value:{sign}.4g}"
 
 
 def _primary_sentence(row: pd.Series, alpha: float) -> str:
@@ -279,7 +280,8 @@ def decide(table: pd.DataFrame, primary: str, checks: Sequence[GuardrailCheck], 
     for _, r in secondary.iterrows():
         label = r["metric"] if r["metric"].endswith(r["statistic"]) else f"{r['metric']} ({r['statistic']})"
         explanations.append(
-            f"{label}: {r['assessment']}, {r['baseline']:.4g} -> {r['candidate']:.4g}, "
-            f"effect {r['effect']:+.4g} (CI {r['ci_low']:+.4g} to {r['ci_high']:+.4g}), Holm p = {r['p_adjusted']:.3g}"
+            f"{label}: {r['assessment']}, {_fmt(r['baseline'], r['kind'])} -> {_fmt(r['candidate'], r['kind'])}, "
+            f"effect {_fmt(r['effect'], r['kind'], True)} (CI {_fmt(r['ci_low'], r['kind'], True)} to "
+            f"{_fmt(r['ci_high'], r['kind'], True)}), Holm p = {r['p_adjusted']:.3g}"
         )
     return Decision(verdict, tuple(reasons), tuple(explanations), tuple(checks))

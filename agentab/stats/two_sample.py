@@ -587,14 +587,12 @@ def quantile_difference(
             by_q[j].append(f"no interval for the p{100 * qj:g} ratio: the baseline quantile is 0 in some resamples")
         rlows.append(rl)
         rhighs.append(rh)
-        if qj > 0.5:
-            for arm, n in zip(("baseline", "candidate"), d.n_runs):
-                beyond = round(n * (1 - qj), 9)
-                if beyond < MIN_TAIL_RUNS:
-                    by_q[j].append(
-                        f"p{100 * qj:g} of the {arm} arm rests on about {beyond:.0f} runs beyond it "
-                        f"(fewer than {MIN_TAIL_RUNS}); its interval is unreliable"
-                    )
+        beyond = [round(n * (1 - qj), 9) for n in d.n_runs]
+        if qj > 0.5 and min(beyond) < MIN_TAIL_RUNS:
+            by_q[j].append(
+                f"p{100 * qj:g} rests on about {beyond[0]:.0f} baseline and {beyond[1]:.0f} candidate runs "
+                f"beyond it (fewer than {MIN_TAIL_RUNS}): treat its interval with caution"
+            )
     out = (lambda a: float(a[0])) if scalar else (lambda a: np.asarray(a, dtype=float))
     test_words = _permutation_words(d, res.exact, data.n_resamples) + "; " if test else ""
     method = (
