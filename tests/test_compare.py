@@ -1,0 +1,355 @@
+"""agentab.compare and agentab.decide: routing, designs, multiplicity, guardrails, decision."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+import agentab
+from agentab import CompareError, compare
+from agentab.compare import TABLE_COLUMNS
+from agentab.decide import parse_guardrails
+
+B = 999  # resamples: enough for decisions that are clear-cut in these data
+
+
+@pytest.fixture(scope="module")
+def scores() -> pd.DataFrame:
+    traces = agentab.datasets.example_experiment(seed=0)
+    return agentab.score(traces, agentab.datasets.example_specs())
+
+
+def synthetic(
+    *,
+    n_tasks: int = 30,
+    seeds: int = 4,
+    base_rate: float = 0.5,
+    lift: float = 0.0,
+    cost_factor: float = 1.0,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per run: task difficulty shared by both arms (paired), long-tailed tokens."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1.5, n_tasks)
+    rows = []
+    for arm, shift, factor in (("baseline", 0.0, 1.0), ("candidate", lift, cost_factor)):
+        for t in range(n_tasks):
+            p = 1 / (1 + np.exp(-(np.log(base_rate / (1 - base_rate)) + difficulty[t] + shift)))
+            for s in range(seeds):
+                rows.append(
+                    {
+                        "run_id": f"{arm}-{t}-{s}",
+                        "task_id": f"t{t:03d}",
+                        "arm": arm,
+                        "outcome": bool(rng.random() < p),
+                        "rubric": int(rng.integers(0, 4)),
+                        "tokens": float(rng.lognormal(8, 1) * factor),
+                        "score": float(rng.normal(0, 1)),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+KINDS = {"outcome": "binary", "rubric": "ordinal", "tokens": "cost", "score": "continuous"}
+
+
+# --------------------------------------------------------------------------- #
+# The example experiment
+# --------------------------------------------------------------------------- #
+def test_example_decision_is_ship_with_reasons(scores):
+    result = compare(
+        scores,
+        metrics=["outcome", "rubric", "tokens", "cap_hit"],
+        guardrails={"tokens": "p95 <= +10%"},
+        n_resamples=1999,
+        seed=0,
+    )
+    assert result.decision.verdict == "ship"
+    assert result.decision.reasons[0].startswith("primary metric improved: outcome")
+    assert "holds" in result.decision.reasons[1]
+    assert result.design["kind"] == "paired" and result.design["seeds"] == "5"
+    table = result.table
+    assert list(table.columns) == list(TABLE_COLUMNS)
+    assert table.iloc[0]["metric"] == "outcome" and table.iloc[0]["role"] == "primary"
+    # The example's candidate has a loop guard: cap hits fall, and that is an explanation, not a reason.
+    assert any(e.startswith("cap_hit") for e in result.decision.explanations)
+    # rows per kind
+    assert set(table["metric"]) >= {"outcome", "outcome pass^5", "rubric", "tokens p50", "tokens p95", "tokens mean"}
+    assert table.set_index("metric").loc["rubric", "statistic"] == "Cliff's delta"
+    assert table.set_index("metric").loc["tokens mean", "assessment"] == "descriptive"
+    assert "top 5% of runs carry" in table.set_index("metric").loc["tokens mean", "warnings"]
+    assert set(result.levels["metric"]) == {"rubric"}
+    assert result.levels.groupby("metric")[["baseline", "candidate"]].sum().round(9).eq(1).all().all()
+    text = str(result)
+    assert "VERDICT: ship" in text and "paired by task (60 tasks)" in text
+    assert "Verdict: ship" in result._repr_html_()
+
+
+def test_default_metrics_are_what_score_recorded(scores):
+    result = compare(scores, n_resamples=199, seed=1)
+    recorded = agentab.metric_kinds(scores)
+    compared = set(result.metrics.index)
+    assert compared <= set(recorded.index)
+    # metrics without values in an arm are left out with a note, the rest compared
+    left_out = set(recorded.index) - compared
+    for name in left_out:
+        assert any(name in note for note in result.notes)
+    assert (result.metrics["source"] == "score").all()
+
+
+# --------------------------------------------------------------------------- #
+# Routing, direction, multiplicity
+# --------------------------------------------------------------------------- #
+def test_routing_by_kind_and_method_named():
+    data = synthetic()
+    result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    t = result.table.set_index("metric")
+    assert t.loc["outcome", "method"].startswith("difference in success rate; permutation test (sign flips")
+    assert t.loc["rubric", "method"].startswith("Cliff's delta")
+    assert "percentile bootstrap" in t.loc["tokens p95", "method"] and "BCa is unreliable" in t.loc["tokens p95", "method"]
+    assert t.loc["score", "method"].startswith("difference in means")
+    assert t.loc["outcome pass^4", "statistic"] == "pass^4"
+    np.testing.assert_allclose(t.loc["tokens p95", "ratio"], t.loc["tokens p95", "candidate"] / t.loc["tokens p95", "baseline"])
+    assert isinstance(result.metric("tokens p95"), agentab.stats.QuantileResult)
+    assert result.metric("outcome").pvalue == t.loc["outcome", "p_value"]
+    with pytest.raises(KeyError, match="no metric 'nope'"):
+        result.metric("nope")
+
+
+def test_holm_adjustment_matches_statsmodels():
+    result = compare(synthetic(lift=1.0), metrics=KINDS, n_resamples=B, seed=0)
+    t = result.table
+    family = t[(t["role"] == "secondary") & t["p_value"].notna()]
+    expected = multipletests(family["p_value"], method="holm")[1]
+    np.testing.assert_allclose(family["p_adjusted"], expected)
+    primary = t[t["role"] == "primary"].iloc[0]
+    assert primary["p_adjusted"] == primary["p_value"]
+
+
+def test_cost_increase_is_never_an_improvement():
+    data = synthetic(n_tasks=40, cost_factor=3.0, seed=3)
+    result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    t = result.table.set_index("metric")
+    assert t.loc["tokens p50", "effect"] > 0 and t.loc["tokens p50", "ratio"] > 2
+    assert t.loc["tokens p50", "assessment"] == "worse"
+    assert t.loc["tokens p50", "direction"] == "lower"
+    # declaring the opposite direction flips the assessment: it is the direction, not the sign, that decides
+    flipped = compare(data, metrics={**KINDS, "tokens": ("cost", "higher")}, n_resamples=B, seed=0)
+    assert flipped.table.set_index("metric").loc["tokens p50", "assessment"] == "better"
+
+
+def test_inferred_kinds_have_no_direction_and_say_so():
+    data = synthetic().rename(columns={"outcome": "solved", "tokens": "spend"})[["task_id", "arm", "solved", "spend", "score"]]
+    data["steps"] = np.arange(len(data)) % 7
+    with pytest.raises(CompareError, match="primary metric 'solved' has no direction"):
+        compare(data, primary="solved", n_resamples=B, seed=0)
+    result = compare(data, metrics={"solved": "binary", "steps": None, "spend": None}, primary="solved", n_resamples=B, seed=0)
+    kinds = result.metrics
+    assert kinds.loc["solved", "direction"] == "higher" and kinds.loc["solved", "source"] == "declared"
+    assert kinds.loc["steps", "kind"] == "count" and kinds.loc["steps", "source"] == "inferred"
+    assert kinds.loc["spend", "kind"] == "continuous" and kinds.loc["spend", "direction"] == "neither"
+    assert any("inferred" in n for n in result.notes)
+    assert set(result.table.loc[result.table["direction"] == "neither", "assessment"]) <= {"changed", "no evidence", "descriptive"}
+    # names that agentab.score records keep their registered kind even without the table's attrs
+    known = compare(synthetic(), metrics=["outcome", "tokens"], n_resamples=B, seed=0)
+    assert known.metrics.loc["tokens", "kind"] == "cost" and known.metrics.loc["tokens", "direction"] == "lower"
+
+
+# --------------------------------------------------------------------------- #
+# Designs
+# --------------------------------------------------------------------------- #
+def test_pairs_by_task_not_by_row_order():
+    data = synthetic(lift=0.8)
+    one = compare(data, metrics=KINDS, n_resamples=B, seed=5)
+    cand = data[data["arm"] == "candidate"].sample(frac=1.0, random_state=1)
+    shuffled = pd.concat([data[data["arm"] == "baseline"], cand], ignore_index=True)
+    two = compare(shuffled, metrics=KINDS, n_resamples=B, seed=5)
+    cols = ["effect", "ci_low", "ci_high", "p_value"]
+    pd.testing.assert_frame_equal(one.table[cols], two.table[cols])
+
+
+def test_designs_detected_and_overridable():
+    data = synthetic(lift=0.5)
+    assert compare(data, metrics=KINDS, n_resamples=B, seed=0).design["kind"] == "paired"
+    assert compare(data, metrics=KINDS, paired=False, n_resamples=B, seed=0).design["kind"] == "clustered"
+    none = compare(data, metrics=KINDS, cluster=None, n_resamples=B, seed=0)
+    assert none.design["kind"] == "independent"
+    assert "outcome pass^4" not in set(none.table["metric"])  # pass^k needs tasks
+    no_column = compare(data.drop(columns="task_id"), metrics=KINDS, n_resamples=B, seed=0)
+    assert no_column.design["kind"] == "independent"
+    assert any("no task_id column" in n for n in no_column.notes)
+    with pytest.raises(CompareError, match="no cluster column 'task'"):
+        compare(data, metrics=KINDS, cluster="task", n_resamples=B, seed=0)
+    with pytest.raises(CompareError, match="never paired by row order"):
+        compare(data, metrics=KINDS, cluster=None, paired=True, n_resamples=B, seed=0)
+
+
+def test_ignoring_tasks_overstates_certainty():
+    # Strong task effects and 5 seeds: the runs-as-independent analysis is far more confident.
+    data = synthetic(n_tasks=20, seeds=5, lift=0.4, seed=11)
+    data = data[~data["task_id"].isin(["t000", "t001"]) | (data["arm"] == "baseline")]
+    paired = compare(data, metrics={"outcome": "binary"}, paired=False, n_resamples=B, seed=0).table.iloc[0]
+    naive = compare(data, metrics={"outcome": "binary"}, cluster=None, n_resamples=B, seed=0).table.iloc[0]
+    assert (naive["ci_high"] - naive["ci_low"]) < 0.8 * (paired["ci_high"] - paired["ci_low"])
+
+
+def test_tasks_in_one_arm_are_dropped_and_counted():
+    data = synthetic(n_tasks=30)
+    data = data[~((data["arm"] == "candidate") & data["task_id"].isin(["t000", "t001", "t002"]))]
+    result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    assert result.design["dropped_tasks"] == (3, 0)
+    assert result.design["dropped_runs"] == (12, 0)
+    assert "dropped from the paired comparison: 3 baseline (12 runs)" in result.table.iloc[0]["warnings"]
+    assert result.table.iloc[0]["tasks"] == 27
+
+
+def test_unequal_seeds_give_task_averaged_rate():
+    data = synthetic(n_tasks=12, seeds=4, seed=2)
+    data = data.drop(index=data.index[(data["arm"] == "candidate") & data["run_id"].str.endswith(("-2", "-3"))][:10])
+    result = compare(data, metrics={"outcome": "binary"}, n_resamples=B, seed=0)
+    per_task = data.groupby(["arm", "task_id"])["outcome"].mean().groupby("arm").mean()
+    row = result.table.iloc[0]
+    assert row["baseline"] == pytest.approx(per_task["baseline"])
+    assert row["candidate"] == pytest.approx(per_task["candidate"])
+    assert result.design["seeds"] == "2-4"
+
+
+def test_reproducible_and_metric_streams_independent():
+    data = synthetic(lift=0.5)
+    one = compare(data, metrics=KINDS, n_resamples=B, seed=42)
+    two = compare(data, metrics=KINDS, n_resamples=B, seed=42)
+    pd.testing.assert_frame_equal(one.table, two.table)
+    fewer = compare(data, metrics={"outcome": "binary", "score": "continuous"}, n_resamples=B, seed=42)
+    for name in ("outcome", "score"):
+        a = one.table.set_index("metric").loc[name, ["effect", "ci_low", "ci_high", "p_value"]]
+        b = fewer.table.set_index("metric").loc[name, ["effect", "ci_low", "ci_high", "p_value"]]
+        pd.testing.assert_series_equal(a, b)
+    other = compare(data, metrics=KINDS, n_resamples=B, seed=43)
+    assert not one.table["p_value"].equals(other.table["p_value"])
+
+
+# --------------------------------------------------------------------------- #
+# Guardrails and the decision
+# --------------------------------------------------------------------------- #
+def test_guardrail_grammar():
+    kinds = {"tokens": "cost", "loop": "binary", "rubric": "ordinal", "acc": "continuous"}
+    rails = parse_guardrails(
+        {"tokens": ["p95 <= +10%", "p50<=0%"], "loop": "rate <= +0.02", "rubric": "delta >= -0.1", "acc": "mean >= -0.05"},
+        kinds,
+    )
+    assert [str(r) for r in rails] == [
+        "tokens p95 <= +10%", "tokens p50 <= +0%", "loop rate <= +0.02", "rubric delta >= -0.1", "acc mean >= -0.05",
+    ]  # fmt: skip
+    assert rails[0].bound == pytest.approx(1.1) and rails[0].quantile == 0.95 and rails[0].row == "tokens p95"
+    assert parse_guardrails(["tokens: p99.5 <= +25%"], kinds)[0].quantile == pytest.approx(0.995)
+    bad = [
+        ({"tokens": "p95 < 10%"}, "is not '<statistic> <op> <margin>'"),
+        ({"loop": "p95 <= +10%"}, "quantile guardrails \\(p95\\) need a cost or count metric"),
+        ({"loop": "rate <= +10%"}, "relative margins \\(%\\) apply to quantiles only"),
+        ({"tokens": "rate <= 0.1"}, "'rate' applies to binary metrics"),
+        ({"nope": "p95 <= +10%"}, "no such metric column"),
+        ({"tokens": "p95 <= -150%"}, "above -100%"),
+        (["tokens p95 <= 10%"], "must read 'metric: statistic op margin'"),
+    ]
+    for rails, message in bad:
+        with pytest.raises(CompareError, match=message):
+            parse_guardrails(rails, kinds)
+
+
+def test_guardrail_breached_means_dont_ship():
+    data = synthetic(n_tasks=40, lift=1.5, cost_factor=3.0, seed=4)
+    result = compare(data, metrics=KINDS, guardrails={"tokens": "p50 <= +10%"}, n_resamples=B, seed=0)
+    t = result.table.set_index("metric")
+    assert t.loc["outcome", "assessment"] == "better"
+    assert result.decision.guardrails[0].status == "breached"
+    assert result.verdict == "don't ship"
+
+
+def test_unresolved_guardrail_blocks_ship():
+    data = synthetic(n_tasks=40, lift=1.5, cost_factor=1.05, seed=4)
+    result = compare(data, metrics=KINDS, guardrails={"tokens": "p95 <= +1%"}, n_resamples=B, seed=0)
+    assert result.table.iloc[0]["assessment"] == "better"
+    assert result.decision.guardrails[0].status == "unresolved"
+    assert result.verdict == "inconclusive"
+    assert any("guardrail is unresolved" in r for r in result.decision.reasons)
+
+
+def test_significant_regression_is_dont_ship():
+    data = synthetic(n_tasks=40, lift=-1.5, seed=6)
+    result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    assert result.verdict == "don't ship"
+    assert result.decision.reasons[0].startswith("primary metric is significantly worse")
+
+
+def test_no_difference_is_inconclusive():
+    data = synthetic(n_tasks=30, lift=0.0, seed=8)
+    result = compare(data, metrics=KINDS, guardrails={"tokens": "p95 <= +50%"}, n_resamples=B, seed=0)
+    assert result.verdict == "inconclusive"
+    assert "no significant difference" in result.decision.reasons[0]
+
+
+def test_quantile_primary():
+    data = synthetic(n_tasks=40, cost_factor=0.5, seed=9)
+    result = compare(data, metrics=KINDS, primary="tokens p50", n_resamples=B, seed=0)
+    assert result.table.iloc[0]["metric"] == "tokens p50"
+    assert result.verdict == "ship"
+    with pytest.raises(CompareError, match="name a quantile, e.g. 'tokens p50'"):
+        compare(data, metrics=KINDS, primary="tokens", n_resamples=B, seed=0)
+
+
+# --------------------------------------------------------------------------- #
+# Bad input and edge cases
+# --------------------------------------------------------------------------- #
+def test_bad_input_messages():
+    data = synthetic(n_tasks=6, seeds=2)
+    cases = [
+        (dict(arm="variant"), "no arm column 'variant'"),
+        (dict(baseline="control"), "baseline arm 'control' not in column 'arm'"),
+        (dict(baseline="baseline", candidate="baseline"), "the same arm"),
+        (dict(metrics={"outcome": "boolean"}), "unknown kind 'boolean'"),
+        (dict(metrics={"outcome": ("binary", "up")}), "unknown direction 'up'"),
+        (dict(metrics={"missing": "binary"}), "metric 'missing' is not a column"),
+        (dict(metrics=KINDS, primary="nope"), "primary metric 'nope' is not a column"),
+        (dict(alpha=1.5), "`alpha` == 1.5"),
+        (dict(n_resamples=10), "`n_resamples` == 10"),
+        (dict(paired="yes"), "`paired` == 'yes'"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(CompareError, match=message):
+            compare(data, **{"metrics": KINDS, **kwargs})
+    three = pd.concat([data, data.assign(arm="other")])
+    with pytest.raises(CompareError, match="3 arms .* say which are baseline= and candidate="):
+        compare(three, metrics=KINDS)
+    ok = compare(three, metrics=KINDS, baseline="baseline", candidate="other", n_resamples=B, seed=0)
+    assert any("runs of other arms left out" in n for n in ok.notes)
+    with pytest.raises(CompareError, match="a comparison needs two"):
+        compare(data[data["arm"] == "baseline"], metrics=KINDS)
+    with pytest.raises(CompareError, match="must be a DataFrame"):
+        compare(data.to_dict("records"))
+
+
+def test_missing_values_are_excluded_and_counted():
+    data = synthetic(n_tasks=20, seeds=3)
+    data.loc[data.index[:5], "score"] = np.nan
+    result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    row = result.table.set_index("metric").loc["score"]
+    assert "missing values excluded: 5 baseline, 0 candidate" in row["warnings"]
+    assert row["n_baseline"] == len(data[data["arm"] == "baseline"]) - 5
+    data["score"] = np.where(data["arm"] == "candidate", np.nan, data["score"])
+    with pytest.raises(CompareError, match="metric 'score' has no values in arm 'candidate'"):
+        compare(data, metrics=KINDS, n_resamples=B, seed=0)
+
+
+def test_tiny_and_tied_data_do_not_crash():
+    one_each = pd.DataFrame({"arm": ["baseline", "candidate"], "outcome": [True, False], "tokens": [10.0, 12.0]})
+    result = compare(one_each, metrics={"outcome": "binary", "tokens": "cost"}, n_resamples=B, seed=0)
+    assert result.verdict == "inconclusive"
+    assert "smallest attainable p-value" in result.table.iloc[0]["warnings"]
+    tied = synthetic(n_tasks=10, seeds=2).assign(outcome=True)
+    result = compare(tied, metrics={"outcome": "binary"}, n_resamples=B, seed=0)
+    row = result.table.iloc[0]
+    assert row["p_value"] == 1.0 and row["ci_low"] == row["ci_high"] == 0.0
+    assert "percentile interval instead of BCa" in row["warnings"]
+    assert result.verdict == "inconclusive"
