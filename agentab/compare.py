@@ -30,7 +30,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from . import stats
-from .decide import Decision, Guardrail, check_guardrail, decide, parse_guardrails
+from .decide import Decision, Guardrail, check_guardrail, decide, format_value, guardrail_metrics, parse_guardrails
 from .errors import CompareError, StatsWarning
 from .score import DIRECTIONS, KINDS, metric_kinds
 
@@ -120,22 +120,21 @@ class Comparison:
         return f"Comparison({self.candidate!r} vs {self.baseline!r}: {self.verdict}, {len(self.table)} rows)"
 
     def _header(self) -> list[str]:
-        arms = self.arms
-        describe = lambda arm: f"{arm} ({arms.loc[arm, 'model']} + {arms.loc[arm, 'harness']})"  # noqa: E731
-        s = self.settings
-        return [
-            f"agentab comparison: {describe(self.candidate)} vs {describe(self.baseline)}",
+        arms, s = self.arms, self.settings
+        cand, base = (f"{a} ({arms.loc[a, 'model']} + {arms.loc[a, 'harness']})" for a in (self.candidate, self.baseline))
+        design = (
             f"design: {self.design['label']}; seeds per task {self.design['seeds']}; "
-            f"alpha {s['alpha']:g}; {s['n_resamples']} resamples; seed {s['seed']}",
-        ]
+            f"alpha {s['alpha']:g}; {s['n_resamples']} resamples; seed {s['seed']}"
+        )
+        return [f"agentab comparison: {cand} vs {base}", design]
 
     def _display_table(self) -> pd.DataFrame:
         t = self.table
         shown = pd.DataFrame({"metric": t["metric"], "statistic": t["statistic"]})
         for col in ("baseline", "candidate", "effect"):
-            shown[col] = [_num(v, k, signed=col == "effect") for v, k in zip(t[col], t["kind"])]
+            shown[col] = [format_value(v, k, signed=col == "effect") for v, k in zip(t[col], t["kind"])]
         shown["95% CI" if self.settings["alpha"] == 0.05 else "CI"] = [
-            f"[{_num(lo, k, True)}, {_num(hi, k, True)}]" if np.isfinite(lo) else "-"
+            f"[{format_value(lo, k, True)}, {format_value(hi, k, True)}]" if np.isfinite(lo) else "-"
             for lo, hi, k in zip(t["ci_low"], t["ci_high"], t["kind"])
         ]
         shown["ratio"] = [f"{r:.2f}" if np.isfinite(r) else "" for r in t["ratio"]]
@@ -148,6 +147,12 @@ class Comparison:
         lines = self._header()
         lines += ["", str(self.decision).replace("verdict:", "VERDICT:", 1), ""]
         lines.append(self._display_table().to_string(index=False))
+        ordinal = self.table.loc[self.table["kind"] == "ordinal", "metric"]
+        if len(ordinal):
+            lines.append(
+                f"({', '.join(ordinal)}: baseline and candidate are mean levels, a descriptive figure; the test and "
+                "interval are on Cliff's delta, which uses only the order of the levels)"
+            )
         warned = self.table[self.table["warnings"] != ""]
         if len(warned):
             lines.append("")
@@ -170,14 +175,6 @@ class Comparison:
             + body
             + "</div>"
         )
-
-
-def _num(value: float, kind: str, signed: bool = False) -> str:
-    if not np.isfinite(value):
-        return "-"
-    if kind == "binary":
-        return f"{value:+.1%}" if signed else f"{value:.1%}"
-    return f"{value:+.4g}" if signed else f"{value:.4g}"
 
 
 # --------------------------------------------------------------------------- #
@@ -320,34 +317,30 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         raise CompareError(f"column {cluster!r} has {int(data[cluster].isna().sum())} rows without a task")
     exclude = {arm} | ({cluster} if cluster else set())
     resolved = _resolve_metrics(data, metrics, exclude, notes)
-    names = [m.name for m in resolved]
     kinds = {m.name: m.kind for m in resolved}
     # The primary metric and guardrail metrics are compared even when `metrics` leaves them out.
-    extra = [primary] if primary not in kinds and primary.rsplit(" ", 1)[0] not in kinds else []
-    rails_kinds = dict(kinds)
-    probe = parse_guardrails_metrics(guardrails)
-    for name in [*extra, *probe]:
-        if name in rails_kinds:
+    needed = [primary.rsplit(" ", 1)[0] if primary not in data.columns else primary, *guardrail_metrics(guardrails)]
+    for name in needed:
+        if name in kinds:
             continue
         if name not in data.columns:
-            raise CompareError(f"{'primary' if name == primary else 'guardrail'} metric {name!r} is not a column of the data")
+            role = "primary" if name == needed[0] else "guardrail"
+            raise CompareError(f"{role} metric {name!r} is not a column of the data")
         more = _resolve_metrics(data, [name], exclude, notes)
         resolved += more
-        rails_kinds[name] = more[0].kind
-    parsed = parse_guardrails(guardrails, rails_kinds)
-    primary_base = primary if primary in rails_kinds else primary.rsplit(" ", 1)[0]
-    spec = next(m for m in resolved if m.name == primary_base)
+        kinds[name] = more[0].kind
+    parsed = parse_guardrails(guardrails, kinds)
+    spec = next(m for m in resolved if m.name == needed[0])
     if spec.direction == "neither":
         raise CompareError(
-            f"primary metric {primary!r} has no direction; declare it, e.g. metrics={{{primary!r}: ({spec.kind!r}, 'higher')}}"
+            f"primary metric {primary!r} has no direction; declare it, e.g. metrics={{{spec.name!r}: ({spec.kind!r}, 'higher')}}"
         )
-    if spec.kind in ("cost", "count") and primary == primary_base:
+    if spec.kind in ("cost", "count") and primary == spec.name:
         raise CompareError(f"primary metric {primary!r} is a {spec.kind} metric: name a quantile, e.g. '{primary} p50'")
     other = ~data[arm].astype(str).isin([base_name, cand_name])
     if other.any():
         notes.append(f"{int(other.sum())} runs of other arms left out")
     labels = data[arm].astype(str)
-    del names
     return _CompareInput(
         data[labels == base_name],
         data[labels == cand_name],
@@ -363,15 +356,6 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         seed,
         notes,
     )
-
-
-def parse_guardrails_metrics(guardrails: Any) -> list[str]:
-    """The metric names guardrails refer to (before their kinds are known)."""
-    if isinstance(guardrails, Mapping):
-        return [str(k) for k in guardrails]
-    if isinstance(guardrails, Sequence) and not isinstance(guardrails, str):
-        return [g.split(":", 1)[0].strip() for g in guardrails if isinstance(g, str) and ":" in g]
-    return []
 
 
 # --------------------------------------------------------------------------- #
@@ -514,13 +498,18 @@ def _levels_table(name: str, res: Any) -> pd.DataFrame:
     )
 
 
+def _labels(frame: pd.DataFrame, column: str) -> str:
+    if column not in frame:
+        return "-"
+    return ", ".join(map(str, pd.unique(frame[column].dropna()))) or "-"
+
+
 def _arms_table(inp: _CompareInput) -> pd.DataFrame:
     rows = {}
     for name, frame in ((inp.baseline, inp.base), (inp.candidate, inp.cand)):
-        describe = lambda col: ", ".join(map(str, pd.unique(frame[col].dropna()))) if col in frame else "-"  # noqa: E731
         rows[name] = {
-            "model": describe("model") or "-",
-            "harness": describe("harness") or "-",
+            "model": _labels(frame, "model"),
+            "harness": _labels(frame, "harness"),
             "runs": len(frame),
             "tasks": frame[inp.cluster].nunique() if inp.cluster else len(frame),
         }

@@ -48,7 +48,7 @@ import pandas as pd
 
 from .errors import CompareError
 
-__all__ = ["Guardrail", "GuardrailCheck", "Decision", "parse_guardrails", "decide", "VERDICTS"]
+__all__ = ["Guardrail", "GuardrailCheck", "Decision", "parse_guardrails", "guardrail_metrics", "check_guardrail", "decide", "VERDICTS"]
 
 VERDICTS = ("ship", "don't ship", "inconclusive")
 
@@ -121,6 +121,15 @@ def _parse_one(metric: str, text: str, kinds: Mapping[str, str]) -> Guardrail:
     if relative and margin <= -1:
         raise CompareError(f"guardrail {metric!r}: a relative margin must be above -100%, got {text!r}")
     return Guardrail(metric, stat, match["op"], margin, relative, text.strip())
+
+
+def guardrail_metrics(guardrails: Any) -> list[str]:
+    """The metric names guardrails refer to, before their kinds are known."""
+    if isinstance(guardrails, Mapping):
+        return [str(k) for k in guardrails]
+    if isinstance(guardrails, Sequence) and not isinstance(guardrails, str):
+        return [g.split(":", 1)[0].strip() for g in guardrails if isinstance(g, str) and ":" in g]
+    return []
 
 
 def parse_guardrails(guardrails: Any, kinds: Mapping[str, str]) -> list[Guardrail]:
@@ -217,11 +226,25 @@ class Decision:
         return "\n".join(lines)
 
 
-def _fmt(value: float, kind: str, signed: bool = False) -> str:
+def format_value(value: float, kind: str, signed: bool = False) -> str:
+    """A number for people: rates as percentages, large values with thousands separators.
+
+    Examples
+    --------
+    >>> format_value(0.0867, "binary", signed=True), format_value(418812.0, "cost"), format_value(0.16461, "cost")
+    ('+8.7%', '418,812', '0.1646')
+    """
+    if not np.isfinite(value):
+        return "-"
     sign = "+" if signed else ""
     if kind == "binary":
         return f"{value:{sign}.1%}"
+    if abs(value) >= 1000:
+        return f"{value:{sign},.0f}"
     return f"{value:{sign}.4g}"
+
+
+_fmt = format_value
 
 
 def _primary_sentence(row: pd.Series, alpha: float) -> str:
@@ -231,8 +254,9 @@ def _primary_sentence(row: pd.Series, alpha: float) -> str:
         move = f"{_fmt(row['baseline'], kind)} -> {_fmt(row['candidate'], kind)} ({row['effect']:+.1%}, {level} CI {row['ci_low']:+.1%} to {row['ci_high']:+.1%})"
     else:
         move = (
-            f"{stat} {row['effect']:+.4g} ({level} CI {row['ci_low']:+.4g} to {row['ci_high']:+.4g}; "
-            f"baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g})"
+            f"{stat} {_fmt(row['effect'], kind, True)} ({level} CI {_fmt(row['ci_low'], kind, True)} to "
+            f"{_fmt(row['ci_high'], kind, True)}; baseline {_fmt(row['baseline'], kind)}, "
+            f"candidate {_fmt(row['candidate'], kind)})"
         )
     return f"{row['metric']} ({stat}): {move}, p = {row['p_value']:.3g}"
 

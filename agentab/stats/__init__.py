@@ -13,7 +13,13 @@ candidate values (``x``, ``y``) and, optionally, the task of every run
 
 from ._kernels import pass_hat_k
 from ._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
-from .two_sample import mean_difference, ordinal_superiority, pass_k_difference, quantile_difference, rate_difference
+from .two_sample import (
+    mean_difference,
+    ordinal_superiority,
+    pass_k_difference,
+    quantile_difference,
+    rate_difference,
+)
 
 __all__ = [
     "rate_difference",

@@ -92,4 +92,4 @@ class QuantileResult(TwoSampleResult):
 
     q: Any = None
     ratio: Any = None
-    ratio_interval: ConfidenceInterval = ConfidenceInterval(None, None)
+    ratio_interval: ConfidenceInterval = field(default_factory=lambda: ConfidenceInterval(None, None))
