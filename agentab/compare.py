@@ -621,7 +621,7 @@ def compare(
     >>> print(result.decision)
     verdict: inconclusive
       - primary metric: no significant difference at alpha = 0.05: outcome (rate): 52.2% -> 62.2% (+10.0%, 95% CI +0.0% to +21.1%), p = 0.124
-      - guardrail tokens p95 <= +10%: unresolved (ratio 0.8822, CI 0.5057 to 1.225; bound 1.1)
+      - guardrail tokens p95 <= +10%: unresolved (ratio 0.8822, CI 0.5215 to 1.18; bound 1.1)
     >>> result.table[["metric", "statistic", "design"]].head(3)
                metric      statistic                     design
     0         outcome           rate  paired by task (30 tasks)

@@ -104,12 +104,23 @@ class Design:
         w_cand[0, self.cand_cells] = 1.0
         return w_base, w_cand
 
-    def n_permutations(self) -> int:
-        """Number of distinct label assignments the permutation test ranges over."""
+    def log_n_permutations(self) -> float:
+        """Natural log of the number of distinct label assignments the permutation test ranges over."""
         if self.kind == "paired":
-            return 2 ** len(self.base_cells)
+            return len(self.base_cells) * math.log(2)
         n_b, n_c = self.n_units
-        return math.comb(n_b + n_c, n_c)
+        return math.lgamma(n_b + n_c + 1) - math.lgamma(n_b + 1) - math.lgamma(n_c + 1)
+
+    def n_permutations(self, limit: int) -> int | None:
+        """Number of distinct label assignments if at most ``limit``, else None."""
+        if self.log_n_permutations() > math.log(limit) + 1e-9:
+            return None
+        if self.kind == "paired":
+            n = 2 ** len(self.base_cells)
+        else:
+            n_b, n_c = self.n_units
+            n = math.comb(n_b + n_c, n_c)
+        return n if n <= limit else None
 
     def batch_size(self) -> int:
         return max(1, BATCH_CELLS // max(self.n_cells, 1))
@@ -138,6 +149,8 @@ class Design:
                     size = min(batch, n_resamples - start)
                     yield self._swap(rng.random((size, n_tasks)) < 0.5)
             return
+        # Random draws are uniform doubles, taken row by row (one per unit), so
+        # the stream does not depend on where batches start.
         n_b, n_c = self.n_units
         cells = np.concatenate([self.base_cells, self.cand_cells])
         if exact:
@@ -152,8 +165,9 @@ class Design:
             return
         for start in range(0, n_resamples, batch):
             size = min(batch, n_resamples - start)
-            order = rng.permuted(np.tile(np.arange(n_b + n_c), (size, 1)), axis=1)
-            yield self._assign(order[:, :n_c], cells)
+            keys = rng.random((size, n_b + n_c))
+            chosen = np.argpartition(keys, n_c - 1, axis=1)[:, :n_c]  # the n_c smallest keys: a uniform subset
+            yield self._assign(chosen, cells)
 
     def bootstrap(self, n_resamples: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Weight matrices of bootstrap resamples of units, in batches."""
@@ -164,12 +178,13 @@ class Design:
             w_base = np.zeros((size, self.n_cells))
             w_cand = np.zeros((size, self.n_cells))
             if self.kind == "paired":
-                counts = _draw_counts(rng, size, n_b)
+                counts = _counts(rng.random((size, n_b)), n_b)
                 w_base[:, self.base_cells] = counts
                 w_cand[:, self.cand_cells] = counts
             else:
-                w_base[:, self.base_cells] = _draw_counts(rng, size, n_b)
-                w_cand[:, self.cand_cells] = _draw_counts(rng, size, n_c)
+                u = rng.random((size, n_b + n_c))  # one row: the baseline draws, then the candidate draws
+                w_base[:, self.base_cells] = _counts(u[:, :n_b], n_b)
+                w_cand[:, self.cand_cells] = _counts(u[:, n_b:], n_c)
             yield w_base, w_cand
 
     def jackknife(self) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -223,15 +238,25 @@ class Design:
         return w_base, w_cand
 
 
-def _draw_counts(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
-    """``size`` bootstrap resamples of ``n`` units, as counts per unit (rows are multinomial)."""
-    picks = rng.integers(0, n, size=(size, n))
+def _counts(u: np.ndarray, n: int) -> np.ndarray:
+    """Bootstrap counts per unit from uniforms: row ``i`` draws ``n`` units with replacement."""
+    size = len(u)
+    picks = np.minimum((u * n).astype(np.int64), n - 1)
     flat = (picks + n * np.arange(size)[:, None]).ravel()
     return np.bincount(flat, minlength=size * n).reshape(size, n).astype(float)
 
 
+def _label(value: object) -> str:
+    """Task ids as text; integral floats read as integers, so 3 and 3.0 are the same task."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return str(int(value))
+    return str(value)
+
+
 def _codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    uniques, codes = np.unique(labels.astype(str), return_inverse=True)
+    uniques, codes = np.unique(np.array([_label(v) for v in labels], dtype=str), return_inverse=True)
     return uniques, codes.reshape(-1)
 
 

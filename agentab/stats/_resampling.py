@@ -48,32 +48,50 @@ def resample(
     n_resamples: int,
     rng: np.random.Generator,
     test: bool = True,
+    scale: float = 1.0,
 ) -> Resampled:
     """Evaluate ``kernel`` on the data, its permutations and its bootstrap resamples.
 
     The permutation distribution is enumerated exactly when it has at most
     ``n_resamples`` members, and sampled otherwise. Permutations are drawn
     before bootstrap resamples, both from ``rng``.
+
+    Effects are weighted sums, so the same value can come out of different
+    resamples with different rounding (1/3 as 0.33333333333333331 and
+    0.33333333333333337), and no effect as +-1e-17. Values within
+    ``1e-10 * scale`` of zero or of the observed effect are set to exactly
+    that value, so ties are ties in the p-value and in the BCa bias
+    correction. ``scale`` is the size of the data (its largest absolute value).
     """
+    tol = 1e-10 * (scale if scale > 0 else 1.0)
     base, cand, effect = kernel(*design.observed())
+    effect = _snap(effect[0], np.zeros_like(effect[0]), tol)
     null = None
     exact = False
     if test:
-        exact = design.n_permutations() <= n_resamples
+        exact = design.n_permutations(limit=n_resamples) is not None
         null = np.concatenate(
             [kernel(wb, wc)[2] for wb, wc in design.permutations(n_resamples, rng, exact=exact)], axis=0
         )
+        null = _snap(_snap(null, 0.0, tol), effect, tol)
     parts = [kernel(wb, wc) for wb, wc in design.bootstrap(n_resamples, rng)]
+    boot = _snap(_snap(np.concatenate([p[2] for p in parts]), 0.0, tol), effect, tol)
     return Resampled(
         base[0],
         cand[0],
-        effect[0],
+        effect,
         null,
         exact,
         np.concatenate([p[0] for p in parts]),
         np.concatenate([p[1] for p in parts]),
-        np.concatenate([p[2] for p in parts]),
+        boot,
     )
+
+
+def _snap(values: np.ndarray, target: np.ndarray | float, tol: float) -> np.ndarray:
+    """``values`` with every entry within ``tol`` of ``target`` (broadcast by column) set to it."""
+    target = np.broadcast_to(np.asarray(target, dtype=float), values.shape)
+    return np.where(np.abs(values - target) <= tol, target, values)
 
 
 def pvalues(null: np.ndarray, observed: np.ndarray, alternative: str, *, exact: bool) -> np.ndarray:

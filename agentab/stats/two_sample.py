@@ -137,12 +137,14 @@ def _two_sample_iv(
             f"only {min(design.n_units)} {'task' if design.kind != 'independent' else 'run'} in an arm: "
             "there is no variation to test against and no interval worth the name"
         )
-    smallest = 2.0 / design.n_permutations() if alternative == "two-sided" else 1.0 / design.n_permutations()
-    if smallest > 1 - confidence_level:
-        notes.append(
-            f"with {design.label} the smallest attainable p-value is {min(smallest, 1.0):.3g}: "
-            "no difference can be significant at this level; add tasks"
-        )
+    count = design.n_permutations(limit=10**6)
+    if count is not None:
+        smallest = (2.0 if alternative == "two-sided" else 1.0) / count
+        if smallest > 1 - confidence_level:
+            notes.append(
+                f"with {design.label} the smallest attainable p-value is {min(smallest, 1.0):.3g}: "
+                "no difference can be significant at this level; add tasks"
+            )
     return _Input(
         np.concatenate([xv, yv]),
         design,
@@ -164,7 +166,7 @@ def _permutation_words(design: Design, exact: bool, n_resamples: int) -> str:
         "clustered": "whole tasks reassigned between arms",
         "independent": "runs permuted between arms",
     }[design.kind]
-    how = f"exact, all {design.n_permutations()}" if exact else f"Monte Carlo, {n_resamples} resamples"
+    how = f"exact, all {design.n_permutations(limit=n_resamples)}" if exact else f"Monte Carlo, {n_resamples} resamples"
     return f"permutation test ({what}; {how})"
 
 
@@ -210,6 +212,11 @@ def _details(data: _Input, res: Any, ci_method: str, **extra: Any) -> dict[str, 
     }
 
 
+def _scale(values: np.ndarray) -> float:
+    finite = np.abs(values[np.isfinite(values)])
+    return float(finite.max()) if len(finite) else 1.0
+
+
 def _emit(notes: list[str], what: str) -> tuple[str, ...]:
     for note in notes:
         warnings.warn(f"{what}: {note}", StatsWarning, stacklevel=4)
@@ -218,7 +225,7 @@ def _emit(notes: list[str], what: str) -> tuple[str, ...]:
 
 def _mean_like(data: _Input, summaries: np.ndarray, statistic: str, extra: dict[str, Any]) -> TwoSampleResult:
     kernel = MeanKernel(summaries)
-    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng)
+    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, scale=_scale(summaries))
     p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0])
     ci, ci_method, notes = _interval(data, kernel, res, bca=True)
     method = (
@@ -311,7 +318,7 @@ def rate_difference(
     data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
     bad = ~np.isin(data.values, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"a binary metric takes 0/1 (or booleans); found {data.values[bad][0]!r}")
+        raise ValueError(f"a binary metric takes 0/1 (or booleans); found {float(data.values[bad][0])!r}")
     return _mean_like(data, cell_means(data.values, data.design), "difference in success rate", {})
 
 
@@ -477,7 +484,7 @@ def ordinal_superiority(
     data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
     levels, codes = np.unique(data.values, return_inverse=True)
     kernel = OrdinalKernel(codes.reshape(-1), levels, data.design)
-    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng)
+    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, scale=1.0)
     p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0])
     ci, ci_method, notes = _interval(data, kernel, res, bca=True)
     base_share, cand_share = (s[0] for s in kernel.distributions(*data.design.observed()))
@@ -569,7 +576,7 @@ def quantile_difference(
     data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
     d = data.design
     kernel = QuantileKernel(data.values, d, qs)
-    res = resample(d, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test)
+    res = resample(d, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test, scale=_scale(data.values))
     p = pvalues(res.null, res.effect, data.alternative, exact=res.exact) if test else np.full(len(qs), np.nan)
     by_q: list[list[str]] = [[] for _ in qs]
     lows, highs, rlows, rhighs = [], [], [], []
