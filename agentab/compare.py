@@ -18,11 +18,11 @@ continuous            difference in means
 
 from __future__ import annotations
 
-import html
+import re
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,14 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from . import stats
-from .decide import Decision, Guardrail, check_guardrail, decide, format_value, guardrail_metrics, parse_guardrails
+from .comparison import Comparison
+from .decide import (
+    Guardrail,
+    check_guardrail,
+    decide,
+    guardrail_metrics,
+    parse_guardrails,
+)
 from .errors import CompareError, StatsWarning
 from .score import DIRECTIONS, KINDS, metric_kinds
 
@@ -59,124 +66,6 @@ class _Metric:
     requested: bool = True  # named by the user (as a metric, the primary or a guardrail)
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """The result of :func:`compare`.
-
-    Attributes
-    ----------
-    table : pandas.DataFrame
-        One row per reported statistic (columns :data:`TABLE_COLUMNS`); the
-        primary metric first.
-    decision : Decision
-        ``decision.verdict`` is "ship", "don't ship" or "inconclusive", with
-        ``reasons``.
-    baseline, candidate : str
-        The arms compared.
-    arms : pandas.DataFrame
-        Per arm: model, harness, runs, tasks.
-    design : dict
-        The design used for the primary metric and the seeds per task.
-    metrics : pandas.DataFrame
-        Every metric's kind, direction and where they came from
-        (declared, score, inferred).
-    levels : pandas.DataFrame
-        Ordinal metrics: each level's share in each arm and the shift.
-    settings : dict
-        alpha, n_resamples, seed, cluster, paired, primary.
-    notes : tuple of str
-        What :func:`compare` decided on the user's behalf (arm roles, missing
-        task column, excluded rows).
-    """
-
-    table: pd.DataFrame
-    decision: Decision
-    baseline: str
-    candidate: str
-    arms: pd.DataFrame
-    design: dict[str, Any]
-    metrics: pd.DataFrame
-    levels: pd.DataFrame
-    settings: dict[str, Any]
-    notes: tuple[str, ...]
-    results: dict[str, Any] = field(repr=False, default_factory=dict)
-
-    @property
-    def verdict(self) -> str:
-        return self.decision.verdict
-
-    def metric(self, name: str) -> stats.TwoSampleResult:
-        """The scipy-style result for one metric (``"tokens"``), or a row name
-        (``"tokens p95"``, ``"outcome pass^5"``), with statistic, pvalue,
-        confidence_interval, estimates, method and details."""
-        if name in self.results:
-            return self.results[name]
-        base = name.rsplit(" ", 1)[0]
-        if base in self.results:
-            return self.results[base]
-        raise KeyError(f"no metric {name!r} in this comparison; metrics: {', '.join(self.results)}")
-
-    def __repr__(self) -> str:
-        return f"Comparison({self.candidate!r} vs {self.baseline!r}: {self.verdict}, {len(self.table)} rows)"
-
-    def _header(self) -> list[str]:
-        arms, s = self.arms, self.settings
-        cand, base = (f"{a} ({arms.loc[a, 'model']} + {arms.loc[a, 'harness']})" for a in (self.candidate, self.baseline))
-        design = (
-            f"design: {self.design['label']}; seeds per task {self.design['seeds']}; "
-            f"alpha {s['alpha']:g}; {s['n_resamples']} resamples; seed {s['seed']}"
-        )
-        return [f"agentab comparison: {cand} vs {base}", design]
-
-    def _display_table(self) -> pd.DataFrame:
-        t = self.table
-        shown = pd.DataFrame({"metric": t["metric"], "statistic": t["statistic"]})
-        for col in ("baseline", "candidate", "effect"):
-            shown[col] = [format_value(v, k, signed=col == "effect") for v, k in zip(t[col], t["kind"])]
-        shown["95% CI" if self.settings["alpha"] == 0.05 else "CI"] = [
-            f"[{format_value(lo, k, True)}, {format_value(hi, k, True)}]" if np.isfinite(lo) else "-"
-            for lo, hi, k in zip(t["ci_low"], t["ci_high"], t["kind"])
-        ]
-        shown["ratio"] = [f"{r:.2f}" if np.isfinite(r) else "" for r in t["ratio"]]
-        shown["p"] = [f"{p:.3g}" if np.isfinite(p) else "-" for p in t["p_value"]]
-        shown["p (Holm)"] = [f"{p:.3g}" if np.isfinite(p) else "-" for p in t["p_adjusted"]]
-        shown["assessment"] = t["assessment"]
-        return shown
-
-    def __str__(self) -> str:
-        lines = self._header()
-        lines += ["", str(self.decision).replace("verdict:", "VERDICT:", 1), ""]
-        lines.append(self._display_table().to_string(index=False))
-        ordinal = self.table.loc[self.table["kind"] == "ordinal", "metric"]
-        if len(ordinal):
-            lines.append(
-                f"({', '.join(ordinal)}: baseline and candidate are mean levels, a descriptive figure; the test and "
-                "interval are on Cliff's delta, which uses only the order of the levels)"
-            )
-        warned = self.table[self.table["warnings"] != ""]
-        if len(warned):
-            lines.append("")
-            lines.append("warnings:")
-            lines += [f"  {m}: {w}" for m, w in zip(warned["metric"], warned["warnings"])]
-        if self.notes:
-            lines.append("")
-            lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<div>{html.escape(line)}</div>" for line in self._header())
-        colour = {"ship": "#1b7837", "don't ship": "#b2182b"}.get(self.verdict, "#595959")
-        reasons = "".join(f"<li>{html.escape(r)}</li>" for r in self.decision.reasons)
-        explain = "".join(f"<li>{html.escape(r)}</li>" for r in self.decision.explanations)
-        body = self._display_table().to_html(index=False, escape=True, border=0)
-        return (
-            f"<div>{head}<h3 style='color:{colour}'>Verdict: {html.escape(self.verdict)}</h3><ul>{reasons}</ul>"
-            + (f"<details><summary>What changed (explains, does not decide)</summary><ul>{explain}</ul></details>" if explain else "")
-            + body
-            + "</div>"
-        )
-
-
 # --------------------------------------------------------------------------- #
 # Input validation
 # --------------------------------------------------------------------------- #
@@ -187,7 +76,9 @@ class _CompareInput:
     baseline: str
     candidate: str
     metrics: list[_Metric]
-    primary: str
+    primary: str  # the row: "outcome" or "tokens p95"
+    primary_metric: str
+    primary_q: float | None
     guardrails: list[Guardrail]
     cluster: str | None
     paired: bool | str
@@ -249,18 +140,21 @@ def _resolve_metrics(data: pd.DataFrame, metrics: Any, exclude: set[str], notes:
     recorded = metric_kinds(data)
     out: list[_Metric] = []
     if metrics is None:
-        if len(recorded):
-            return [_Metric(n, r.kind, r.direction, "score", False) for n, r in recorded.iterrows() if n not in exclude]
+        inferred = []
         for name in data.columns:
             if name in exclude or name in _NOT_METRICS:
                 continue
+            if name in recorded.index:
+                out.append(_Metric(str(name), recorded.loc[name, "kind"], recorded.loc[name, "direction"], "score", False))
+                continue
             kind = _infer(data[name])
             if kind is not None:
-                out.append(_Metric(str(name), kind, "neither", "inferred"))
-        if out:
+                out.append(_Metric(str(name), kind, "neither", "inferred", False))
+                inferred.append(f"{name}={kind}")
+        if inferred:
             notes.append(
-                "metric kinds inferred from values (direction unknown, so no metric is called better or worse): "
-                + ", ".join(f"{m.name}={m.kind}" for m in out)
+                "metric kinds inferred from values (direction unknown, so none of these is called better or worse): "
+                + ", ".join(inferred)
                 + "; pass metrics={column: (kind, 'higher'|'lower')} to declare them"
             )
         return out
@@ -295,6 +189,26 @@ def _resolve_metrics(data: pd.DataFrame, metrics: Any, exclude: set[str], notes:
     return out
 
 
+_QUANTILE_SUFFIX = re.compile(r"^(?P<metric>.+) p(?P<q>\d+(?:\.\d+)?)$")
+
+
+def _split_primary(primary: str, data: pd.DataFrame) -> tuple[str, float | None]:
+    """``"outcome"`` -> ("outcome", None); ``"tokens p95"`` -> ("tokens", 0.95); a column name wins."""
+    if not isinstance(primary, str):
+        raise CompareError(f"`primary` must name a metric column, got {primary!r}")
+    if primary in data.columns:
+        return primary, None
+    match = _QUANTILE_SUFFIX.match(primary)
+    if match and match["metric"] in data.columns:
+        q = float(match["q"]) / 100
+        if not 0 < q < 1:
+            raise CompareError(f"primary {primary!r}: the quantile must lie between p0 and p100")
+        return match["metric"], q
+    if primary.endswith(" mean") and primary[: -len(" mean")] in data.columns:
+        raise CompareError(f"primary {primary!r}: the mean of a cost or count metric is descriptive only; name p50 or p95")
+    raise CompareError(f"primary metric {primary!r} is not a column of the data")
+
+
 def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed):
     if not isinstance(data, pd.DataFrame):
         raise CompareError(f"`data` must be a DataFrame with one row per run (e.g. from agentab.score), got {type(data).__name__}")
@@ -319,7 +233,8 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
     resolved = _resolve_metrics(data, metrics, exclude, notes)
     kinds = {m.name: m.kind for m in resolved}
     # The primary metric and guardrail metrics are compared even when `metrics` leaves them out.
-    needed = [primary.rsplit(" ", 1)[0] if primary not in data.columns else primary, *guardrail_metrics(guardrails)]
+    primary_metric, primary_q = _split_primary(primary, data)
+    needed = [primary_metric, *guardrail_metrics(guardrails)]
     for name in needed:
         if name in kinds:
             continue
@@ -335,8 +250,14 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         raise CompareError(
             f"primary metric {primary!r} has no direction; declare it, e.g. metrics={{{spec.name!r}: ({spec.kind!r}, 'higher')}}"
         )
-    if spec.kind in ("cost", "count") and primary == spec.name:
-        raise CompareError(f"primary metric {primary!r} is a {spec.kind} metric: name a quantile, e.g. '{primary} p50'")
+    if spec.kind in ("cost", "count") and primary_q is None:
+        raise CompareError(
+            f"primary metric {primary!r} is a {spec.kind} metric: name a quantile, e.g. '{primary} p50' "
+            "(its mean is descriptive only: the tail drags it)"
+        )
+    if spec.kind not in ("cost", "count") and primary_q is not None:
+        raise CompareError(f"primary {primary!r}: quantiles apply to cost and count metrics; {spec.name!r} is {spec.kind}")
+    primary = spec.name if primary_q is None else f"{spec.name} p{100 * primary_q:g}"
     other = ~data[arm].astype(str).isin([base_name, cand_name])
     if other.any():
         notes.append(f"{int(other.sum())} runs of other arms left out")
@@ -348,12 +269,14 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         cand_name,
         resolved,
         primary,
+        spec.name,
+        primary_q,
         parsed,
         cluster,
         paired,
         float(alpha),
         int(n_resamples),
-        seed,
+        _root_seed(seed),
         notes,
     )
 
@@ -361,16 +284,55 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
 # --------------------------------------------------------------------------- #
 # Routing
 # --------------------------------------------------------------------------- #
-def _values(frame: pd.DataFrame, column: str) -> np.ndarray:
+def _values(frame: pd.DataFrame, column: str, kind: str) -> np.ndarray:
+    """A metric column as floats (NaN = missing), never coercing a value silently.
+
+    Booleans read as 1/0; an ordered categorical (or one with numeric
+    categories) as its category's position (ordinal) or value; object columns
+    holding numbers, booleans and missing values are converted, anything else
+    is an error naming the first offending value.
+    """
     series = frame[column]
-    if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
-        raise CompareError(f"metric {column!r} must be numeric or boolean, got dtype {series.dtype}")
-    return series.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        categories = series.cat.categories
+        if pd.api.types.is_numeric_dtype(categories) and not (kind == "ordinal" and series.cat.ordered):
+            return series.astype(categories.dtype).astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+        if kind == "ordinal" and series.cat.ordered:
+            codes = series.cat.codes.to_numpy(dtype=float)
+            return np.where(codes < 0, np.nan, codes)
+        raise CompareError(
+            f"metric {column!r} is categorical with unordered categories; make it an ordered categorical "
+            "(ordinal) or numeric"
+        )
+    if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        return series.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+    if series.dtype == object:
+        missing = series.isna().to_numpy()
+        numbers = pd.to_numeric(series.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v), errors="coerce")
+        bad = numbers.isna().to_numpy() & ~missing
+        if not bad.any():
+            return numbers.to_numpy(dtype=float)
+        first = series[bad].iloc[0]
+        raise CompareError(f"metric {column!r} has {int(bad.sum())} non-numeric value(s), e.g. {first!r}")
+    raise CompareError(f"metric {column!r} must be numeric or boolean, got dtype {series.dtype}")
 
 
-def _rng(seed: Any, name: str) -> np.random.Generator:
+def _root_seed(seed: Any) -> np.random.SeedSequence:
+    """The seed of every metric's stream. A Generator is drawn from once (so it advances)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, np.random.Generator):
+        return np.random.SeedSequence(int(seed.integers(2**63)))
+    try:
+        return np.random.SeedSequence(seed)
+    except (TypeError, ValueError):
+        raise CompareError(
+            f"`seed` must be None, a non-negative integer, a numpy SeedSequence or Generator, got {seed!r}"
+        ) from None
+
+
+def _rng(root: np.random.SeedSequence, name: str) -> np.random.Generator:
     """A generator per metric: adding or removing metrics never changes another's result."""
-    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(zlib.crc32(name.encode()),)))
 
 
@@ -414,9 +376,9 @@ def _tail_note(values: np.ndarray) -> str:
     return f"descriptive only: the top 5% of runs carry {top:.0%} of the total, so the mean follows the tail"
 
 
-def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float], wanted_mean: bool) -> tuple[list[dict], dict, Any]:
-    x = _values(inp.base, metric.name)
-    y = _values(inp.cand, metric.name)
+def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float]) -> tuple[list[dict], dict, Any]:
+    x = _values(inp.base, metric.name, metric.kind)
+    y = _values(inp.cand, metric.name, metric.kind)
     if np.isnan(x).all() or np.isnan(y).all():
         arm = inp.baseline if np.isnan(x).all() else inp.candidate
         message = f"metric {metric.name!r} has no values in arm {arm!r}"
@@ -434,7 +396,7 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
     if metric.kind == "binary":
         res = stats.rate_difference(x, y, rng=_rng(inp.seed, metric.name), **kw)
         rows.append(_row(metric, "rate", res, role))
-        if inp.cluster is not None and metric.direction == "higher":
+        if inp.cluster is not None and metric.direction != "lower":
             seeds = min(_fewest_seeds(inp.base, x, inp.cluster), _fewest_seeds(inp.cand, y, inp.cluster))
             if seeds >= 2:
                 name = f"{metric.name} pass^{seeds}"
@@ -453,13 +415,19 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
             stat = f"p{100 * q:g}"
             name = f"{metric.name} {stat}"
             rows.append(_row(metric, stat, res, "primary" if name == inp.primary else "secondary", j=j, name=name))
-        if wanted_mean:
-            mean = stats.mean_difference(x, y, rng=_rng(inp.seed, f"{metric.name} mean"), **kw)
-            row = _row(metric, "mean", mean, "descriptive", name=f"{metric.name} mean")
-            row["p_value"] = np.nan
-            row["warnings"] = "; ".join(w for w in (_tail_note(np.r_[x, y]), row["warnings"]) if w)
-            rows.append(row)
-            extra[f"{metric.name} mean"] = mean
+        mean = stats.mean_difference(x, y, rng=_rng(inp.seed, f"{metric.name} mean"), test=False, **kw)
+        row = _row(metric, "mean", mean, "descriptive", name=f"{metric.name} mean")
+        row["warnings"] = "; ".join(w for w in (_tail_note(np.r_[x, y]), row["warnings"]) if w)
+        rows.append(row)
+        extra[f"{metric.name} mean"] = mean
+    known = np.r_[x[~np.isnan(x)], y[~np.isnan(y)]]
+    constant = bool(known.min() == known.max())
+    for row in rows:
+        row["constant"] = constant
+        if constant and row["role"] == "secondary":
+            row["warnings"] = "; ".join(
+                w for w in ("constant in both arms: cannot differ (left out of the Holm family)", row["warnings"]) if w
+            )
     return rows, extra, res
 
 
@@ -470,27 +438,35 @@ def _fewest_seeds(frame: pd.DataFrame, values: np.ndarray, cluster: str) -> int:
 
 
 def _assess(table: pd.DataFrame, alpha: float) -> list[str]:
+    """better / worse / changed when the (Holm-adjusted) test is significant and the
+    interval excludes no change on the same side; otherwise no evidence."""
     out = []
     for _, r in table.iterrows():
         p = r["p_value"] if r["role"] == "primary" else r["p_adjusted"]
+        up = r["ci_low"] > 0 and r["effect"] > 0
+        down = r["ci_high"] < 0 and r["effect"] < 0
         if r["role"] == "descriptive":
             out.append("descriptive")
-        elif not np.isfinite(p) or p >= alpha or r["effect"] == 0:
+        elif not np.isfinite(p) or p >= alpha or not (up or down):
             out.append("no evidence")
         elif r["direction"] == "neither":
             out.append("changed")
         else:
-            better = (r["effect"] > 0) == (r["direction"] == "higher")
-            out.append("better" if better else "worse")
+            out.append("better" if up == (r["direction"] == "higher") else "worse")
     return out
 
 
-def _levels_table(name: str, res: Any) -> pd.DataFrame:
+def _levels_table(name: str, res: Any, column: pd.Series) -> pd.DataFrame:
     d = res.details
+    levels = d["levels"]
+    if isinstance(column.dtype, pd.CategoricalDtype) and column.cat.ordered:
+        levels = column.cat.categories[levels.astype(int)]
+    elif np.all(levels == np.round(levels)):
+        levels = levels.astype(np.int64)
     return pd.DataFrame(
         {
             "metric": name,
-            "level": d["levels"],
+            "level": levels,
             "baseline": d["shares"].baseline,
             "candidate": d["shares"].candidate,
             "shift": d["shift"],
@@ -629,52 +605,42 @@ def compare(
     2          rubric  Cliff's delta  paired by task (30 tasks)
     """
     inp = _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed)
-    quantiles: dict[str, list[float]] = {}
+    quantiles: dict[str, set[float]] = {}
     for g in inp.guardrails:
         if g.quantile is not None:
-            quantiles.setdefault(g.metric, []).append(g.quantile)
-    if " " in inp.primary and inp.primary.rsplit(" ", 1)[1].startswith("p"):
-        base_name, stat = inp.primary.rsplit(" ", 1)
-        quantiles.setdefault(base_name, []).append(float(stat[1:]) / 100)
-    mean_rails = {g.metric for g in inp.guardrails if g.statistic == "mean"}
+            quantiles.setdefault(g.metric, set()).add(g.quantile)
+    if inp.primary_q is not None:
+        quantiles.setdefault(inp.primary_metric, set()).add(inp.primary_q)
     rows: list[dict] = []
     results: dict[str, Any] = {}
     levels = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
         for m in inp.metrics:
-            qs = sorted(set(QUANTILES) | set(quantiles.get(m.name, [])))
-            metric_rows, extra, res = _compare_metric(inp, m, qs, wanted_mean=True)
-            if m.name in mean_rails:
-                for row in metric_rows:
-                    if row["statistic"] == "mean":
-                        row["role"] = "secondary"
-                        row["p_value"] = float(extra[f"{m.name} mean"].pvalue)
+            qs = sorted(set(QUANTILES) | quantiles.get(m.name, set()))
+            metric_rows, extra, res = _compare_metric(inp, m, qs)
             if res is None:
                 continue
             rows += metric_rows
             results[m.name] = res
             results.update(extra)
             if m.kind == "ordinal":
-                levels.append(_levels_table(m.name, res))
+                levels.append(_levels_table(m.name, res, inp.base[m.name]))
     table = pd.DataFrame(rows)
-    if inp.primary not in set(table["metric"]):
-        raise CompareError(f"primary {inp.primary!r} is not a row of the comparison (rows: {', '.join(table['metric'])})")
     table["role"] = np.where(table["metric"] == inp.primary, "primary", table["role"])
     table = pd.concat([table[table["role"] == "primary"], table[table["role"] != "primary"]], ignore_index=True)
     table["p_adjusted"] = table["p_value"]
-    family = (table["role"] == "secondary") & table["p_value"].notna()
+    # Tarone (1990): a hypothesis whose smallest attainable p-value is 1 (the metric is constant in both arms)
+    # cannot be rejected, and leaving it out of the Holm family costs no error control.
+    family = (table["role"] == "secondary") & table["p_value"].notna() & ~table["constant"]
     if family.any():
         table.loc[family, "p_adjusted"] = multipletests(table.loc[family, "p_value"], alpha=inp.alpha, method="holm")[1]
     table["assessment"] = _assess(table, inp.alpha)
     table["tasks"] = table["tasks"].astype("Int64")
     table = table[list(TABLE_COLUMNS)]
-    checks = []
-    for g in inp.guardrails:
-        match = table[table["metric"] == g.row]
-        checks.append(check_guardrail(g, match.iloc[0]))
+    checks = [check_guardrail(g, table.loc[table["metric"] == g.row].iloc[0]) for g in inp.guardrails]
     decision = decide(table, inp.primary, checks, inp.alpha)
-    primary_res = results[inp.primary if inp.primary in results else inp.primary.rsplit(" ", 1)[0]]
+    primary_res = results[inp.primary_metric]
     design = {
         "kind": primary_res.details["design_kind"],
         "label": primary_res.design,
@@ -688,7 +654,7 @@ def compare(
     settings = {
         "alpha": inp.alpha,
         "n_resamples": inp.n_resamples,
-        "seed": seed if not isinstance(seed, np.random.SeedSequence) else seed.entropy,
+        "seed": seed if seed is None or isinstance(seed, (int, np.integer)) else inp.seed.entropy,
         "cluster": inp.cluster,
         "paired": inp.paired,
         "primary": inp.primary,

@@ -22,8 +22,8 @@ interval, never on the point estimate (a non-inferiority check). The grammar,
 per metric, is ``"<statistic> <op> <margin>"``:
 
 - statistic: ``p50``, ``p95``, any ``pNN`` (a quantile, for cost and count
-  metrics), ``mean`` (continuous), ``rate`` (binary), ``delta`` (Cliff's
-  delta, ordinal);
+  metrics), ``mean`` (continuous, cost and count: the difference of means),
+  ``rate`` (binary), ``delta`` (Cliff's delta, ordinal);
 - op: ``<=`` (the metric may rise by at most the margin) or ``>=`` (it may fall
   by at most the margin, written negative);
 - margin: a signed number, absolute (``+0.02``: two percentage points for a
@@ -56,7 +56,7 @@ _GRAMMAR = re.compile(
     r"^\s*(?P<stat>p\d+(?:\.\d+)?|mean|rate|delta)\s*(?P<op><=|>=)\s*(?P<margin>[+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?P<pct>%)?\s*$",
     re.IGNORECASE,
 )
-_STAT_KINDS = {"mean": ("continuous",), "rate": ("binary",), "delta": ("ordinal",)}
+_STAT_KINDS = {"mean": ("continuous", "cost", "count"), "rate": ("binary",), "delta": ("ordinal",)}
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ class Guardrail:
     margin: float  # relative (0.10 for +10%) or absolute
     relative: bool
     text: str
+    row: str  # the comparison-table row it is judged on, e.g. "tokens p95"
 
     @property
     def quantile(self) -> float | None:
@@ -79,11 +80,6 @@ class Guardrail:
     def bound(self) -> float:
         """The bound on the effect (a difference) or, for relative margins, on the ratio."""
         return 1.0 + self.margin if self.relative else self.margin
-
-    @property
-    def row(self) -> str:
-        """The comparison-table row this guardrail is judged on."""
-        return f"{self.metric} {self.statistic}" if self.quantile is not None else self.metric
 
     def __str__(self) -> str:
         sign = "+" if self.margin >= 0 else ""
@@ -110,8 +106,11 @@ def _parse_one(metric: str, text: str, kinds: Mapping[str, str]) -> Guardrail:
             raise CompareError(f"guardrail {metric!r}: quantile {stat} must be between p0 and p100 (exclusive)")
         if kind not in ("cost", "count"):
             raise CompareError(f"guardrail {metric!r}: quantile guardrails ({stat}) need a cost or count metric; {metric!r} is {kind}")
+        stat = f"p{q:g}"  # "p95.0" and "p095" read as "p95", the row's name
     elif kind not in _STAT_KINDS[stat]:
-        raise CompareError(f"guardrail {metric!r}: {stat!r} applies to {_STAT_KINDS[stat][0]} metrics; {metric!r} is {kind}")
+        raise CompareError(
+            f"guardrail {metric!r}: {stat!r} applies to {' and '.join(_STAT_KINDS[stat])} metrics; {metric!r} is {kind}"
+        )
     relative = match["pct"] is not None
     if relative and not stat.startswith("p"):
         raise CompareError(
@@ -120,7 +119,8 @@ def _parse_one(metric: str, text: str, kinds: Mapping[str, str]) -> Guardrail:
     margin = float(match["margin"]) / (100 if relative else 1)
     if relative and margin <= -1:
         raise CompareError(f"guardrail {metric!r}: a relative margin must be above -100%, got {text!r}")
-    return Guardrail(metric, stat, match["op"], margin, relative, text.strip())
+    row = f"{metric} {stat}" if stat.startswith("p") or kind in ("cost", "count") else metric
+    return Guardrail(metric, stat, match["op"], margin, relative, text.strip(), row)
 
 
 def guardrail_metrics(guardrails: Any) -> list[str]:
@@ -169,31 +169,39 @@ class GuardrailCheck:
     estimate: float
     ci_low: float
     ci_high: float
+    note: str = ""
 
     def __str__(self) -> str:
         g = self.guardrail
         what = "ratio" if g.relative else "difference"
-        bound = f"{g.bound:.4g}"
-        return (
+        text = (
             f"guardrail {g}: {self.status} ({what} {self.estimate:.4g}, CI {self.ci_low:.4g} to {self.ci_high:.4g}; "
-            f"bound {bound})"
+            f"bound {g.bound:.4g})"
         )
+        return f"{text}; {self.note}" if self.note else text
 
 
 def check_guardrail(guardrail: Guardrail, row: pd.Series) -> GuardrailCheck:
-    """Judge one guardrail on its table row."""
+    """Judge one guardrail on its table row (an infinite bound counts: x / 0 is an unbounded rise)."""
     if guardrail.relative:
         estimate, low, high = row["ratio"], row["ratio_low"], row["ratio_high"]
     else:
         estimate, low, high = row["effect"], row["ci_low"], row["ci_high"]
     bound = guardrail.bound
-    if not (np.isfinite(low) and np.isfinite(high)):
+    note = ""
+    if np.isnan(low) or np.isnan(high):
         status = "unresolved"
+        note = "no interval could be computed"
     elif guardrail.op == "<=":
         status = "holds" if high <= bound else "breached" if low > bound else "unresolved"
     else:
         status = "holds" if low >= bound else "breached" if high < bound else "unresolved"
-    return GuardrailCheck(guardrail, status, float(estimate), float(low), float(high))
+    if guardrail.relative and (row["baseline"] == 0 or np.isinf(high)):
+        note = (
+            f"the baseline's {guardrail.statistic} is 0 in the data or in resamples, so the ratio is unbounded; "
+            "an absolute margin suits this metric better"
+        )
+    return GuardrailCheck(guardrail, status, float(estimate), float(low), float(high), note)
 
 
 @dataclass(frozen=True)
@@ -270,8 +278,9 @@ def decide(table: pd.DataFrame, primary: str, checks: Sequence[GuardrailCheck], 
     significant = bool(p < alpha)
     improved = significant and good * effect > 0
     regressed = significant and good * effect < 0
-    ci_good = (low > 0) if good > 0 else (high < 0)
-    ci_bad = (high < 0) if good > 0 else (low > 0)
+    degenerate = bool(low == high)  # every resample gave the same value: the interval says nothing
+    ci_good = not degenerate and ((low > 0) if good > 0 else (high < 0))
+    ci_bad = not degenerate and ((high < 0) if good > 0 else (low > 0))
     reasons: list[str] = []
     if regressed:
         reasons.append(f"primary metric is significantly worse: {sentence}")
@@ -288,6 +297,8 @@ def decide(table: pd.DataFrame, primary: str, checks: Sequence[GuardrailCheck], 
         reasons.append(f"primary metric: the interval excludes no change but the test is not significant at {alpha:g} ({sentence})")
     else:
         reasons.append(f"primary metric: no significant difference at alpha = {alpha:g}: {sentence}")
+    if degenerate:
+        reasons.append("the interval is a single point (every bootstrap resample gave the same value): too few tasks")
     breached = [c for c in checks if c.status == "breached"]
     unresolved = [c for c in checks if c.status == "unresolved"]
     reasons += [str(c) for c in checks]

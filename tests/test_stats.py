@@ -494,9 +494,16 @@ def test_quantile_ratio_and_zero_baseline():
     x = np.array([0.0, 0.0, 0.0, 1.0, 2.0])
     y = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     res = calm(quantile_difference, x, y, q=(0.5, 0.8), n_resamples=300, rng=0)
-    assert np.isnan(res.ratio[0])  # baseline median is 0: no ratio
+    assert np.isinf(res.ratio[0])  # baseline median is 0, candidate's 3: an unbounded increase
+    assert res.ratio_interval.high[0] == np.inf
     assert res.ratio[1] == 4.0 / 1.0
     assert res.statistic[0] == 3.0
+    assert any("ratio is infinite" in w for w in res.warnings)
+    both_zero = calm(quantile_difference, np.zeros(6), np.r_[np.zeros(5), 1.0], q=0.5, n_resamples=300, rng=0)
+    assert both_zero.ratio == 1.0  # 0 / 0: no change
+    # quantile intervals are values the bootstrap distribution takes: whole steps for step counts
+    steps = calm(quantile_difference, np.arange(40) % 9, (np.arange(44) % 11), q=0.5, n_resamples=500, rng=1)
+    assert float(steps.confidence_interval.low).is_integer() and float(steps.confidence_interval.high).is_integer()
 
 
 # --------------------------------------------------------------------------- #

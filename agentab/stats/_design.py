@@ -187,33 +187,6 @@ class Design:
                 w_cand[:, self.cand_cells] = _counts(u[:, n_b:], n_c)
             yield w_base, w_cand
 
-    def jackknife(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Leave-one-unit-out weights, one group per jackknifed sample.
-
-        Paired: one group (leave out a task in both arms). Otherwise two
-        groups, baseline units then candidate units, as scipy.stats.bootstrap
-        does for several samples.
-        """
-        w_base, w_cand = self.observed()
-        groups = []
-        if self.kind == "paired":
-            n = len(self.base_cells)
-            keep = 1.0 - np.eye(n)
-            jb = np.zeros((n, self.n_cells))
-            jc = np.zeros((n, self.n_cells))
-            jb[:, self.base_cells] = keep
-            jc[:, self.cand_cells] = keep
-            groups.append((jb, jc))
-            return groups
-        for cells, which in ((self.base_cells, 0), (self.cand_cells, 1)):
-            n = len(cells)
-            jb = np.repeat(w_base, n, axis=0)
-            jc = np.repeat(w_cand, n, axis=0)
-            target = jb if which == 0 else jc
-            target[np.arange(n), cells] = 0.0
-            groups.append((jb, jc))
-        return groups
-
     # ------------------------------------------------------------------ #
     def _swap(self, swap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         keep = (~swap).astype(float)

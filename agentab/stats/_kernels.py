@@ -55,19 +55,62 @@ def _normalise(w: np.ndarray) -> np.ndarray:
         return w / total
 
 
-class MeanKernel:
+class _ArmAverage:
+    """A statistic of the arms' task averages of a vector per cell.
+
+    Subclasses set ``values`` (cells x d) and define ``summarise(base, cand)``,
+    which maps the arms' averages (rows x d each) to each arm's estimate and
+    the effect. Because an arm's average is linear in the cell weights,
+    leave-one-unit-out (jackknife) averages have a closed form and cost
+    O(units x d), without a weight matrix.
+    """
+
+    values: np.ndarray
+
+    def summarise(self, base: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def averages(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _normalise(w_base) @ self.values, _normalise(w_cand) @ self.values
+
+    def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.summarise(*self.averages(w_base, w_cand))
+
+    def jackknife(self, design: Design) -> list[np.ndarray]:
+        """Effects with one unit left out, one array per jackknifed sample.
+
+        Paired: one sample (a task left out of both arms). Otherwise two,
+        baseline units then candidate units, as ``scipy.stats.bootstrap``
+        does for several samples. A sample with one unit has no jackknife.
+        """
+        base, cand = self.values[design.base_cells], self.values[design.cand_cells]
+
+        def leave_one_out(v: np.ndarray) -> np.ndarray:
+            return (v.sum(axis=0) - v) / (len(v) - 1)
+
+        if design.kind == "paired":
+            return [self.summarise(leave_one_out(base), leave_one_out(cand))[2][:, 0]] if len(base) > 1 else []
+        groups = []
+        if len(base) > 1:
+            fixed = np.broadcast_to(cand.mean(axis=0), (len(base), cand.shape[1]))
+            groups.append(self.summarise(leave_one_out(base), fixed)[2][:, 0])
+        if len(cand) > 1:
+            fixed = np.broadcast_to(base.mean(axis=0), (len(cand), base.shape[1]))
+            groups.append(self.summarise(fixed, leave_one_out(cand))[2][:, 0])
+        return groups
+
+
+class MeanKernel(_ArmAverage):
     """Task-averaged mean of a per-cell summary; effect = candidate - baseline."""
 
     def __init__(self, summaries: np.ndarray):
-        self.summaries = np.asarray(summaries, dtype=float)
+        self.values = np.asarray(summaries, dtype=float)[:, None]
 
-    def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        base = (_normalise(w_base) @ self.summaries)[:, None]
-        cand = (_normalise(w_cand) @ self.summaries)[:, None]
+    def summarise(self, base: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return base, cand, cand - base
 
 
-class OrdinalKernel:
+class OrdinalKernel(_ArmAverage):
     """Cliff's delta between the arms' task-averaged level distributions.
 
     Each arm's distribution over the ordered levels is the average of its
@@ -83,17 +126,13 @@ class OrdinalKernel:
         k = len(levels)
         counts = np.zeros((design.n_cells, k))
         np.add.at(counts, (design.cell, codes), 1.0)
-        self.shares = counts / counts.sum(axis=1, keepdims=True)
+        self.values = counts / counts.sum(axis=1, keepdims=True)
         self.levels = np.asarray(levels, dtype=float)
 
-    def distributions(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _normalise(w_base) @ self.shares, _normalise(w_cand) @ self.shares
-
-    def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        p, r = self.distributions(w_base, w_cand)
-        below = np.cumsum(p, axis=1) - p
-        ps = np.sum(r * (below + 0.5 * p), axis=1)
-        return (p @ self.levels)[:, None], (r @ self.levels)[:, None], (2.0 * ps - 1.0)[:, None]
+    def summarise(self, base: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        below = np.cumsum(base, axis=1) - base
+        ps = np.sum(cand * (below + 0.5 * base), axis=1)
+        return (base @ self.levels)[:, None], (cand @ self.levels)[:, None], (2.0 * ps - 1.0)[:, None]
 
 
 class QuantileKernel:

@@ -125,13 +125,24 @@ def pvalues(null: np.ndarray, observed: np.ndarray, alternative: str, *, exact: 
     return np.minimum(1.0, 2.0 * np.minimum(greater, less))
 
 
-def percentile_interval(boot: np.ndarray, confidence_level: float) -> tuple[float, float]:
-    """Percentile bootstrap interval (Efron & Tibshirani 1993, ch. 13)."""
-    finite = boot[np.isfinite(boot)]
-    if len(finite) < len(boot) or len(finite) == 0:
+def percentile_interval(boot: np.ndarray, confidence_level: float, *, discrete: bool = False) -> tuple[float, float]:
+    """Percentile bootstrap interval (Efron & Tibshirani 1993, ch. 13).
+
+    With ``discrete`` (bootstrap distributions of quantiles, which take few
+    distinct values) the bounds are values the bootstrap distribution takes:
+    the lower bound rounds down and the upper bound up, never interpolating
+    between two of them (so the interval of a step count is whole steps, and
+    infinite ratios stay infinite). Otherwise numpy's linear interpolation,
+    as ``scipy.stats.bootstrap``. NaN anywhere gives a NaN interval.
+    """
+    if len(boot) == 0 or np.isnan(boot).any() or (not discrete and not np.isfinite(boot).all()):
         return np.nan, np.nan
     alpha = 1.0 - confidence_level
-    low, high = np.percentile(finite, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    if discrete:
+        low = np.percentile(boot, 100 * alpha / 2, method="lower")
+        high = np.percentile(boot, 100 * (1 - alpha / 2), method="higher")
+    else:
+        low, high = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(low), float(high)
 
 
@@ -176,6 +187,8 @@ def bca_interval(
         u = (n - 1) * (theta.mean() - theta)
         nums += np.sum(u**3) / n**3
         dens += np.sum(u**2) / n**2
+    if not jackknife:
+        return percentile_interval(boot, confidence_level), "too few units to jackknife (acceleration undefined)"
     if not dens > 0:
         return percentile_interval(boot, confidence_level), "every jackknife value is the same (acceleration undefined)"
     accel = nums / (6.0 * dens**1.5)

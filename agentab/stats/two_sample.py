@@ -175,17 +175,13 @@ def _bootstrap_words(design: Design, ci_method: str) -> str:
     return f"{ci_method} bootstrap over {unit}"
 
 
-def _jackknife(design: Design, kernel: Any, column: int = 0) -> list[np.ndarray]:
-    return [kernel(jb, jc)[2][:, column] for jb, jc in design.jackknife()]
-
-
 def _interval(data: _Input, kernel: Any, res: Any, bca: bool) -> tuple[ConfidenceInterval, str, list[str]]:
     notes = []
     if not bca:
         low, high = percentile_interval(res.boot_effect[:, 0], data.confidence_level)
         return ConfidenceInterval(low, high), "percentile", notes
     (low, high), fallback = bca_interval(
-        res.boot_effect[:, 0], float(res.effect[0]), _jackknife(data.design, kernel), data.confidence_level
+        res.boot_effect[:, 0], float(res.effect[0]), kernel.jackknife(data.design), data.confidence_level
     )
     if fallback:
         notes.append(f"percentile interval instead of BCa: {fallback}")
@@ -212,6 +208,12 @@ def _details(data: _Input, res: Any, ci_method: str, **extra: Any) -> dict[str, 
     }
 
 
+def _ratio(cand: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """``cand / base``, with 0 / 0 = 1 (both zero: no change) and x / 0 = inf for x > 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((cand == 0) & (base == 0), 1.0, cand / base)
+
+
 def _scale(values: np.ndarray) -> float:
     finite = np.abs(values[np.isfinite(values)])
     return float(finite.max()) if len(finite) else 1.0
@@ -223,15 +225,15 @@ def _emit(notes: list[str], what: str) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _mean_like(data: _Input, summaries: np.ndarray, statistic: str, extra: dict[str, Any]) -> TwoSampleResult:
+def _mean_like(
+    data: _Input, summaries: np.ndarray, statistic: str, extra: dict[str, Any], test: bool = True
+) -> TwoSampleResult:
     kernel = MeanKernel(summaries)
-    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, scale=_scale(summaries))
-    p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0])
+    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test, scale=_scale(summaries))
+    p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0]) if test else np.nan
     ci, ci_method, notes = _interval(data, kernel, res, bca=True)
-    method = (
-        f"{statistic}; {_permutation_words(data.design, res.exact, data.n_resamples)}; "
-        f"{_bootstrap_words(data.design, ci_method)}"
-    )
+    test_words = f"{_permutation_words(data.design, res.exact, data.n_resamples)}; " if test else ""
+    method = f"{statistic}; {test_words}{_bootstrap_words(data.design, ci_method)}"
     all_notes = data.notes + notes
     return TwoSampleResult(
         float(res.effect[0]),
@@ -333,11 +335,13 @@ def mean_difference(
     confidence_level: float = 0.95,
     n_resamples: int = 9999,
     rng: Any = None,
+    test: bool = True,
 ) -> TwoSampleResult:
     """Difference in means (candidate - baseline) of a continuous metric.
 
     Parameters are those of :func:`rate_difference`, with ``x`` and ``y`` any
-    real numbers. ``details["welch"]`` holds Welch's t-test as a cross-check
+    real numbers; ``test=False`` skips the permutation test (``pvalue`` is
+    NaN) and gives the interval only. ``details["welch"]`` holds Welch's t-test as a cross-check
     (on per-task differences in a paired design, on task means in a
     clustered one), from :func:`scipy.stats.ttest_1samp` /
     :func:`scipy.stats.ttest_ind`.
@@ -365,7 +369,7 @@ def mean_difference(
         else:
             t = sps.ttest_ind(means[d.cand_cells], means[d.base_cells], equal_var=False, alternative=data.alternative)
     welch = {"statistic": float(t.statistic), "pvalue": float(t.pvalue)}
-    return _mean_like(data, means, "difference in means", {"welch": welch})
+    return _mean_like(data, means, "difference in means", {"welch": welch}, test=test)
 
 
 def pass_k_difference(
@@ -487,7 +491,7 @@ def ordinal_superiority(
     res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, scale=1.0)
     p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0])
     ci, ci_method, notes = _interval(data, kernel, res, bca=True)
-    base_share, cand_share = (s[0] for s in kernel.distributions(*data.design.observed()))
+    base_share, cand_share = (s[0] for s in kernel.averages(*data.design.observed()))
     delta = float(res.effect[0])
     method = (
         f"Cliff's delta (= 2 x probability of superiority - 1); "
@@ -530,7 +534,8 @@ def quantile_difference(
     For long-tailed metrics (tokens, dollars, latency, step counts) the mean
     is dragged by a few runs; quantiles say what a typical (p50) and a bad
     (p95) run costs. ``statistic`` is candidate minus baseline for each
-    ``q``; ``ratio`` is candidate / baseline.
+    ``q``; ``ratio`` is candidate / baseline (1 when both are 0, infinite
+    when only the baseline's is 0).
 
     The quantile is the inverse of the empirical distribution function
     (Hyndman & Fan 1996, definition 1, numpy's ``method="inverted_cdf"``),
@@ -540,7 +545,8 @@ def quantile_difference(
     bootstrap intervals, never BCa, whose corrections misbehave on the
     discrete, tie-heavy bootstrap distribution of a sample quantile
     (Efron & Tibshirani 1993, sec. 14.3; tea-tasting avoids it for the same
-    reason). A warning is given when fewer than 20 runs of an arm lie
+    reason); their bounds are values the bootstrap distribution takes (no
+    interpolation between the few values a quantile takes). A warning is given when fewer than 20 runs of an arm lie
     beyond a tail quantile.
 
     Parameters
@@ -580,18 +586,15 @@ def quantile_difference(
     p = pvalues(res.null, res.effect, data.alternative, exact=res.exact) if test else np.full(len(qs), np.nan)
     by_q: list[list[str]] = [[] for _ in qs]
     lows, highs, rlows, rhighs = [], [], [], []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boot_ratio = res.boot_cand / res.boot_base
-        ratio = res.cand / res.base
+    boot_ratio = _ratio(res.boot_cand, res.boot_base)
+    ratio = _ratio(res.cand, res.base)
     for j, qj in enumerate(qs):
-        low, high = percentile_interval(res.boot_effect[:, j], data.confidence_level)
+        low, high = percentile_interval(res.boot_effect[:, j], data.confidence_level, discrete=True)
         lows.append(low)
         highs.append(high)
-        rl, rh = percentile_interval(boot_ratio[:, j], data.confidence_level)
-        if res.base[j] == 0:
-            ratio[j] = np.nan  # no ratio to a zero baseline, and no note: the difference says it all
-        elif not np.isfinite(rl):
-            by_q[j].append(f"no interval for the p{100 * qj:g} ratio: the baseline quantile is 0 in some resamples")
+        rl, rh = percentile_interval(boot_ratio[:, j], data.confidence_level, discrete=True)
+        if np.isinf(ratio[j]):
+            by_q[j].append(f"the p{100 * qj:g} ratio is infinite (the baseline's is 0): judge it by the difference")
         rlows.append(rl)
         rhighs.append(rh)
         beyond = [round(n * (1 - qj), 9) for n in d.n_runs]

@@ -1,0 +1,198 @@
+"""The result of :func:`agentab.compare`: the table, the decision, and their display."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .decide import Decision, format_value
+from .stats import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
+
+__all__ = ["Comparison"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per reported statistic (columns :data:`TABLE_COLUMNS`); the
+        primary metric first.
+    decision : Decision
+        ``decision.verdict`` is "ship", "don't ship" or "inconclusive", with
+        ``reasons``.
+    baseline, candidate : str
+        The arms compared.
+    arms : pandas.DataFrame
+        Per arm: model, harness, runs, tasks.
+    design : dict
+        The design used for the primary metric and the seeds per task.
+    metrics : pandas.DataFrame
+        Every metric's kind, direction and where they came from
+        (declared, score, inferred).
+    levels : pandas.DataFrame
+        Ordinal metrics: each level's share in each arm and the shift.
+    settings : dict
+        alpha, n_resamples, seed, cluster, paired, primary.
+    notes : tuple of str
+        What :func:`compare` decided on the user's behalf (arm roles, missing
+        task column, excluded rows).
+    """
+
+    table: pd.DataFrame
+    decision: Decision
+    baseline: str
+    candidate: str
+    arms: pd.DataFrame
+    design: dict[str, Any]
+    metrics: pd.DataFrame
+    levels: pd.DataFrame
+    settings: dict[str, Any]
+    notes: tuple[str, ...]
+    results: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return self.decision.verdict
+
+    def metric(self, name: str) -> TwoSampleResult:
+        """The scipy-style result of a metric or a table row.
+
+        ``"outcome"``, ``"rubric"``, ``"outcome pass^5"``, ``"tokens mean"``:
+        that test's result. ``"tokens"``: the quantile comparison with arrays
+        over its quantiles; ``"tokens p95"``: the same for p95 alone, with
+        scalar fields. Each has statistic, pvalue, confidence_interval,
+        estimates, method, design and details.
+        """
+        if name in self.results:
+            return self.results[name]
+        metric, _, stat = name.rpartition(" ")
+        result = self.results.get(metric)
+        if isinstance(result, QuantileResult) and stat.startswith("p"):
+            qs = np.atleast_1d(result.q)
+            match = np.flatnonzero(np.isclose(qs * 100, float(stat[1:]))) if stat[1:].replace(".", "", 1).isdigit() else []
+            if len(match):
+                return _one_quantile(result, int(match[0]))
+        raise KeyError(f"no metric {name!r} in this comparison; rows: {', '.join(self.table['metric'])}")
+
+    def __repr__(self) -> str:
+        return f"Comparison({self.candidate!r} vs {self.baseline!r}: {self.verdict}, {len(self.table)} rows)"
+
+    def _header(self) -> list[str]:
+        arms, s = self.arms, self.settings
+
+        def describe(arm: str) -> str:
+            parts = [p for p in (arms.loc[arm, "model"], arms.loc[arm, "harness"]) if p != "-"]
+            return f"{arm} ({' + '.join(parts)})" if parts else arm
+
+        cand, base = describe(self.candidate), describe(self.baseline)
+        design = (
+            f"design: {self.design['label']}; seeds per task {self.design['seeds']}; "
+            f"alpha {s['alpha']:g}; {s['n_resamples']} resamples; seed {s['seed']}"
+        )
+        return [f"agentab comparison: {cand} vs {base}", design]
+
+    def _display_table(self) -> pd.DataFrame:
+        t = self.table
+        shown = pd.DataFrame({"metric": t["metric"], "statistic": t["statistic"]})
+        for col in ("baseline", "candidate", "effect"):
+            shown[col] = [format_value(v, k, signed=col == "effect") for v, k in zip(t[col], t["kind"])]
+        shown["95% CI" if self.settings["alpha"] == 0.05 else "CI"] = [
+            f"[{format_value(lo, k, True)}, {format_value(hi, k, True)}]" if np.isfinite(lo) else "-"
+            for lo, hi, k in zip(t["ci_low"], t["ci_high"], t["kind"])
+        ]
+        shown["ratio"] = [f"{r:.2f}" if np.isfinite(r) else "" for r in t["ratio"]]
+        shown["p"] = [f"{p:.3g}" if np.isfinite(p) else "-" for p in t["p_value"]]
+        shown["p (Holm)"] = [f"{p:.3g}" if np.isfinite(p) else "-" for p in t["p_adjusted"]]
+        shown["assessment"] = t["assessment"]
+        return shown
+
+    def _footnotes(self) -> list[str]:
+        lines = ["effects are candidate minus baseline; rates and means are averages over tasks, each task weighing the same"]
+        if (self.table["kind"].isin(["cost", "count"])).any():
+            lines.append("quantiles: inverse of the empirical CDF (always an observed value), tasks weighted equally")
+        ordinal = self.table.loc[self.table["kind"] == "ordinal", "metric"]
+        if len(ordinal):
+            lines.append(
+                f"{', '.join(ordinal)}: baseline and candidate are mean levels, a descriptive figure; the test and "
+                "interval are on Cliff's delta, which uses only the order of the levels"
+            )
+        return lines
+
+    def _level_lines(self) -> list[str]:
+        lines = []
+        for metric, shares in self.levels.groupby("metric", sort=False):
+            parts = [
+                f"{level}: {b:.1%} -> {c:.1%} ({100 * d:+.1f} pts)"
+                for level, b, c, d in zip(shares["level"], shares["baseline"], shares["candidate"], shares["shift"])
+            ]
+            lines.append(f"{metric} level shares: " + "; ".join(parts))
+        return lines
+
+    def _warning_lines(self) -> list[str]:
+        warned = self.table[self.table["warnings"] != ""]
+        return [f"{m}: {w}" for m, w in zip(warned["metric"], warned["warnings"])]
+
+    def __str__(self) -> str:
+        lines = self._header()
+        lines += ["", str(self.decision).replace("verdict:", "VERDICT:", 1), ""]
+        lines.append(self._display_table().to_string(index=False))
+        lines += [f"({line})" for line in self._footnotes()]
+        if len(self.levels):
+            lines.append("")
+            lines += self._level_lines()
+        if self._warning_lines():
+            lines += ["", "warnings:"] + [f"  {w}" for w in self._warning_lines()]
+        if self.notes:
+            lines.append("")
+            lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        def items(texts: list[str] | tuple[str, ...]) -> str:
+            return "".join(f"<li>{html.escape(t)}</li>" for t in texts)
+
+        head = "".join(f"<div>{html.escape(line)}</div>" for line in self._header())
+        colour = {"ship": "#1b7837", "don't ship": "#b2182b"}.get(self.verdict, "#595959")
+        parts = [
+            f"<div>{head}<h3 style='color:{colour}'>Verdict: {html.escape(self.verdict)}</h3>",
+            f"<ul>{items(self.decision.reasons)}</ul>",
+        ]
+        if self.decision.explanations:
+            parts.append(
+                "<details><summary>What changed (explains, does not decide)</summary>"
+                f"<ul>{items(self.decision.explanations)}</ul></details>"
+            )
+        parts.append(self._display_table().to_html(index=False, escape=True, border=0))
+        parts.append(f"<div style='font-size:smaller'>{'<br>'.join(html.escape(f) for f in self._footnotes())}</div>")
+        if len(self.levels):
+            parts.append(f"<p>{'<br>'.join(html.escape(line) for line in self._level_lines())}</p>")
+        if self._warning_lines() or self.notes:
+            parts.append(f"<details><summary>Warnings and notes</summary><ul>{items(self._warning_lines() + list(self.notes))}</ul></details>")
+        parts.append("</div>")
+        return "".join(parts)
+
+
+def _one_quantile(result: QuantileResult, j: int) -> QuantileResult:
+    """The part of a quantile comparison that concerns its ``j``-th quantile, as scalars."""
+    pick = lambda v: float(np.atleast_1d(v)[j])
+    ci, ri = result.confidence_interval, result.ratio_interval
+    notes = (*result.details.get("notes", ()), *result.details.get("notes_by_q", ((),) * (j + 1))[j])
+    return dataclasses.replace(
+        result,
+        statistic=pick(result.statistic),
+        pvalue=pick(result.pvalue),
+        confidence_interval=ConfidenceInterval(pick(ci.low), pick(ci.high)),
+        estimates=Estimates(pick(result.estimates.baseline), pick(result.estimates.candidate)),
+        warnings=tuple(notes),
+        q=pick(result.q),
+        ratio=pick(result.ratio),
+        ratio_interval=ConfidenceInterval(pick(ri.low), pick(ri.high)),
+    )
