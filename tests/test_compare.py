@@ -353,3 +353,109 @@ def test_tiny_and_tied_data_do_not_crash():
     assert row["p_value"] == 1.0 and row["ci_low"] == row["ci_high"] == 0.0
     assert "percentile interval instead of BCa" in row["warnings"]
     assert result.verdict == "inconclusive"
+
+
+# --------------------------------------------------------------------------- #
+# Inputs people actually have
+# --------------------------------------------------------------------------- #
+def test_every_numeric_column_is_compared_when_metrics_are_omitted():
+    data = synthetic(n_tasks=20, seeds=3, seed=12).drop(columns=["rubric", "score", "run_id"])
+    data["latency_ms"] = np.where(data["arm"] == "candidate", 3.0, 1.0) * 1000 * (1 + np.arange(len(data)) % 5)
+    data["quality"] = np.linspace(0, 1, len(data))
+    result = compare(data, n_resamples=B, seed=0)
+    kinds = result.metrics
+    # `outcome` and `tokens` are names agentab.score records: their kinds and directions are known
+    assert kinds.loc["outcome", "source"] == "score" and kinds.loc["tokens", "kind"] == "cost"
+    # the others are inferred, without a direction, and the result says so
+    assert kinds.loc["latency_ms", "source"] == "inferred" and kinds.loc["latency_ms", "direction"] == "neither"
+    assert kinds.loc["quality", "kind"] == "continuous"
+    assert any("latency_ms=count" in n for n in result.notes)
+    assert result.table.set_index("metric").loc["latency_ms p50", "assessment"] == "changed"
+
+
+def test_natural_pandas_types():
+    data = synthetic(n_tasks=20, seeds=3, seed=13)
+    labels = pd.Categorical.from_codes(data["rubric"], ["poor", "fair", "good", "great"], ordered=True)
+    as_codes = compare(data, metrics={"outcome": "binary", "rubric": "ordinal"}, n_resamples=B, seed=0)
+    as_labels = compare(data.assign(rubric=labels), metrics={"outcome": "binary", "rubric": "ordinal"}, n_resamples=B, seed=0)
+    cols = ["effect", "ci_low", "ci_high", "p_value"]
+    pd.testing.assert_frame_equal(as_codes.table[cols], as_labels.table[cols])
+    assert list(as_labels.levels["level"]) == ["poor", "fair", "good", "great"]
+    unordered = data.assign(rubric=pd.Categorical(labels, ordered=False))
+    with pytest.raises(CompareError, match="unordered categories"):
+        compare(unordered, metrics={"outcome": "binary", "rubric": "ordinal"}, n_resamples=B, seed=0)
+    # booleans read from JSON/CSV: object dtype with None
+    objects = data.assign(outcome=pd.Series([bool(v) if i % 7 else None for i, v in enumerate(data["outcome"])], dtype=object))
+    result = compare(objects, metrics={"outcome": "binary"}, n_resamples=B, seed=0)
+    assert "missing values excluded" in result.table.iloc[0]["warnings"]
+    bad = data.assign(outcome=data["outcome"].astype(object).where(data.index != 3, "yes"))
+    with pytest.raises(CompareError, match="1 non-numeric value\\(s\\), e.g. 'yes'"):
+        compare(bad, metrics={"outcome": "binary"}, n_resamples=B, seed=0)
+    # a column whose name ends like a quantile is still a column
+    spaced = data.rename(columns={"outcome": "task passed"})
+    assert compare(spaced, metrics={"task passed": "binary"}, primary="task passed", n_resamples=B, seed=0).table.iloc[0]["metric"] == "task passed"
+
+
+def test_seed_may_be_a_generator():
+    data = synthetic(n_tasks=10, seeds=2)
+    one = compare(data, metrics=KINDS, n_resamples=B, seed=np.random.default_rng(5))
+    two = compare(data, metrics=KINDS, n_resamples=B, seed=np.random.default_rng(5))
+    pd.testing.assert_frame_equal(one.table, two.table)
+    with pytest.raises(CompareError, match="`seed` must be None, a non-negative integer"):
+        compare(data, metrics=KINDS, n_resamples=B, seed="zero")
+
+
+def test_rows_as_results_and_primaries():
+    data = synthetic(n_tasks=30, seeds=3, seed=14)
+    result = compare(data, metrics=KINDS, guardrails={"tokens": "p95.0 <= +50%", "score": "mean >= -0.5"}, n_resamples=B, seed=0)
+    p95 = result.metric("tokens p95")
+    row = result.table.set_index("metric").loc["tokens p95"]
+    assert isinstance(p95.statistic, float) and p95.statistic == row["effect"] and p95.q == 0.95
+    assert p95.ratio_interval.low == row["ratio_low"]
+    assert isinstance(result.metric("tokens").statistic, np.ndarray)
+    assert [str(c.guardrail) for c in result.decision.guardrails] == ["tokens p95 <= +50%", "score mean >= -0.5"]
+    cost_mean = compare(data, metrics=KINDS, guardrails={"tokens": "mean <= +100"}, n_resamples=B, seed=0)
+    assert cost_mean.decision.guardrails[0].guardrail.row == "tokens mean"
+    with pytest.raises(CompareError, match="the mean of a cost or count metric is descriptive only"):
+        compare(data, metrics=KINDS, primary="tokens mean", n_resamples=B, seed=0)
+    with pytest.raises(CompareError, match="quantiles apply to cost and count metrics"):
+        compare(data, metrics=KINDS, primary="score p50", n_resamples=B, seed=0)
+
+
+def test_constant_metrics_leave_the_holm_family():
+    data = synthetic(n_tasks=20, seeds=3, seed=15).assign(forbidden=0)
+    with_constant = compare(data, metrics={**KINDS, "forbidden": "count"}, n_resamples=B, seed=0)
+    without = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    a = with_constant.table.set_index("metric")
+    b = without.table.set_index("metric")
+    pd.testing.assert_series_equal(a.loc[b.index, "p_adjusted"], b["p_adjusted"])
+    assert a.loc["forbidden p50", "p_value"] == 1.0
+    assert "left out of the Holm family" in a.loc["forbidden p50", "warnings"]
+
+
+def test_pass_k_for_binary_metrics_without_a_failure_direction():
+    data = synthetic(n_tasks=12, seeds=3, seed=16)
+    result = compare(data, metrics={"outcome": ("binary", "neither"), "rubric": "ordinal"}, primary="rubric", n_resamples=B, seed=0)
+    assert "outcome pass^3" in set(result.table["metric"])
+    failure = compare(data, metrics={"outcome": ("binary", "lower"), "rubric": "ordinal"}, primary="rubric", n_resamples=B, seed=0)
+    assert "outcome pass^3" not in set(failure.table["metric"])
+
+
+def test_relative_guardrail_on_a_zero_baseline_says_why():
+    data = synthetic(n_tasks=30, seeds=3, seed=17)
+    data["errors"] = np.where(data["arm"] == "candidate", 1 + np.arange(len(data)) % 3, 0)
+    result = compare(data, metrics={**KINDS, "errors": "count"}, guardrails={"errors": "p50 <= +10%"}, n_resamples=B, seed=0)
+    check = result.decision.guardrails[0]
+    assert check.status == "breached" and np.isinf(check.estimate)
+    assert "an absolute margin suits this metric better" in str(check)
+    assert result.verdict == "don't ship"
+
+
+def test_display_shows_levels_warnings_and_notes():
+    data = synthetic(n_tasks=12, seeds=2, seed=18).drop(columns="task_id")
+    result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    html = result._repr_html_()
+    assert "rubric level shares" in html and "no task_id column" in html
+    text = str(result)
+    assert "rubric level shares: 0:" in text and "note: no task_id column" in text
+    assert "agentab comparison: candidate vs baseline" in text  # no model/harness columns: just the arm names
