@@ -166,7 +166,12 @@ import numpy as np
 from scipy import stats as sps
 
 from agentab.errors import StatsWarning
-from agentab.stats import mean_difference, ordinal_superiority, quantile_difference, rate_difference
+from agentab.stats import (
+    mean_difference,
+    ordinal_superiority,
+    quantile_difference,
+    rate_difference,
+)
 
 ALPHA = 0.05
 LEVEL = 0.95

@@ -21,7 +21,12 @@ import pytest
 from scipy import stats as sps
 
 from agentab.errors import StatsWarning
-from agentab.stats import mean_difference, ordinal_superiority, quantile_difference, rate_difference
+from agentab.stats import (
+    mean_difference,
+    ordinal_superiority,
+    quantile_difference,
+    rate_difference,
+)
 
 ALPHA = 0.05
 N_TASKS = 30
