@@ -885,6 +885,7 @@ def test_pvalues_are_in_the_unit_interval_and_never_zero(sample, name, alternati
     assert np.all(lo <= hi)
 
 
+@pytest.mark.filterwarnings("ignore:ordinal comparison. percentile interval instead of BCa")
 def test_monte_carlo_pvalue_of_a_huge_effect_is_one_over_b_plus_one():
     x, y = np.arange(20.0), np.arange(100.0, 120.0)
     for fn in (mean_difference, ordinal_superiority):

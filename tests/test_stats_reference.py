@@ -13,7 +13,7 @@ from agentab.stats import ordinal_superiority
 REFERENCE = Path(__file__).parent / "reference"
 
 
-@pytest.mark.parametrize("case", pd.read_csv(REFERENCE / "ordinal_exact_coin.csv").itertuples(), ids=lambda c: f"case{c.case}")
+@pytest.mark.parametrize("case", list(pd.read_csv(REFERENCE / "ordinal_exact_coin.csv").itertuples()), ids=lambda c: f"case{c.case}")
 def test_ordinal_exact_pvalues_match_coin(case):
     """Exact conditional Wilcoxon-Mann-Whitney with ties (coin::wilcox_test, distribution = "exact")."""
     x = np.array(case.x.split(), dtype=float)
