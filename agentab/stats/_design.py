@@ -27,6 +27,7 @@ averages over tasks.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from itertools import combinations
 
 import numpy as np
 
-__all__ = ["Design", "make_design", "DESIGNS"]
+__all__ = ["Design", "CountDesign", "count_design", "make_design", "DESIGNS"]
 
 #: The designs a comparison can use.
 DESIGNS = ("paired", "clustered", "independent")
@@ -209,6 +210,91 @@ class Design:
         w_cand[:, cells] = w_cand_units
         w_base[:, cells] = 1.0 - w_cand_units
         return w_base, w_cand
+
+
+@dataclass(frozen=True)
+class CountDesign(Design):
+    """Independent runs of a metric with few distinct values: the cells are the values.
+
+    With ``k`` distinct values an arm is fully described by its count vector,
+    so a permutation of arm labels is a multivariate hypergeometric draw of
+    the candidate's counts from the pooled counts, and a bootstrap resample a
+    multinomial draw per arm: each resample costs O(k), whatever the number
+    of runs. Each run's ``cell`` is the index of its value among the pooled
+    distinct values (``levels``).
+    """
+
+    base_counts: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    cand_counts: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.base_counts)
+
+    @property
+    def n_units(self) -> tuple[int, int]:
+        return self.n_runs
+
+    def observed(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.base_counts[None, :].astype(float), self.cand_counts[None, :].astype(float)
+
+    def n_permutations(self, limit: int) -> int | None:
+        return None  # the count design is only chosen when there are far more permutations than resamples
+
+    def batch_size(self) -> int:
+        return max(1, BATCH_CELLS // (4 * max(self.n_cells, 1)))
+
+    def permutations(
+        self, n_resamples: int, rng: np.random.Generator, *, exact: bool
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        pool = (self.base_counts + self.cand_counts).astype(np.int64)
+        batch = self.batch_size()
+        for start in range(0, n_resamples, batch):
+            size = min(batch, n_resamples - start)
+            cand = rng.multivariate_hypergeometric(pool, int(self.n_runs[1]), size=size).astype(float)
+            yield pool[None, :] - cand, cand
+
+    def bootstrap(self, n_resamples: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        p_base = self.base_counts / self.n_runs[0]
+        p_cand = self.cand_counts / self.n_runs[1]
+        # One stream per arm, so that the draws do not depend on where batches start.
+        rng_base, rng_cand = (np.random.default_rng(seed) for seed in rng.integers(2**63, size=2))
+        batch = self.batch_size()
+        for start in range(0, n_resamples, batch):
+            size = min(batch, n_resamples - start)
+            base = rng_base.multinomial(int(self.n_runs[0]), p_base, size=size).astype(float)
+            cand = rng_cand.multinomial(int(self.n_runs[1]), p_cand, size=size).astype(float)
+            yield base, cand
+
+
+#: Largest number of distinct values for which runs are resampled as counts.
+COUNT_LEVELS = 64
+#: Fewest permutations (as a log) for which the count design replaces exact enumeration.
+_LOG_MANY = math.log(10**6)
+
+
+def count_design(values: np.ndarray, n_base: int, n_cand: int) -> CountDesign | None:
+    """The count design for independent runs, if the values are few and the runs many."""
+    levels, codes = np.unique(values, return_inverse=True)
+    n = n_base + n_cand
+    many = math.lgamma(n + 1) - math.lgamma(n_base + 1) - math.lgamma(n_cand + 1) > _LOG_MANY
+    if len(levels) > COUNT_LEVELS or not many or 4 * len(levels) > n:
+        return None
+    codes = codes.reshape(-1)
+    k = len(levels)
+    base_counts = np.bincount(codes[:n_base], minlength=k)
+    cand_counts = np.bincount(codes[n_base:], minlength=k)
+    pool = base_counts + cand_counts
+    return CountDesign(
+        "independent",
+        codes,
+        (n_base, n_cand),
+        np.arange(n_base),
+        np.arange(n_base, n),
+        1.0 / pool[codes],
+        base_counts=base_counts,
+        cand_counts=cand_counts,
+    )
 
 
 def _counts(u: np.ndarray, n: int) -> np.ndarray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._design import Design
+from ._design import CountDesign, Design
 
 __all__ = ["MeanKernel", "OrdinalKernel", "QuantileKernel", "cell_means", "pass_hat_k"]
 
@@ -76,27 +76,48 @@ class _ArmAverage:
     def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.summarise(*self.averages(w_base, w_cand))
 
-    def jackknife(self, design: Design) -> list[np.ndarray]:
-        """Effects with one unit left out, one array per jackknifed sample.
+    def jackknife(self, design: Design) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Effects with one unit left out, with multiplicities; one pair per jackknifed sample.
 
         Paired: one sample (a task left out of both arms). Otherwise two,
         baseline units then candidate units, as ``scipy.stats.bootstrap``
         does for several samples. A sample with one unit has no jackknife.
+        In a :class:`~agentab.stats._design.CountDesign` the runs with the
+        same value give the same jackknife value, computed once and weighted
+        by their count.
         """
+        if isinstance(design, CountDesign):
+            return self._count_jackknife(design)
+        ones = lambda v: (v, np.ones(len(v)))  # noqa: E731
         base, cand = self.values[design.base_cells], self.values[design.cand_cells]
 
         def leave_one_out(v: np.ndarray) -> np.ndarray:
             return (v.sum(axis=0) - v) / (len(v) - 1)
 
         if design.kind == "paired":
-            return [self.summarise(leave_one_out(base), leave_one_out(cand))[2][:, 0]] if len(base) > 1 else []
+            return [ones(self.summarise(leave_one_out(base), leave_one_out(cand))[2][:, 0])] if len(base) > 1 else []
         groups = []
         if len(base) > 1:
             fixed = np.broadcast_to(cand.mean(axis=0), (len(base), cand.shape[1]))
-            groups.append(self.summarise(leave_one_out(base), fixed)[2][:, 0])
+            groups.append(ones(self.summarise(leave_one_out(base), fixed)[2][:, 0]))
         if len(cand) > 1:
             fixed = np.broadcast_to(base.mean(axis=0), (len(cand), base.shape[1]))
-            groups.append(self.summarise(fixed, leave_one_out(cand))[2][:, 0])
+            groups.append(ones(self.summarise(fixed, leave_one_out(cand))[2][:, 0]))
+        return groups
+
+    def _count_jackknife(self, design: CountDesign) -> list[tuple[np.ndarray, np.ndarray]]:
+        counts = (design.base_counts.astype(float), design.cand_counts.astype(float))
+        totals = [c @ self.values for c in counts]
+        groups = []
+        for arm in (0, 1):
+            n = counts[arm].sum()
+            present = np.flatnonzero(counts[arm])
+            if n < 2:
+                continue
+            left = (totals[arm][None, :] - self.values[present]) / (n - 1)
+            other = np.broadcast_to(totals[1 - arm] / counts[1 - arm].sum(), left.shape)
+            effect = self.summarise(left, other)[2][:, 0] if arm == 0 else self.summarise(other, left)[2][:, 0]
+            groups.append((effect, counts[arm][present]))
         return groups
 
 

@@ -149,7 +149,7 @@ def percentile_interval(boot: np.ndarray, confidence_level: float, *, discrete: 
 def bca_interval(
     boot: np.ndarray,
     observed: float,
-    jackknife: list[np.ndarray],
+    jackknife: list[tuple[np.ndarray, np.ndarray]],
     confidence_level: float,
 ) -> tuple[tuple[float, float], str | None]:
     """BCa interval, or the percentile interval and the reason BCa is undefined.
@@ -160,8 +160,9 @@ def bca_interval(
         Bootstrap distribution of the statistic.
     observed : float
         The statistic on the data.
-    jackknife : list of arrays
-        Leave-one-unit-out values of the statistic, one array per sample.
+    jackknife : list of (values, weights)
+        Leave-one-unit-out values of the statistic, one pair per sample;
+        ``weights`` count the units that give each value.
     confidence_level : float
 
     Returns
@@ -182,11 +183,11 @@ def bca_interval(
         )
     z0 = ndtri(share)
     nums = dens = 0.0
-    for theta in jackknife:
-        n = len(theta)
-        u = (n - 1) * (theta.mean() - theta)
-        nums += np.sum(u**3) / n**3
-        dens += np.sum(u**2) / n**2
+    for theta, weight in jackknife:
+        n = weight.sum()
+        u = (n - 1) * (np.dot(weight, theta) / n - theta)
+        nums += np.dot(weight, u**3) / n**3
+        dens += np.dot(weight, u**2) / n**2
     if not jackknife:
         return percentile_interval(boot, confidence_level), "too few units to jackknife (acceleration undefined)"
     if not dens > 0:

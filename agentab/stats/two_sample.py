@@ -23,6 +23,7 @@ tasks. With equal seeds per task it is the plain difference.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +32,10 @@ import numpy as np
 from scipy import stats as sps
 
 from ..errors import StatsWarning
-from ._design import Design, make_design
+from ._design import BATCH_CELLS, CountDesign, Design, count_design, make_design
 from ._kernels import MeanKernel, OrdinalKernel, QuantileKernel, cell_means, pass_hat_k
-from ._resampling import bca_interval, percentile_interval, pvalues, resample
+from ._quantiles import bootstrap_order_statistics, permuted_order_statistics, rank_of
+from ._resampling import Resampled, _snap, bca_interval, percentile_interval, pvalues, resample
 from ._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 
 __all__ = ["rate_difference", "mean_difference", "ordinal_superiority", "quantile_difference", "pass_k_difference"]
@@ -131,7 +133,9 @@ def _two_sample_iv(
                 f"({design.dropped_runs[0]} runs), {design.dropped_units[1]} candidate ({design.dropped_runs[1]} runs)"
             )
     else:
-        design, _, _ = make_design(len(xv), len(yv), None, None, paired)
+        design = count_design(np.concatenate([xv, yv]), len(xv), len(yv))
+        if design is None:
+            design, _, _ = make_design(len(xv), len(yv), None, None, paired)
     if min(design.n_units) < 2:
         notes.append(
             f"only {min(design.n_units)} {'task' if design.kind != 'independent' else 'run'} in an arm: "
@@ -206,6 +210,60 @@ def _details(data: _Input, res: Any, ci_method: str, **extra: Any) -> dict[str, 
         "dropped_runs": d.dropped_runs,
         **extra,
     }
+
+
+def _welch_from_counts(levels: np.ndarray, base: np.ndarray, cand: np.ndarray, alternative: str) -> Any:
+    """Welch's t-test from value counts (scipy.stats.ttest_ind_from_stats)."""
+
+    def moments(counts: np.ndarray) -> tuple[float, float, float]:
+        n = counts.sum()
+        mean = counts @ levels / n
+        var = counts @ (levels - mean) ** 2 / (n - 1) if n > 1 else np.nan
+        return mean, np.sqrt(var), n
+
+    (mb, sb, nb), (mc, sc, nc) = moments(base), moments(cand)
+    return sps.ttest_ind_from_stats(mc, sc, nc, mb, sb, nb, equal_var=False, alternative=alternative)
+
+
+#: From this many runs (no task ids) quantiles are resampled from their exact distributions.
+EXACT_QUANTILE_RUNS = 2000
+
+
+def _independent_quantiles(data: _Input, qs: np.ndarray, test: bool) -> Resampled:
+    """Observed, permutation and bootstrap quantiles of independent runs without touching every run per resample.
+
+    See :mod:`agentab.stats._quantiles`: the bootstrap draws each arm's order
+    statistic from its exact distribution; the permutation locates each arm's
+    order statistic in the pooled sample through block counts. Same
+    distributions as the generic path, O(log n) and O(sqrt n) per resample.
+    """
+    n_base, n_cand = data.design.n_runs
+    base = np.sort(data.values[:n_base])
+    cand = np.sort(data.values[n_base:])
+    rb = np.array([rank_of(n_base, q) for q in qs])
+    rc = np.array([rank_of(n_cand, q) for q in qs])
+    effect = cand[rc - 1] - base[rb - 1]
+    null = None
+    if test:
+        pooled = np.sort(data.values)
+        streams = [np.random.default_rng(s) for s in data.rng.integers(2**63, size=1 + 2 * len(qs))]
+        width = int(math.sqrt(len(pooled))) + 1
+        batch = max(1, BATCH_CELLS // (4 * width))
+        parts = []
+        for start in range(0, data.n_resamples, batch):
+            size = min(batch, data.n_resamples - start)
+            pb, pc = permuted_order_statistics(len(pooled), n_cand, rb, rc, size, streams)
+            parts.append(pooled[pc] - pooled[pb])
+        null = np.concatenate(parts)
+    rng_base, rng_cand = (np.random.default_rng(s) for s in data.rng.integers(2**63, size=2))
+    boot_base = np.stack([base[bootstrap_order_statistics(n_base, r, data.n_resamples, rng_base)] for r in rb], axis=1)
+    boot_cand = np.stack([cand[bootstrap_order_statistics(n_cand, r, data.n_resamples, rng_cand)] for r in rc], axis=1)
+    tol = 1e-10 * _scale(data.values)
+    snap = lambda v: _snap(_snap(v, 0.0, tol), effect, tol)  # noqa: E731
+    return Resampled(
+        base[rb - 1], cand[rc - 1], effect, None if null is None else snap(null), False, boot_base, boot_cand,
+        snap(boot_cand - boot_base),
+    )
 
 
 def _ratio(cand: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -366,6 +424,8 @@ def mean_difference(
         warnings.simplefilter("ignore", RuntimeWarning)
         if d.kind == "paired":
             t = sps.ttest_1samp(means[d.cand_cells] - means[d.base_cells], 0.0, alternative=data.alternative)
+        elif isinstance(d, CountDesign):
+            t = _welch_from_counts(means, d.base_counts, d.cand_counts, data.alternative)
         else:
             t = sps.ttest_ind(means[d.cand_cells], means[d.base_cells], equal_var=False, alternative=data.alternative)
     welch = {"statistic": float(t.statistic), "pvalue": float(t.pvalue)}
@@ -581,8 +641,11 @@ def quantile_difference(
         raise ValueError(f"`q` must be probabilities strictly between 0 and 1, got {q!r}")
     data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
     d = data.design
-    kernel = QuantileKernel(data.values, d, qs)
-    res = resample(d, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test, scale=_scale(data.values))
+    if d.kind == "independent" and not isinstance(d, CountDesign) and sum(d.n_runs) >= EXACT_QUANTILE_RUNS:
+        res = _independent_quantiles(data, qs, test)
+    else:
+        kernel = QuantileKernel(data.values, d, qs)
+        res = resample(d, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test, scale=_scale(data.values))
     p = pvalues(res.null, res.effect, data.alternative, exact=res.exact) if test else np.full(len(qs), np.nan)
     by_q: list[list[str]] = [[] for _ in qs]
     lows, highs, rlows, rhighs = [], [], [], []
