@@ -415,7 +415,10 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
             stat = f"p{100 * q:g}"
             name = f"{metric.name} {stat}"
             rows.append(_row(metric, stat, res, "primary" if name == inp.primary else "secondary", j=j, name=name))
-        mean = stats.mean_difference(x, y, rng=_rng(inp.seed, f"{metric.name} mean"), test=False, **kw)
+        if any(g.row == f"{metric.name} mean" for g in inp.guardrails):  # a guardrail is judged on the interval
+            mean = stats.mean_difference(x, y, rng=_rng(inp.seed, f"{metric.name} mean"), test=False, **kw)
+        else:
+            mean = stats.mean_estimates(x, y, **{k: v for k, v in kw.items() if k in ("x_strata", "y_strata", "paired")})
         row = _row(metric, "mean", mean, "descriptive", name=f"{metric.name} mean")
         row["warnings"] = "; ".join(w for w in (_tail_note(np.r_[x, y]), row["warnings"]) if w)
         rows.append(row)

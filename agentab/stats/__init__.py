@@ -8,13 +8,15 @@ candidate values (``x``, ``y``) and, optionally, the task of every run
 - :func:`pass_k_difference` -- pass^k, all of k seeds of a task succeed;
 - :func:`ordinal_superiority` -- ordinal metrics (Cliff's delta / probability of superiority);
 - :func:`quantile_difference` -- long-tailed cost and counts (p50, p95, differences and ratios);
-- :func:`mean_difference` -- continuous metrics.
+- :func:`mean_difference` -- continuous metrics;
+- :func:`mean_estimates` -- task-averaged means without resampling (descriptive).
 """
 
 from ._kernels import pass_hat_k
 from ._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 from .two_sample import (
     mean_difference,
+    mean_estimates,
     ordinal_superiority,
     pass_k_difference,
     quantile_difference,
@@ -27,6 +29,7 @@ __all__ = [
     "ordinal_superiority",
     "quantile_difference",
     "mean_difference",
+    "mean_estimates",
     "pass_hat_k",
     "TwoSampleResult",
     "QuantileResult",

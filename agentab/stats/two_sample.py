@@ -38,7 +38,7 @@ from ._quantiles import bootstrap_order_statistics, permuted_order_statistics, r
 from ._resampling import Resampled, _snap, bca_interval, percentile_interval, pvalues, resample
 from ._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 
-__all__ = ["rate_difference", "mean_difference", "ordinal_superiority", "quantile_difference", "pass_k_difference"]
+__all__ = ["rate_difference", "mean_difference", "mean_estimates", "ordinal_superiority", "quantile_difference", "pass_k_difference"]
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 #: Below this many runs beyond a tail quantile, the quantile is fragile.
@@ -430,6 +430,53 @@ def mean_difference(
             t = sps.ttest_ind(means[d.cand_cells], means[d.base_cells], equal_var=False, alternative=data.alternative)
     welch = {"statistic": float(t.statistic), "pvalue": float(t.pvalue)}
     return _mean_like(data, means, "difference in means", {"welch": welch}, test=test)
+
+
+def mean_estimates(
+    x: Any,
+    y: Any,
+    *,
+    x_strata: Any = None,
+    y_strata: Any = None,
+    paired: bool | str = "auto",
+) -> TwoSampleResult:
+    """Task-averaged means of each arm and their difference, without resampling.
+
+    A descriptive figure (for the mean of a long-tailed metric, which its
+    tail drags): the same estimand and design handling as
+    :func:`mean_difference`, but ``pvalue`` and the interval are NaN, and it
+    costs one pass over the data.
+
+    Examples
+    --------
+    >>> from agentab.stats import mean_estimates
+    >>> res = mean_estimates([1.0, 2.0, 3.0], [2.0, 4.0], x_strata=["a", "a", "b"], y_strata=["a", "b"])
+    >>> res.estimates, res.statistic  # task a: 1.5 -> 2, task b: 3 -> 4
+    (Estimates(baseline=2.25, candidate=3.0), 0.75)
+    """
+    data = _two_sample_iv(x, y, x_strata, y_strata, paired, "two-sided", 0.95, 1, None)
+    kernel = MeanKernel(cell_means(data.values, data.design))
+    base, cand, effect = (float(v[0, 0]) for v in kernel(*data.design.observed()))
+    nan = float("nan")
+    details = {
+        "design_kind": data.design.kind,
+        "n_runs": data.design.n_runs,
+        "n_units": data.design.n_units,
+        "excluded": data.excluded,
+        "dropped_tasks": data.design.dropped_units,
+        "dropped_runs": data.design.dropped_runs,
+    }
+    notes = [n for n in data.notes if "smallest attainable p-value" not in n]
+    return TwoSampleResult(
+        effect,
+        nan,
+        ConfidenceInterval(nan, nan),
+        Estimates(base, cand),
+        "difference in task-averaged means (descriptive; no test, no interval)",
+        data.design.label,
+        details,
+        _emit(notes, "means"),
+    )
 
 
 def pass_k_difference(
