@@ -599,7 +599,7 @@ def compare(
     ...                          guardrails={"tokens": "p95 <= +10%"}, n_resamples=999, seed=0)
     >>> print(result.decision)
     verdict: inconclusive
-      - primary metric: no significant difference at alpha = 0.05: outcome (rate): 52.2% -> 62.2% (+10.0%, 95% CI +0.0% to +21.1%), p = 0.124
+      - primary metric: no significant difference at alpha = 0.05: outcome (rate): 52.2% -> 62.2% (+10.0%, 95% CI +0.0% to +20.0%), p = 0.108
       - guardrail tokens p95 <= +10%: unresolved (ratio 0.8822, CI 0.5215 to 1.18; bound 1.1)
     >>> result.table[["metric", "statistic", "design"]].head(3)
                metric      statistic                     design

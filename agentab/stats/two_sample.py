@@ -23,6 +23,7 @@ tasks. With equal seeds per task it is the plain difference.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -287,10 +288,23 @@ def _mean_like(
     data: _Input, summaries: np.ndarray, statistic: str, extra: dict[str, Any], test: bool = True
 ) -> TwoSampleResult:
     kernel = MeanKernel(summaries)
-    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test, scale=_scale(summaries))
-    p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0]) if test else np.nan
+    integer = _integer_task_differences(data, summaries) if test else None
+    use_dp = integer is not None and data.design.n_permutations(limit=data.n_resamples) is None
+    res = resample(
+        data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test and not use_dp, scale=_scale(summaries)
+    )
+    if use_dp:
+        p = _sign_flip_exact_pvalue(integer, data.alternative)
+        res = dataclasses.replace(res, exact=True)
+        extra = {**extra, "n_permutations": 2 ** len(integer)}
+        test_words = (
+            f"permutation test (sign flips of per-task differences; exact, all 2^{len(integer)} by dynamic "
+            "programming over integer task sums); "
+        )
+    else:
+        p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0]) if test else np.nan
+        test_words = f"{_permutation_words(data.design, res.exact, data.n_resamples)}; " if test else ""
     ci, ci_method, notes = _interval(data, kernel, res, bca=True)
-    test_words = f"{_permutation_words(data.design, res.exact, data.n_resamples)}; " if test else ""
     method = f"{statistic}; {test_words}{_bootstrap_words(data.design, ci_method)}"
     all_notes = data.notes + notes
     return TwoSampleResult(
@@ -303,6 +317,52 @@ def _mean_like(
         _details(data, res, ci_method, **extra),
         _emit(all_notes, statistic),
     )
+
+
+#: Largest sum of |task differences| for the exact dynamic programme (its support is twice that).
+MAX_DP_SUPPORT = 200_000
+
+
+def _integer_task_differences(data: _Input, summaries: np.ndarray) -> np.ndarray | None:
+    """Per-task differences of the statistic's cell summaries, scaled by the runs per cell, when
+    they are integers (run sums of 0/1 or integer values) and every cell has the same number of
+    runs: the sign-flip statistic is then their signed sum."""
+    d = data.design
+    if d.kind != "paired":
+        return None
+    sizes = np.bincount(d.cell, minlength=d.n_cells)
+    if not (sizes == sizes[0]).all():
+        return None
+    diff = (summaries[d.cand_cells] - summaries[d.base_cells]) * sizes[0]
+    rounded = np.round(diff)
+    if not np.allclose(diff, rounded, rtol=0, atol=1e-9) or np.abs(rounded).sum() > MAX_DP_SUPPORT:
+        return None
+    return rounded.astype(np.int64)
+
+
+def _sign_flip_exact_pvalue(diff: np.ndarray, alternative: str) -> float:
+    """Exact sign-flip p-value of ``sum(diff)`` by convolution over tasks.
+
+    Under the null each task's difference enters with sign +1 or -1 with
+    probability 1/2, independently; the distribution of the signed sum of
+    integers is built task by task on the integer grid (Pesarin & Salmaso
+    2010, *Permutation Tests for Complex Data*, sec. 2.6, on the
+    dynamic-programming form of the paired permutation test).
+    """
+    size = np.abs(diff)
+    total = int(size.sum())
+    probs = np.zeros(2 * total + 1)
+    probs[total] = 1.0
+    for step in size[size > 0]:
+        shifted = np.zeros_like(probs)
+        shifted[step:] += probs[:-step]
+        shifted[:-step] += probs[step:]
+        probs = 0.5 * shifted
+    observed = int(diff.sum()) + total
+    greater = probs[observed:].sum()
+    less = probs[: observed + 1].sum()
+    p = {"greater": greater, "less": less}.get(alternative, min(1.0, 2.0 * min(greater, less)))
+    return float(min(1.0, max(p, np.finfo(float).tiny)))
 
 
 # --------------------------------------------------------------------------- #
