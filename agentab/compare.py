@@ -71,7 +71,10 @@ class _Metric:
 # --------------------------------------------------------------------------- #
 @dataclass(frozen=True)
 class _CompareInput:
-    base: pd.DataFrame
+    data: pd.DataFrame
+    base_rows: np.ndarray  # bool per row of `data`
+    cand_rows: np.ndarray
+    base: pd.DataFrame  # the task, model and harness columns of each arm's runs
     cand: pd.DataFrame
     baseline: str
     candidate: str
@@ -94,7 +97,7 @@ def _resolve_arms(data: pd.DataFrame, arm: str, baseline: Any, candidate: Any, n
     labels = data[arm]
     if labels.isna().any():
         raise CompareError(f"column {arm!r} has {int(labels.isna().sum())} rows without an arm")
-    present = [str(a) for a in pd.unique(labels.astype(str))]
+    present = list(dict.fromkeys(str(a) for a in pd.unique(labels)))
     for name, value in (("baseline", baseline), ("candidate", candidate)):
         if value is not None and str(value) not in present:
             raise CompareError(f"{name} arm {value!r} not in column {arm!r} (arms: {', '.join(present)})")
@@ -258,13 +261,22 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
     if spec.kind not in ("cost", "count") and primary_q is not None:
         raise CompareError(f"primary {primary!r}: quantiles apply to cost and count metrics; {spec.name!r} is {spec.kind}")
     primary = spec.name if primary_q is None else f"{spec.name} p{100 * primary_q:g}"
-    other = ~data[arm].astype(str).isin([base_name, cand_name])
-    if other.any():
-        notes.append(f"{int(other.sum())} runs of other arms left out")
-    labels = data[arm].astype(str)
+    # Arm labels compared through their (few) distinct values, never as one string per run.
+    codes, uniques = pd.factorize(data[arm], sort=False)
+    names = np.array([str(u) for u in uniques])
+    base_rows = np.isin(codes, np.flatnonzero(names == base_name))
+    cand_rows = np.isin(codes, np.flatnonzero(names == cand_name))
+    other = len(data) - int(base_rows.sum()) - int(cand_rows.sum())
+    if other:
+        notes.append(f"{other} runs of other arms left out")
+    # Only the task and description columns are copied per arm; metric columns are read one at a time.
+    columns = [c for c in dict.fromkeys((cluster, "model", "harness")) if c is not None and c in data]
     return _CompareInput(
-        data[labels == base_name],
-        data[labels == cand_name],
+        data,
+        base_rows,
+        cand_rows,
+        data.loc[base_rows, columns],
+        data.loc[cand_rows, columns],
         base_name,
         cand_name,
         resolved,
@@ -284,6 +296,12 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
 # --------------------------------------------------------------------------- #
 # Routing
 # --------------------------------------------------------------------------- #
+def _arm_values(inp: _CompareInput, column: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """One metric column as floats for the baseline and the candidate."""
+    values = _values(inp.data, column, kind)
+    return values[inp.base_rows], values[inp.cand_rows]
+
+
 def _values(frame: pd.DataFrame, column: str, kind: str) -> np.ndarray:
     """A metric column as floats (NaN = missing), never coercing a value silently.
 
@@ -305,7 +323,7 @@ def _values(frame: pd.DataFrame, column: str, kind: str) -> np.ndarray:
             "(ordinal) or numeric"
         )
     if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
-        return series.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+        return series.to_numpy(dtype=float, na_value=np.nan)  # one copy at most (none for float64)
     if series.dtype == object:
         missing = series.isna().to_numpy()
         numbers = pd.to_numeric(series.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v), errors="coerce")
@@ -377,8 +395,7 @@ def _tail_note(values: np.ndarray) -> str:
 
 
 def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float]) -> tuple[list[dict], dict, Any]:
-    x = _values(inp.base, metric.name, metric.kind)
-    y = _values(inp.cand, metric.name, metric.kind)
+    x, y = _arm_values(inp, metric.name, metric.kind)
     if np.isnan(x).all() or np.isnan(y).all():
         arm = inp.baseline if np.isnan(x).all() else inp.candidate
         message = f"metric {metric.name!r} has no values in arm {arm!r}"
@@ -628,7 +645,7 @@ def compare(
             results[m.name] = res
             results.update(extra)
             if m.kind == "ordinal":
-                levels.append(_levels_table(m.name, res, inp.base[m.name]))
+                levels.append(_levels_table(m.name, res, inp.data[m.name]))
     table = pd.DataFrame(rows)
     table["role"] = np.where(table["metric"] == inp.primary, "primary", table["role"])
     table = pd.concat([table[table["role"] == "primary"], table[table["role"] != "primary"]], ignore_index=True)

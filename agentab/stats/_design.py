@@ -170,22 +170,37 @@ class Design:
             chosen = np.argpartition(keys, n_c - 1, axis=1)[:, :n_c]  # the n_c smallest keys: a uniform subset
             yield self._assign(chosen, cells)
 
+    def task_counts(self, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """Paired design: how often each task is drawn in each bootstrap resample, in batches.
+
+        The same draws as :meth:`bootstrap`, without the weight matrices: a
+        kernel that only needs task weights can use them directly.
+        """
+        n_tasks = len(self.base_cells)
+        batch = max(1, BATCH_CELLS // max(n_tasks, 1))
+        for start in range(0, n_resamples, batch):
+            size = min(batch, n_resamples - start)
+            yield _counts(rng.random((size, n_tasks)), n_tasks)
+
     def bootstrap(self, n_resamples: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Weight matrices of bootstrap resamples of units, in batches."""
         batch = self.batch_size()
         n_b, n_c = self.n_units
+        if self.kind == "paired":
+            for counts in self.task_counts(n_resamples, rng):
+                w_base = np.zeros((len(counts), self.n_cells))
+                w_cand = np.zeros((len(counts), self.n_cells))
+                w_base[:, self.base_cells] = counts
+                w_cand[:, self.cand_cells] = counts
+                yield w_base, w_cand
+            return
         for start in range(0, n_resamples, batch):
             size = min(batch, n_resamples - start)
             w_base = np.zeros((size, self.n_cells))
             w_cand = np.zeros((size, self.n_cells))
-            if self.kind == "paired":
-                counts = _counts(rng.random((size, n_b)), n_b)
-                w_base[:, self.base_cells] = counts
-                w_cand[:, self.cand_cells] = counts
-            else:
-                u = rng.random((size, n_b + n_c))  # one row: the baseline draws, then the candidate draws
-                w_base[:, self.base_cells] = _counts(u[:, :n_b], n_b)
-                w_cand[:, self.cand_cells] = _counts(u[:, n_b:], n_c)
+            u = rng.random((size, n_b + n_c))  # one row: the baseline draws, then the candidate draws
+            w_base[:, self.base_cells] = _counts(u[:, :n_b], n_b)
+            w_cand[:, self.cand_cells] = _counts(u[:, n_b:], n_c)
             yield w_base, w_cand
 
     # ------------------------------------------------------------------ #
@@ -226,6 +241,7 @@ class CountDesign(Design):
 
     base_counts: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     cand_counts: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    levels: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     @property
     def n_cells(self) -> int:
@@ -275,25 +291,31 @@ _LOG_MANY = math.log(10**6)
 
 def count_design(values: np.ndarray, n_base: int, n_cand: int) -> CountDesign | None:
     """The count design for independent runs, if the values are few and the runs many."""
-    levels, codes = np.unique(values, return_inverse=True)
     n = n_base + n_cand
     many = math.lgamma(n + 1) - math.lgamma(n_base + 1) - math.lgamma(n_cand + 1) > _LOG_MANY
-    if len(levels) > COUNT_LEVELS or not many or 4 * len(levels) > n:
+    if not many:
         return None
-    codes = codes.reshape(-1)
+    # A cheap look at evenly spaced values first: most continuous metrics stop here.
+    if len(np.unique(values[:: max(1, n // 20_000)])) > COUNT_LEVELS:
+        return None
+    levels = np.unique(values)
+    if len(levels) > COUNT_LEVELS or 4 * len(levels) > n:
+        return None
+    codes = np.searchsorted(levels, values).astype(np.int32)
     k = len(levels)
     base_counts = np.bincount(codes[:n_base], minlength=k)
     cand_counts = np.bincount(codes[n_base:], minlength=k)
-    pool = base_counts + cand_counts
+    # Kernels read the counts and `levels`, never the runs: no per-run arrays beyond `cell`.
     return CountDesign(
         "independent",
         codes,
         (n_base, n_cand),
-        np.arange(n_base),
-        np.arange(n_base, n),
-        1.0 / pool[codes],
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0, dtype=np.int32),
+        np.broadcast_to(np.nan, (n,)),
         base_counts=base_counts,
         cand_counts=cand_counts,
+        levels=levels,
     )
 
 
@@ -348,14 +370,15 @@ def make_design(
     keep_base = np.ones(n_base, dtype=bool)
     keep_cand = np.ones(n_cand, dtype=bool)
     if base_strata is None:
-        cell = np.arange(n_base + n_cand)
+        index = np.int32 if n_base + n_cand < 2**31 else np.int64
+        cell = np.arange(n_base + n_cand, dtype=index)
         design = Design(
             "independent",
             cell,
             (n_base, n_cand),
-            np.arange(n_base),
-            np.arange(n_base, n_base + n_cand),
-            np.ones(n_base + n_cand),
+            cell[:n_base],
+            cell[n_base:],
+            np.broadcast_to(1.0, (n_base + n_cand,)),  # one run per cell: no array needed
         )
         return design, keep_base, keep_cand
     base_ids, base_code = _codes(base_strata)

@@ -21,6 +21,8 @@ __all__ = ["MeanKernel", "OrdinalKernel", "QuantileKernel", "cell_means", "pass_
 
 def cell_means(values: np.ndarray, design: Design) -> np.ndarray:
     """Mean of the runs in every cell."""
+    if isinstance(design, CountDesign):
+        return design.levels.astype(float)  # a cell is one value
     total = np.bincount(design.cell, weights=values, minlength=design.n_cells)
     size = np.bincount(design.cell, minlength=design.n_cells)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -75,6 +77,15 @@ class _ArmAverage:
 
     def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.summarise(*self.averages(w_base, w_cand))
+
+    def from_task_weights(self, design: Design, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Paired design: the statistic when task ``t`` weighs ``counts[:, t]`` in both arms.
+
+        Equal to calling the kernel on the full weight matrices, at half the
+        memory traffic (no zero half per arm).
+        """
+        weights = _normalise(counts)
+        return self.summarise(weights @ self.values[design.base_cells], weights @ self.values[design.cand_cells])
 
     def jackknife(self, design: Design) -> list[tuple[np.ndarray, np.ndarray]]:
         """Effects with one unit left out, with multiplicities; one pair per jackknifed sample.
@@ -145,10 +156,13 @@ class OrdinalKernel(_ArmAverage):
 
     def __init__(self, codes: np.ndarray, levels: np.ndarray, design: Design):
         k = len(levels)
+        self.levels = np.asarray(levels, dtype=float)
+        if isinstance(design, CountDesign):
+            self.values = np.eye(k)  # a cell is one level
+            return
         counts = np.zeros((design.n_cells, k))
         np.add.at(counts, (design.cell, codes), 1.0)
         self.values = counts / counts.sum(axis=1, keepdims=True)
-        self.levels = np.asarray(levels, dtype=float)
 
     def summarise(self, base: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         below = np.cumsum(base, axis=1) - base
@@ -177,6 +191,9 @@ class QuantileKernel:
 
     def __init__(self, values: np.ndarray, design: Design, q: np.ndarray):
         self.q = np.asarray(q, dtype=float)
+        if isinstance(design, CountDesign):
+            self.shares, self.sorted = np.eye(len(design.levels)), design.levels
+            return
         levels, codes = np.unique(values, return_inverse=True)
         self.shares = None
         if len(levels) <= self.MAX_LEVELS and len(levels) < len(values):

@@ -119,7 +119,8 @@ def _two_sample_iv(
     excluded = (int((~keep_x).sum()), int((~keep_y).sum()))
     if sum(excluded):
         notes.append(f"missing values excluded: {excluded[0]} baseline, {excluded[1]} candidate")
-    xv, yv = xv[keep_x], yv[keep_y]
+    xv = xv if keep_x.all() else xv[keep_x]
+    yv = yv if keep_y.all() else yv[keep_y]
     for name, v in (("x (baseline)", xv), ("y (candidate)", yv)):
         if len(v) == 0:
             raise ValueError(f"`{name}` has no values" + (" after excluding missing ones" if sum(excluded) else ""))
@@ -653,7 +654,10 @@ def ordinal_superiority(
     array([-0.2, -0.1, -0.1,  0.4])
     """
     data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
-    levels, codes = np.unique(data.values, return_inverse=True)
+    if isinstance(data.design, CountDesign):
+        levels, codes = data.design.levels, data.design.cell
+    else:
+        levels, codes = np.unique(data.values, return_inverse=True)
     kernel = OrdinalKernel(codes.reshape(-1), levels, data.design)
     res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, scale=1.0)
     p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0])
