@@ -127,3 +127,33 @@ def test_no_warning_leaks_from_the_fast_paths():
         quantile_difference(rng.lognormal(0, 1, 2500), rng.lognormal(0, 1, 2500), n_resamples=300, rng=0)
         rate_difference(rng.random(3000) < 0.3, rng.random(3000) < 0.35, n_resamples=300, rng=0)
     assert StatsWarning
+
+
+def test_two_valued_metric_is_exact_and_one_sided_equals_fisher():
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(11)
+    x, y = rng.random(400) < 0.4, rng.random(380) < 0.5
+    table = np.array([[y.sum(), len(y) - y.sum()], [x.sum(), len(x) - x.sum()]])
+    for alternative in ("greater", "less"):
+        res = rate_difference(x, y, alternative=alternative, rng=0)
+        assert res.details["exact"] is True
+        assert res.pvalue == pytest.approx(sps.fisher_exact(table, alternative=alternative).pvalue, rel=1e-10)
+    two = rate_difference(x, y, rng=0)
+    assert two.pvalue == pytest.approx(min(1.0, 2 * sps.fisher_exact(table, alternative="greater").pvalue), rel=1e-10)
+
+
+def test_paired_integer_sums_are_exact_and_equal_enumeration():
+    import itertools
+
+    rng = np.random.default_rng(12)
+    tasks, seeds = 15, 3
+    ids = np.repeat(np.arange(tasks), seeds)
+    x = (rng.random(tasks * seeds) < 0.4).astype(float)
+    y = (rng.random(tasks * seeds) < 0.6).astype(float)
+    res = rate_difference(x, y, x_strata=ids, y_strata=ids, n_resamples=999, rng=0)
+    assert res.details["exact"] is True and "dynamic programming" in res.method
+    d = y.reshape(tasks, seeds).sum(axis=1) - x.reshape(tasks, seeds).sum(axis=1)
+    signed = np.array(list(itertools.product([1, -1], repeat=tasks))) @ d
+    expected = min(1.0, 2 * min(np.mean(signed >= d.sum()), np.mean(signed <= d.sum())))
+    assert res.pvalue == pytest.approx(expected, abs=1e-12)

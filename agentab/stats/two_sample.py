@@ -291,10 +291,21 @@ def _mean_like(
     kernel = MeanKernel(summaries)
     integer = _integer_task_differences(data, summaries) if test else None
     use_dp = integer is not None and data.design.n_permutations(limit=data.n_resamples) is None
+    two_values = test and isinstance(data.design, CountDesign) and len(data.design.levels) == 2
     res = resample(
-        data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test and not use_dp, scale=_scale(summaries)
+        data.design,
+        kernel,
+        n_resamples=data.n_resamples,
+        rng=data.rng,
+        test=test and not (use_dp or two_values),
+        scale=_scale(summaries),
     )
-    if use_dp:
+    if two_values:
+        p = _hypergeometric_pvalue(data.design, data.alternative)
+        res = dataclasses.replace(res, exact=True)
+        extra = {**extra, "n_permutations": math.comb(sum(data.design.n_runs), data.design.n_runs[1])}
+        test_words = "permutation test (runs permuted between arms; exact: the hypergeometric law of the candidate's count); "
+    elif use_dp:
         p = _sign_flip_exact_pvalue(integer, data.alternative)
         res = dataclasses.replace(res, exact=True)
         extra = {**extra, "n_permutations": 2 ** len(integer)}
@@ -339,6 +350,25 @@ def _integer_task_differences(data: _Input, summaries: np.ndarray) -> np.ndarray
     if not np.allclose(diff, rounded, rtol=0, atol=1e-9) or np.abs(rounded).sum() > MAX_DP_SUPPORT:
         return None
     return rounded.astype(np.int64)
+
+
+def _hypergeometric_pvalue(design: CountDesign, alternative: str) -> float:
+    """Exact permutation p-value for a metric with two values (Fisher's exact test, randomisation form).
+
+    With two values the difference of means is increasing in the candidate's
+    count of the larger value, whose permutation distribution is
+    hypergeometric (Fisher 1935; Lehmann & Romano 2005, sec. 4.5). The
+    two-sided p-value doubles the smaller tail, like every other test here
+    (``scipy.stats.fisher_exact`` instead sums the outcomes no more likely
+    than the observed one).
+    """
+    n_base, n_cand = design.n_runs
+    high = int(design.base_counts[1] + design.cand_counts[1])
+    observed = int(design.cand_counts[1])
+    law = sps.hypergeom(n_base + n_cand, high, n_cand)
+    greater, less = float(law.sf(observed - 1)), float(law.cdf(observed))
+    p = {"greater": greater, "less": less}.get(alternative, min(1.0, 2.0 * min(greater, less)))
+    return max(p, np.finfo(float).tiny)
 
 
 def _sign_flip_exact_pvalue(diff: np.ndarray, alternative: str) -> float:
