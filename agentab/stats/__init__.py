@@ -10,6 +10,28 @@ candidate values (``x``, ``y``) and, optionally, the task of every run
 - :func:`quantile_difference` -- long-tailed cost and counts (p50, p95, differences and ratios);
 - :func:`mean_difference` -- continuous metrics;
 - :func:`mean_estimates` -- task-averaged means without resampling (descriptive).
+
+How the work is kept small (each path agrees with the generic one, tested):
+
+- every design resamples *cells* (a task in an arm, or a run), so a
+  resample costs O(cells), not a reshuffle of the runs;
+- discrete metrics of independent runs (binary, ordinal, small counts) are
+  count vectors: permutations are multivariate hypergeometric draws and
+  bootstrap resamples multinomial draws, O(levels) each; two-valued metrics
+  get the exact hypergeometric p-value;
+- paired binary (and integer) metrics with equal seeds get the exact
+  sign-flip distribution by dynamic programming over tasks;
+- quantiles of independent runs are resampled from their exact order-statistic
+  distributions (bootstrap) and through block counts (permutation),
+  O(log n) and O(sqrt n) per resample;
+- everything runs in batches bounded by ``_design.BATCH_CELLS``, and the
+  results do not depend on the batch size.
+
+The quantile is the inverse-ECDF one (Hyndman & Fan definition 1), always an
+observed value. The Harrell-Davis estimator (a weighted average of all order
+statistics) is smoother for small samples, but it is not an observed value,
+its bootstrap has no closed form, and with the tens of runs per arm that a
+p95 needs (see the tail warning) the two agree closely; agentab does not use it.
 """
 
 from ._kernels import pass_hat_k

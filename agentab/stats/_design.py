@@ -322,9 +322,9 @@ def count_design(values: np.ndarray, n_base: int, n_cand: int) -> CountDesign | 
 def _counts(u: np.ndarray, n: int) -> np.ndarray:
     """Bootstrap counts per unit from uniforms: row ``i`` draws ``n`` units with replacement."""
     size = len(u)
-    picks = np.minimum((u * n).astype(np.int64), n - 1)
-    flat = (picks + n * np.arange(size)[:, None]).ravel()
-    return np.bincount(flat, minlength=size * n).reshape(size, n).astype(float)
+    picks = (u * n).astype(np.int64)  # u < 1, so u * n < n: no clamp needed
+    picks += n * np.arange(size)[:, None]
+    return np.bincount(picks.ravel(), minlength=size * n).reshape(size, n).astype(float)
 
 
 def _label(value: object) -> str:

@@ -303,7 +303,8 @@ def _mean_like(
     if two_values:
         p = _hypergeometric_pvalue(data.design, data.alternative)
         res = dataclasses.replace(res, exact=True)
-        extra = {**extra, "n_permutations": math.comb(sum(data.design.n_runs), data.design.n_runs[1])}
+        log_count = data.design.log_n_permutations()  # never the exact integer: C(2e6, 1e6) takes minutes
+        extra = {**extra, "n_permutations": round(math.exp(log_count)) if log_count < 40 else math.inf}
         test_words = "permutation test (runs permuted between arms; exact: the hypergeometric law of the candidate's count); "
     elif use_dp:
         p = _sign_flip_exact_pvalue(integer, data.alternative)
@@ -363,10 +364,17 @@ def _hypergeometric_pvalue(design: CountDesign, alternative: str) -> float:
     than the observed one).
     """
     n_base, n_cand = design.n_runs
-    high = int(design.base_counts[1] + design.cand_counts[1])
+    total, high = n_base + n_cand, int(design.base_counts[1] + design.cand_counts[1])
     observed = int(design.cand_counts[1])
-    law = sps.hypergeom(n_base + n_cand, high, n_cand)
-    greater, less = float(law.sf(observed - 1)), float(law.cdf(observed))
+    # Sum the probabilities on the support within 40 standard deviations of the mean (beyond it
+    # they are below 1e-300): a vectorised log-pmf, where the library's tail sums are slow for
+    # millions of runs.
+    mean = n_cand * high / total
+    sd = math.sqrt(max(n_cand * (high / total) * (1 - high / total) * (total - n_cand) / max(total - 1, 1), 1e-12))
+    low_k, high_k = max(0, n_cand - (total - high)), min(high, n_cand)
+    k = np.arange(max(low_k, math.floor(mean - 40 * sd - 1)), min(high_k, math.ceil(mean + 40 * sd + 1)) + 1)
+    pmf = np.exp(sps.hypergeom.logpmf(k, total, high, n_cand))
+    greater, less = float(pmf[k >= observed].sum()), float(pmf[k <= observed].sum())
     p = {"greater": greater, "less": less}.get(alternative, min(1.0, 2.0 * min(greater, less)))
     return max(p, np.finfo(float).tiny)
 
