@@ -170,17 +170,23 @@ class Design:
             chosen = np.argpartition(keys, n_c - 1, axis=1)[:, :n_c]  # the n_c smallest keys: a uniform subset
             yield self._assign(chosen, cells)
 
-    def task_counts(self, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
-        """Paired design: how often each task is drawn in each bootstrap resample, in batches.
+    def task_picks(self, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """Paired design: the tasks drawn by each bootstrap resample (rows of task indices), in batches.
 
         The same draws as :meth:`bootstrap`, without the weight matrices: a
-        kernel that only needs task weights can use them directly.
+        kernel that averages over tasks can gather and average directly.
         """
         n_tasks = len(self.base_cells)
         batch = max(1, BATCH_CELLS // max(n_tasks, 1))
         for start in range(0, n_resamples, batch):
             size = min(batch, n_resamples - start)
-            yield _counts(rng.random((size, n_tasks)), n_tasks)
+            yield _picks(rng.random((size, n_tasks)), n_tasks)
+
+    def task_counts(self, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """Paired design: how often each task is drawn in each bootstrap resample, in batches."""
+        n_tasks = len(self.base_cells)
+        for picks in self.task_picks(n_resamples, rng):
+            yield _counts_of(picks, n_tasks)
 
     def bootstrap(self, n_resamples: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Weight matrices of bootstrap resamples of units, in batches."""
@@ -319,12 +325,21 @@ def count_design(values: np.ndarray, n_base: int, n_cand: int) -> CountDesign | 
     )
 
 
+def _picks(u: np.ndarray, n: int) -> np.ndarray:
+    """Units drawn with replacement, from uniforms: row ``i`` draws ``u.shape[1]`` of ``n`` units."""
+    return np.multiply(u, n).astype(np.int64)  # u < 1, so u * n < n: no clamp needed
+
+
+def _counts_of(picks: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` units appears in each row of ``picks``."""
+    size = len(picks)
+    flat = picks + n * np.arange(size)[:, None]
+    return np.bincount(flat.ravel(), minlength=size * n).reshape(size, n).astype(float)
+
+
 def _counts(u: np.ndarray, n: int) -> np.ndarray:
     """Bootstrap counts per unit from uniforms: row ``i`` draws ``n`` units with replacement."""
-    size = len(u)
-    picks = (u * n).astype(np.int64)  # u < 1, so u * n < n: no clamp needed
-    picks += n * np.arange(size)[:, None]
-    return np.bincount(picks.ravel(), minlength=size * n).reshape(size, n).astype(float)
+    return _counts_of(_picks(u, n), n)
 
 
 def _label(value: object) -> str:

@@ -51,10 +51,12 @@ def pass_hat_k(successes: np.ndarray, trials: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def _normalise(w: np.ndarray) -> np.ndarray:
+def _weighted_average(w: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Rows of ``w`` (resamples x cells) as weights over ``values`` (cells x d): product first, then
+    one division per row, rather than normalising the whole weight matrix."""
     total = w.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return w / total
+        return (w @ values) / total
 
 
 class _ArmAverage:
@@ -73,19 +75,22 @@ class _ArmAverage:
         raise NotImplementedError
 
     def averages(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _normalise(w_base) @ self.values, _normalise(w_cand) @ self.values
+        return _weighted_average(w_base, self.values), _weighted_average(w_cand, self.values)
 
     def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.summarise(*self.averages(w_base, w_cand))
 
-    def from_task_weights(self, design: Design, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Paired design: the statistic when task ``t`` weighs ``counts[:, t]`` in both arms.
+    def from_task_picks(self, design: Design, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Paired design: the statistic on bootstrap resamples given as rows of drawn task indices.
 
-        Equal to calling the kernel on the full weight matrices, at half the
-        memory traffic (no zero half per arm).
+        The same as calling the kernel on the resamples' weight matrices: an
+        arm's average over the drawn tasks, computed by gathering them rather
+        than through a matrix of counts.
         """
-        weights = _normalise(counts)
-        return self.summarise(weights @ self.values[design.base_cells], weights @ self.values[design.cand_cells])
+        base, cand = self.values[design.base_cells], self.values[design.cand_cells]
+        if base.shape[1] == 1:
+            return self.summarise(base[:, 0][picks].mean(axis=1)[:, None], cand[:, 0][picks].mean(axis=1)[:, None])
+        return self.summarise(base[picks].mean(axis=1), cand[picks].mean(axis=1))
 
     def jackknife(self, design: Design) -> list[tuple[np.ndarray, np.ndarray]]:
         """Effects with one unit left out, with multiplicities; one pair per jackknifed sample.

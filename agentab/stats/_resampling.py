@@ -74,8 +74,8 @@ def resample(
             [kernel(wb, wc)[2] for wb, wc in design.permutations(n_resamples, rng, exact=exact)], axis=0
         )
         null = _snap(_snap(null, 0.0, tol), effect, tol)
-    if design.kind == "paired" and hasattr(kernel, "from_task_weights"):
-        parts = [kernel.from_task_weights(design, counts) for counts in design.task_counts(n_resamples, rng)]
+    if design.kind == "paired" and hasattr(kernel, "from_task_picks"):
+        parts = [kernel.from_task_picks(design, picks) for picks in design.task_picks(n_resamples, rng)]
     else:
         parts = [kernel(wb, wc) for wb, wc in design.bootstrap(n_resamples, rng)]
     boot = _snap(_snap(np.concatenate([p[2] for p in parts]), 0.0, tol), effect, tol)
