@@ -352,7 +352,16 @@ def _label(value: object) -> str:
 
 
 def _codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    uniques, codes = np.unique(np.array([_label(v) for v in labels], dtype=str), return_inverse=True)
+    """Task ids as text (see :func:`_label`), vectorised for numeric and text arrays."""
+    if labels.dtype.kind in "iu":
+        text = labels.astype(np.int64).astype(str)
+    elif labels.dtype.kind == "f" and np.all(labels == np.round(labels)):
+        text = labels.astype(np.int64).astype(str)
+    elif labels.dtype.kind in "fUS":
+        text = labels.astype(str)
+    else:
+        text = np.array([_label(v) for v in labels], dtype=str)
+    uniques, codes = np.unique(text, return_inverse=True)
     return uniques, codes.reshape(-1)
 
 

@@ -76,10 +76,17 @@ def _as_values(sample: Any, name: str) -> np.ndarray:
 
 
 def _as_strata(strata: Any, n: int, name: str) -> np.ndarray:
-    labels = np.asarray(strata, dtype=object)
+    labels = np.asarray(strata)
+    if labels.dtype.kind not in "iufUS":  # anything but plain numbers and text: look at every id
+        labels = labels.astype(object)
     if labels.ndim != 1 or len(labels) != n:
         raise ValueError(f"`{name}` must give one task per run: {n} runs, got shape {labels.shape}")
-    missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in labels])
+    if labels.dtype.kind == "f":
+        missing = np.isnan(labels)
+    elif labels.dtype == object:
+        missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
+    else:
+        missing = np.zeros(len(labels), dtype=bool)
     if missing.any():
         raise ValueError(f"`{name}` has {int(missing.sum())} missing task id(s), first at position {int(np.argmax(missing))}")
     return labels
