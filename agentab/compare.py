@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 from . import stats
 from .comparison import Comparison
@@ -654,6 +653,8 @@ def compare(
     # cannot be rejected, and leaving it out of the Holm family costs no error control.
     family = (table["role"] == "secondary") & table["p_value"].notna() & ~table["constant"]
     if family.any():
+        from statsmodels.stats.multitest import multipletests  # heavy: imported when first needed
+
         table.loc[family, "p_adjusted"] = multipletests(table.loc[family, "p_value"], alpha=inp.alpha, method="holm")[1]
     table["assessment"] = _assess(table, inp.alpha)
     table["tasks"] = table["tasks"].astype("Int64")

@@ -30,7 +30,15 @@ Agreement: for tests, the difference of the two p-values in Monte Carlo
 standard errors of that difference; for intervals, the largest difference of
 an endpoint as a share of the reference interval's width.
 
-Run: ``python benchmarks/run.py`` (about 2-4 minutes on 2 cores) or
+With ``--all``, the loading benchmark (``bench_load.py``: ``load_traces``
+against ``pyarrow.json.read_json``) and the scoring benchmark
+(``bench_score.py``: vectorised ``score`` against ``score_run`` run by run)
+run too, in fresh processes, and add a row each. The calibration check
+(``validate_calibration.py``, about 9 minutes) and the example's properties
+(``example_properties.py``) are run on their own.
+
+Run: ``python benchmarks/run.py`` (about 4 minutes on 2 cores, the scipy
+references taking nearly all of it), ``python benchmarks/run.py --all``, or
 ``python benchmarks/run.py --quick`` (seconds; run by the test suite).
 """
 
@@ -38,11 +46,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import re
+import subprocess
 import sys
 import time
 import tracemalloc
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -193,6 +204,21 @@ def row(case: str, n: str, resamples: int, t_ours: float, t_ref: float, agreemen
     }
 
 
+def other_benchmarks(rows: list[dict]) -> None:
+    """Run the loading and scoring benchmarks as they are (fresh processes) and add their headline rows."""
+    here = Path(__file__).resolve().parent
+    load = subprocess.run([sys.executable, str(here / "bench_load.py")], capture_output=True, text=True, check=True).stdout
+    table = {line.split()[0]: line.split() for line in load.splitlines() if line.startswith(("agentab ", "pyarrow "))}
+    t_ours, t_ref = float(table["agentab"][1]), float(table["pyarrow"][1])
+    rss = table["agentab"][7]
+    rows.append(row("load_traces vs pyarrow.json", "100,000 runs", 0, t_ours, t_ref, f"validated tables vs raw parse; RSS {rss}x file", np.nan, np.nan))
+    score = subprocess.run([sys.executable, str(here / "bench_score.py")], capture_output=True, text=True, check=True).stdout
+    fast = float(re.search(r"agentab.score \(vectorised\), best of \d+\s+([\d.]+)", score).group(1))
+    slow = float(re.search(r"score_run per run \(oracle\), extrapolated\s+([\d.]+)", score).group(1))
+    same = "identical metrics and reasons" if "identical:" in score else "DIFFERENCES (see bench_score.py)"
+    rows.append(row("score vs score_run per run", "100,000 runs", 0, fast, slow, same, np.nan, np.nan))
+
+
 def warm_up() -> None:
     """Import and first-call costs (lazy scipy modules, numpy dispatch) are paid before any timing."""
     rng = np.random.default_rng(0)
@@ -208,6 +234,9 @@ def warm_up() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (for CI): seconds instead of minutes")
+    parser.add_argument(
+        "--all", action="store_true", help="also run bench_load.py and bench_score.py (minutes more) and add their rows"
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore", StatsWarning)
     warm_up()
@@ -222,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         case_p95(100_000, 2_000, rows)
         case_paired(500, 5, 9_999, rows)
         case_compare(1_000_000, rows)
+    if args.all:
+        other_benchmarks(rows)
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 250, "display.max_colwidth", 120):
         print(
@@ -230,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                 formatters={
                     "agentab s": "{:.3f}".format,
                     "reference s": lambda v: "-" if not np.isfinite(v) else f"{v:.2f}",
-                    "ratio": lambda v: "-" if not np.isfinite(v) else f"{v:,.0f}x",
+                    "ratio": lambda v: "-" if not np.isfinite(v) else f"{v:,.0f}x" if v >= 10 else f"{v:.2f}x",
                     "agentab MB": "{:.0f}".format,
                     "reference MB": lambda v: "-" if not np.isfinite(v) else f"{v:.0f}",
                 },

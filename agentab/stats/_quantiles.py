@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as sps
 
 __all__ = ["rank_of", "bootstrap_order_statistics", "permuted_order_statistics"]
 
@@ -49,8 +48,11 @@ def rank_of(n: int, q: float) -> int:
 
 def bootstrap_order_statistics(n: int, rank: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """0-based positions of the ``rank``-th order statistic in ``size`` bootstrap resamples of ``n`` values."""
+    from scipy.special import betainc  # imported when first needed: `import agentab` stays light
+
     j = np.arange(1, n + 1)
-    cdf = sps.binom.sf(rank - 1, n, j / n)  # P(at least `rank` draws on the first j positions)
+    # P(at least `rank` of n draws on the first j positions) = P(Binomial(n, j/n) >= rank) = I_{j/n}(rank, n - rank + 1)
+    cdf = betainc(rank, n - rank + 1, j / n)
     cdf[-1] = 1.0
     return np.searchsorted(cdf, rng.random(size), side="left")
 

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from ._design import Design
 
@@ -178,6 +177,8 @@ def bca_interval(
         return (np.nan, np.nan), "some bootstrap resamples have no value"
     if np.ptp(boot) == 0:
         return percentile_interval(boot, confidence_level), "every bootstrap resample gave the same value"
+    from scipy.special import ndtr, ndtri  # imported when first needed: `import agentab` stays light
+
     share = (np.sum(boot < observed) + np.sum(boot <= observed)) / (2.0 * len(boot))
     if share <= 0.0 or share >= 1.0:
         return (

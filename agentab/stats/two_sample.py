@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from ..errors import StatsWarning
 from ._design import BATCH_CELLS, CountDesign, Design, count_design, make_design
@@ -231,6 +230,8 @@ def _welch_from_counts(levels: np.ndarray, base: np.ndarray, cand: np.ndarray, a
         return mean, np.sqrt(var), n
 
     (mb, sb, nb), (mc, sc, nc) = moments(base), moments(cand)
+    from scipy import stats as sps  # scipy.stats is heavy: imported when first needed
+
     return sps.ttest_ind_from_stats(mc, sc, nc, mb, sb, nb, equal_var=False, alternative=alternative)
 
 
@@ -380,6 +381,8 @@ def _hypergeometric_pvalue(design: CountDesign, alternative: str) -> float:
     sd = math.sqrt(max(n_cand * (high / total) * (1 - high / total) * (total - n_cand) / max(total - 1, 1), 1e-12))
     low_k, high_k = max(0, n_cand - (total - high)), min(high, n_cand)
     k = np.arange(max(low_k, math.floor(mean - 40 * sd - 1)), min(high_k, math.ceil(mean + 40 * sd + 1)) + 1)
+    from scipy import stats as sps  # scipy.stats is heavy: imported when first needed
+
     pmf = np.exp(sps.hypergeom.logpmf(k, total, high, n_cand))
     greater, less = float(pmf[k >= observed].sum()), float(pmf[k <= observed].sum())
     p = {"greater": greater, "less": less}.get(alternative, min(1.0, 2.0 * min(greater, less)))
@@ -526,6 +529,8 @@ def mean_difference(
     data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
     means = cell_means(data.values, data.design)
     d = data.design
+    from scipy import stats as sps  # scipy.stats is heavy: imported when first needed
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if d.kind == "paired":
