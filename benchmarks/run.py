@@ -258,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             table.to_string(
                 index=False,
+                na_rep="-",
                 formatters={
                     "agentab s": "{:.3f}".format,
                     "reference s": lambda v: "-" if not np.isfinite(v) else f"{v:.2f}",
