@@ -86,10 +86,10 @@ data), summed over worker processes.
 Last run
 --------
 2026-11-30, ``python benchmarks/validate_calibration.py`` (the defaults), 2 shared cores;
-8.5 min wall time (other runs on this noisy machine took 5-11 min per 1,000-2,500 sims)::
+5.7 min wall time (other runs on this noisy machine took 5-11 min)::
 
     agentab.stats calibration: 2500 simulations per row, 999 resamples per test, seed 20261130, 2 processes
-    agentab: commit 7a40b0a; sha256 of agentab/stats/*.py ea47e4d81bc3
+    agentab: commit 0f937ea; sha256 of agentab/stats/*.py e2a30e519c06
     designs: paired = 30 shared tasks x 5 seeds; clustered = 30 + 30 different tasks x 5 seeds; independent = 150 + 150 runs without task ids
       binary      true effect under the alternative +0.1500 (truth check, 4e6-run Monte Carlo: +0.1501); ICC 0.50
       ordinal     true effect under the alternative +0.1286 (truth check, 4e6-run Monte Carlo: +0.1288); ICC 0.51
@@ -101,31 +101,31 @@ Last run
 
     kind        design      analysis    sims  rejection (a=0.05)   coverage (95% CI)  seconds  flag
     -----------------------------------------------------------------------------------------------
-    binary      paired      task-aware  2500      0.032 ± 0.004        0.934 ± 0.005         10  low*
-    binary      paired      naive       2500      0.004 ± 0.001        0.978 ± 0.003         56  (low,over)
-    binary      clustered   task-aware  2500      0.046 ± 0.004        0.952 ± 0.004         13  ok
-    binary      clustered   naive       2500      0.238 ± 0.009        0.786 ± 0.008         54  (HIGH,UNDER)
-    binary      independent no ids      2500      0.040 ± 0.004        0.952 ± 0.004         56  ok
-    ordinal     paired      task-aware  2500      0.044 ± 0.004        0.940 ± 0.005         10  ok
-    ordinal     paired      naive       2500      0.008 ± 0.002        0.988 ± 0.002         58  (low,over)
-    ordinal     clustered   task-aware  2500      0.052 ± 0.004        0.950 ± 0.004         14  ok
-    ordinal     clustered   naive       2500      0.248 ± 0.009        0.740 ± 0.009         59  (HIGH,UNDER)
-    ordinal     independent no ids      2500      0.049 ± 0.004        0.946 ± 0.005         60  ok
-    continuous  paired      task-aware  2500      0.046 ± 0.004        0.933 ± 0.005         12  ok
-    continuous  paired      naive       2500      0.008 ± 0.002        0.986 ± 0.002         58  (low,over)
-    continuous  clustered   task-aware  2500      0.050 ± 0.004        0.944 ± 0.005         17  ok
-    continuous  clustered   naive       2500      0.261 ± 0.009        0.724 ± 0.009         58  (HIGH,UNDER)
-    continuous  independent no ids      2500      0.052 ± 0.004        0.938 ± 0.005         59  ok
-    cost p50    paired      task-aware  2500      0.050 ± 0.004        0.966 ± 0.004         28  ok
-    cost p95    paired      task-aware  2500      0.047 ± 0.004        0.963 ± 0.004         28  ok
-    cost p50    paired      naive       2500      0.018 ± 0.003        0.978 ± 0.003         49  (low,over)
-    cost p95    paired      naive       2500      0.028 ± 0.003        0.977 ± 0.003         49  (low,over)
-    cost p50    clustered   task-aware  2500      0.054 ± 0.005        0.948 ± 0.004         30  ok
-    cost p95    clustered   task-aware  2500      0.048 ± 0.004        0.946 ± 0.005         30  ok
-    cost p50    clustered   naive       2500      0.226 ± 0.008        0.822 ± 0.008         50  (HIGH,UNDER)
-    cost p95    clustered   naive       2500      0.167 ± 0.007        0.890 ± 0.006         50  (HIGH,UNDER)
-    cost p50    independent no ids      2500      0.051 ± 0.004        0.965 ± 0.004         49  ok
-    cost p95    independent no ids      2500      0.045 ± 0.004        0.967 ± 0.004         49  ok
+    binary      paired      task-aware  2500      0.030 ± 0.003        0.934 ± 0.005          5  low*
+    binary      paired      naive       2500      0.006 ± 0.002        0.976 ± 0.003          4  (low,over)
+    binary      clustered   task-aware  2500      0.046 ± 0.004        0.952 ± 0.004         11  ok
+    binary      clustered   naive       2500      0.253 ± 0.009        0.784 ± 0.008          4  (HIGH,UNDER)
+    binary      independent no ids      2500      0.045 ± 0.004        0.951 ± 0.004          4  ok
+    ordinal     paired      task-aware  2500      0.044 ± 0.004        0.940 ± 0.005         16  ok
+    ordinal     paired      naive       2500      0.008 ± 0.002        0.986 ± 0.002         10  (low,over)
+    ordinal     clustered   task-aware  2500      0.052 ± 0.004        0.950 ± 0.004         12  ok
+    ordinal     clustered   naive       2500      0.244 ± 0.009        0.740 ± 0.009         10  (HIGH,UNDER)
+    ordinal     independent no ids      2500      0.050 ± 0.004        0.952 ± 0.004          9  ok
+    continuous  paired      task-aware  2500      0.046 ± 0.004        0.933 ± 0.005         10  ok
+    continuous  paired      naive       2500      0.008 ± 0.002        0.986 ± 0.002         53  (low,over)
+    continuous  clustered   task-aware  2500      0.050 ± 0.004        0.944 ± 0.005         15  ok
+    continuous  clustered   naive       2500      0.261 ± 0.009        0.724 ± 0.009         53  (HIGH,UNDER)
+    continuous  independent no ids      2500      0.052 ± 0.004        0.938 ± 0.005         54  ok
+    cost p50    paired      task-aware  2500      0.050 ± 0.004        0.966 ± 0.004         27  ok
+    cost p95    paired      task-aware  2500      0.047 ± 0.004        0.963 ± 0.004         27  ok
+    cost p50    paired      naive       2500      0.018 ± 0.003        0.978 ± 0.003         48  (low,over)
+    cost p95    paired      naive       2500      0.028 ± 0.003        0.977 ± 0.003         48  (low,over)
+    cost p50    clustered   task-aware  2500      0.054 ± 0.005        0.948 ± 0.004         28  ok
+    cost p95    clustered   task-aware  2500      0.048 ± 0.004        0.946 ± 0.005         28  ok
+    cost p50    clustered   naive       2500      0.226 ± 0.008        0.822 ± 0.008         47  (HIGH,UNDER)
+    cost p95    clustered   naive       2500      0.167 ± 0.007        0.890 ± 0.006         47  (HIGH,UNDER)
+    cost p50    independent no ids      2500      0.051 ± 0.004        0.965 ± 0.004         47  ok
+    cost p95    independent no ids      2500      0.045 ± 0.004        0.967 ± 0.004         47  ok
 
     rejection: share of null simulations with p <= 0.05 (two-sided); coverage: share of alternative
     simulations whose 95% interval holds the true effect; ± is the Monte Carlo standard error.
@@ -133,7 +133,7 @@ Last run
     share one quantile_difference call, so their seconds are half of it each. flag: rejection
     rate vs 0.05 (binomial test p < 0.01) and coverage outside [0.93, 0.97]; * = explained by the
     ideal procedure (exact test of the discrete binary statistic; ideal bootstrap over 30 tasks).
-    finished 2026-11-30 in 8.5 min wall time
+    finished 2026-11-30 in 5.7 min wall time
 
 Reading: every task-aware test holds its level within Monte Carlo error except the binary
 paired one, which rejects 3.2%: exactly the size of the exact sign-flip test on these data
