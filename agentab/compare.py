@@ -384,8 +384,9 @@ def _row(metric: _Metric, statistic: str, res: Any, role: str, *, j: int | None 
     }
 
 
-def _tail_note(values: np.ndarray) -> str:
-    known = np.sort(values[np.isfinite(values)])
+def _tail_note(known: np.ndarray) -> str:
+    """How much of a long-tailed metric's total its top 5% of runs carry (``known``: no missing values)."""
+    known = np.sort(known)
     total = known.sum()
     if len(known) < 20 or total <= 0:
         return "descriptive only: the mean of a long-tailed metric is dragged by its tail"
@@ -395,6 +396,7 @@ def _tail_note(values: np.ndarray) -> str:
 
 def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float]) -> tuple[list[dict], dict, Any]:
     x, y = _arm_values(inp, metric.name, metric.kind)
+    known = np.r_[x[~np.isnan(x)], y[~np.isnan(y)]]
     if np.isnan(x).all() or np.isnan(y).all():
         arm = inp.baseline if np.isnan(x).all() else inp.candidate
         message = f"metric {metric.name!r} has no values in arm {arm!r}"
@@ -436,10 +438,9 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
         else:
             mean = stats.mean_estimates(x, y, **{k: v for k, v in kw.items() if k in ("x_strata", "y_strata", "paired")})
         row = _row(metric, "mean", mean, "descriptive", name=f"{metric.name} mean")
-        row["warnings"] = "; ".join(w for w in (_tail_note(np.r_[x, y]), row["warnings"]) if w)
+        row["warnings"] = "; ".join(w for w in (_tail_note(known), row["warnings"]) if w)
         rows.append(row)
         extra[f"{metric.name} mean"] = mean
-    known = np.r_[x[~np.isnan(x)], y[~np.isnan(y)]]
     constant = bool(known.min() == known.max())
     for row in rows:
         row["constant"] = constant
@@ -450,9 +451,14 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
     return rows, extra, res
 
 
+def _runs_per_task(tasks: pd.Series) -> pd.Series:
+    """Runs of every task present (categories without runs are not tasks)."""
+    counts = tasks.value_counts()
+    return counts[counts > 0]
+
+
 def _fewest_seeds(frame: pd.DataFrame, values: np.ndarray, cluster: str) -> int:
-    known = frame.loc[~np.isnan(values), cluster]
-    counts = known.astype(str).value_counts()
+    counts = _runs_per_task(frame.loc[~np.isnan(values), cluster])
     return int(counts.min()) if len(counts) else 0
 
 
@@ -514,7 +520,7 @@ def _arms_table(inp: _CompareInput) -> pd.DataFrame:
 def _seeds(inp: _CompareInput) -> str:
     if inp.cluster is None:
         return "1 (no tasks)"
-    counts = pd.concat([inp.base[inp.cluster].astype(str).value_counts(), inp.cand[inp.cluster].astype(str).value_counts()])
+    counts = pd.concat([_runs_per_task(inp.base[inp.cluster]), _runs_per_task(inp.cand[inp.cluster])])
     low, high = int(counts.min()), int(counts.max())
     return f"{low}" if low == high else f"{low}-{high}"
 

@@ -252,19 +252,21 @@ def format_value(value: float, kind: str, signed: bool = False) -> str:
     return f"{value:{sign}.4g}"
 
 
-_fmt = format_value
-
 
 def _primary_sentence(row: pd.Series, alpha: float) -> str:
     kind, stat = row["kind"], row["statistic"]
     level = f"{1 - alpha:.0%}"
     if kind == "binary":
-        move = f"{_fmt(row['baseline'], kind)} -> {_fmt(row['candidate'], kind)} ({row['effect']:+.1%}, {level} CI {row['ci_low']:+.1%} to {row['ci_high']:+.1%})"
+        move = (
+            f"{format_value(row['baseline'], kind)} -> {format_value(row['candidate'], kind)} "
+            f"({format_value(row['effect'], kind, True)}, {level} CI {format_value(row['ci_low'], kind, True)} to "
+            f"{format_value(row['ci_high'], kind, True)})"
+        )
     else:
         move = (
-            f"{stat} {_fmt(row['effect'], kind, True)} ({level} CI {_fmt(row['ci_low'], kind, True)} to "
-            f"{_fmt(row['ci_high'], kind, True)}; baseline {_fmt(row['baseline'], kind)}, "
-            f"candidate {_fmt(row['candidate'], kind)})"
+            f"{stat} {format_value(row['effect'], kind, True)} ({level} CI {format_value(row['ci_low'], kind, True)} to "
+            f"{format_value(row['ci_high'], kind, True)}; baseline {format_value(row['baseline'], kind)}, "
+            f"candidate {format_value(row['candidate'], kind)})"
         )
     return f"{row['metric']} ({stat}): {move}, p = {row['p_value']:.3g}"
 
@@ -315,8 +317,8 @@ def decide(table: pd.DataFrame, primary: str, checks: Sequence[GuardrailCheck], 
     for _, r in secondary.iterrows():
         label = r["metric"] if r["metric"].endswith(r["statistic"]) else f"{r['metric']} ({r['statistic']})"
         explanations.append(
-            f"{label}: {r['assessment']}, {_fmt(r['baseline'], r['kind'])} -> {_fmt(r['candidate'], r['kind'])}, "
-            f"effect {_fmt(r['effect'], r['kind'], True)} (CI {_fmt(r['ci_low'], r['kind'], True)} to "
-            f"{_fmt(r['ci_high'], r['kind'], True)}), Holm p = {r['p_adjusted']:.3g}"
+            f"{label}: {r['assessment']}, {format_value(r['baseline'], r['kind'])} -> {format_value(r['candidate'], r['kind'])}, "
+            f"effect {format_value(r['effect'], r['kind'], True)} (CI {format_value(r['ci_low'], r['kind'], True)} to "
+            f"{format_value(r['ci_high'], r['kind'], True)}), Holm p = {r['p_adjusted']:.3g}"
         )
     return Decision(verdict, tuple(reasons), tuple(explanations), tuple(checks))

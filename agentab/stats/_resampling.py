@@ -15,6 +15,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,7 +63,7 @@ def resample(
     that value, so ties are ties in the p-value and in the BCa bias
     correction. ``scale`` is the size of the data (its largest absolute value).
     """
-    tol = 1e-10 * (scale if scale > 0 else 1.0)
+    tol = tie_tolerance(scale)
     base, cand, effect = kernel(*design.observed())
     effect = _snap(effect[0], np.zeros_like(effect[0]), tol)
     null = None
@@ -72,12 +73,12 @@ def resample(
         null = np.concatenate(
             [kernel(wb, wc)[2] for wb, wc in design.permutations(n_resamples, rng, exact=exact)], axis=0
         )
-        null = _snap(_snap(null, 0.0, tol), effect, tol)
+        null = snap_ties(null, effect, tol)
     if design.kind == "paired" and hasattr(kernel, "from_task_picks"):
         parts = [kernel.from_task_picks(design, picks) for picks in design.task_picks(n_resamples, rng)]
     else:
         parts = [kernel(wb, wc) for wb, wc in design.bootstrap(n_resamples, rng)]
-    boot = _snap(_snap(np.concatenate([p[2] for p in parts]), 0.0, tol), effect, tol)
+    boot = snap_ties(np.concatenate([p[2] for p in parts]), effect, tol)
     return Resampled(
         base[0],
         cand[0],
@@ -88,6 +89,25 @@ def resample(
         np.concatenate([p[1] for p in parts]),
         boot,
     )
+
+
+def tie_tolerance(scale: float) -> float:
+    """Distance below which two effects are the same value: ``1e-10`` of the data's scale."""
+    return 1e-10 * (scale if scale > 0 else 1.0)
+
+
+def snap_ties(values: np.ndarray, effect: np.ndarray, tol: float) -> np.ndarray:
+    """Resampled effects with those within ``tol`` of zero or of the observed ``effect`` set to it."""
+    return _snap(_snap(values, 0.0, tol), effect, tol)
+
+
+def combine_tails(greater: Any, less: Any, alternative: str) -> Any:
+    """The p-value for ``alternative`` from the two one-sided ones; two-sided doubles the smaller (capped at 1)."""
+    if alternative == "greater":
+        return greater
+    if alternative == "less":
+        return less
+    return np.minimum(1.0, 2.0 * np.minimum(greater, less))
 
 
 def _snap(values: np.ndarray, target: np.ndarray | float, tol: float) -> np.ndarray:
@@ -120,11 +140,7 @@ def pvalues(null: np.ndarray, observed: np.ndarray, alternative: str, *, exact: 
     n = len(null)
     greater = (np.sum(null >= observed - gamma, axis=0) + adjust) / (n + adjust)
     less = (np.sum(null <= observed + gamma, axis=0) + adjust) / (n + adjust)
-    if alternative == "greater":
-        return greater
-    if alternative == "less":
-        return less
-    return np.minimum(1.0, 2.0 * np.minimum(greater, less))
+    return combine_tails(greater, less, alternative)
 
 
 def percentile_interval(boot: np.ndarray, confidence_level: float, *, discrete: bool = False) -> tuple[float, float]:

@@ -35,7 +35,16 @@ from ..errors import StatsWarning
 from ._design import BATCH_CELLS, CountDesign, Design, count_design, make_design
 from ._kernels import MeanKernel, OrdinalKernel, QuantileKernel, cell_means, pass_hat_k
 from ._quantiles import bootstrap_order_statistics, permuted_order_statistics, rank_of
-from ._resampling import Resampled, _snap, bca_interval, percentile_interval, pvalues, resample
+from ._resampling import (
+    Resampled,
+    bca_interval,
+    combine_tails,
+    percentile_interval,
+    pvalues,
+    resample,
+    snap_ties,
+    tie_tolerance,
+)
 from ._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 
 __all__ = ["rate_difference", "mean_difference", "mean_estimates", "ordinal_superiority", "quantile_difference", "pass_k_difference"]
@@ -268,11 +277,10 @@ def _independent_quantiles(data: _Input, qs: np.ndarray, test: bool) -> Resample
     rng_base, rng_cand = (np.random.default_rng(s) for s in data.rng.integers(2**63, size=2))
     boot_base = np.stack([base[bootstrap_order_statistics(n_base, r, data.n_resamples, rng_base)] for r in rb], axis=1)
     boot_cand = np.stack([cand[bootstrap_order_statistics(n_cand, r, data.n_resamples, rng_cand)] for r in rc], axis=1)
-    tol = 1e-10 * _scale(data.values)
-    snap = lambda v: _snap(_snap(v, 0.0, tol), effect, tol)  # noqa: E731
+    tol = tie_tolerance(_scale(data.values))
     return Resampled(
-        base[rb - 1], cand[rc - 1], effect, None if null is None else snap(null), False, boot_base, boot_cand,
-        snap(boot_cand - boot_base),
+        base[rb - 1], cand[rc - 1], effect, None if null is None else snap_ties(null, effect, tol), False,
+        boot_base, boot_cand, snap_ties(boot_cand - boot_base, effect, tol),
     )
 
 
@@ -385,7 +393,7 @@ def _hypergeometric_pvalue(design: CountDesign, alternative: str) -> float:
 
     pmf = np.exp(sps.hypergeom.logpmf(k, total, high, n_cand))
     greater, less = float(pmf[k >= observed].sum()), float(pmf[k <= observed].sum())
-    p = {"greater": greater, "less": less}.get(alternative, min(1.0, 2.0 * min(greater, less)))
+    p = float(combine_tails(greater, less, alternative))
     return max(p, np.finfo(float).tiny)
 
 
@@ -410,7 +418,7 @@ def _sign_flip_exact_pvalue(diff: np.ndarray, alternative: str) -> float:
     observed = int(diff.sum()) + total
     greater = probs[observed:].sum()
     less = probs[: observed + 1].sum()
-    p = {"greater": greater, "less": less}.get(alternative, min(1.0, 2.0 * min(greater, less)))
+    p = float(combine_tails(greater, less, alternative))
     return float(min(1.0, max(p, np.finfo(float).tiny)))
 
 
