@@ -15,11 +15,11 @@ The data flow reads top to bottom:
 - :mod:`agentab.cli` -- the ``agentab`` command.
 """
 
-from . import datasets, stats
+from . import datasets, power, stats
 from .compare import Comparison, compare
 from .decide import Decision
 from .diagnose import Diagnosis, Finding, diagnose
-from .errors import CompareError, SpecError, StatsWarning, TraceError, TraceWarning
+from .errors import CompareError, PowerError, SpecError, StatsWarning, TraceError, TraceWarning
 from .score import SpecWarning, metric_kinds, score
 from .summary import summarize, summarize_scores
 from .traces import Traces, load_traces, read_traces
@@ -46,6 +46,8 @@ __all__ = [
     "CompareError",
     "StatsWarning",
     "stats",
+    "power",
+    "PowerError",
     "Traces",
     "TraceError",
     "TraceWarning",

@@ -96,3 +96,7 @@ class StatsWarning(UserWarning):
     quantile rests on few runs, values were missing, or no p-value below
     ``alpha`` is attainable with so few tasks.
     """
+
+
+class PowerError(ValueError):
+    """A power or sample-size question cannot be answered as asked (bad alpha/power, zero effect, a pilot too small)."""
