@@ -22,6 +22,8 @@ import re
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
+import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +73,7 @@ class _Metric:
 @dataclass(frozen=True)
 class _CompareInput:
     data: pd.DataFrame
+    arm: str
     base_rows: np.ndarray  # bool per row of `data`
     cand_rows: np.ndarray
     base: pd.DataFrame  # the task, model and harness columns of each arm's runs
@@ -272,6 +275,7 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
     columns = [c for c in dict.fromkeys((cluster, "model", "harness")) if c is not None and c in data]
     return _CompareInput(
         data,
+        arm,
         base_rows,
         cand_rows,
         data.loc[base_rows, columns],
@@ -528,6 +532,62 @@ def _seeds(inp: _CompareInput) -> str:
 # --------------------------------------------------------------------------- #
 # Public API
 # --------------------------------------------------------------------------- #
+def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: float | None) -> str:
+    """How many tasks and seeds would settle an inconclusive primary metric (one reason line)."""
+    from .errors import PowerError
+    from .planning import plan
+    from .stats._power import cliff_delta, po_shift
+
+    kind = row["kind"]
+    if kind not in ("binary", "ordinal", "continuous", "cost", "count"):
+        return f"no sample-size advice for a {kind} primary metric"
+    if inp.cluster is None:
+        return "no sample-size advice without a task column (the ICC cannot be measured)"
+    what = "the minimum effect of interest"
+    effect = min_effect
+    if effect is None:
+        what = "the observed effect"
+        if kind == "binary":
+            effect = float(row["effect"])
+        elif kind == "continuous":
+            base = inp.data.loc[inp.base_rows, inp.primary_metric].astype(float)
+            sd = float(base.std(ddof=1))
+            effect = float(row["effect"]) / sd if sd > 0 else 0.0
+        elif kind == "ordinal":
+            shares = np.asarray(res.details["shares"].baseline, dtype=float)
+            effect = _odds_ratio_of(shares, float(row["effect"]), cliff_delta, po_shift) if len(shares) else 0.0
+        else:
+            effect = float(row["ratio"]) - 1.0
+    if not np.isfinite(effect) or effect == 0 or (kind == "ordinal" and effect == 1):
+        return f"no sample-size advice: {what} is zero; pass min_effect= to plan for the effect that matters"
+    seeds = max(1, _fewest_seeds(inp.data.loc[inp.base_rows], np.ones(int(inp.base_rows.sum())), inp.cluster))
+    paired = res.details["design_kind"] == "paired"
+    try:
+        p = plan(
+            inp.data.loc[inp.base_rows | inp.cand_rows], inp.primary_metric, effect, kind=kind, alpha=inp.alpha, power=0.8,
+            design="paired" if paired else "independent", seeds_per_task=seeds, cluster=inp.cluster, arm=inp.arm,
+            baseline=inp.baseline, quantile=inp.primary_q or 0.5,
+        )
+    except PowerError as exc:
+        return f"no sample-size advice: {exc}"
+    now = int(row["tasks"]) if pd.notna(row["tasks"]) else 0
+    more = f"{p.tasks - now:,} more" if p.tasks > now else "no more"
+    return (
+        f"to detect {what} ({p._effect_words()}) with 80% power: about {p.tasks:,} tasks x {seeds} seed(s) "
+        f"{'(the same tasks in both arms)' if paired else 'per arm'}, {more} tasks than the {now:,} run "
+        "(agentab.power.plan lists the options)"
+    )
+
+
+def _odds_ratio_of(shares: np.ndarray, delta: float, cliff_delta: Any, po_shift: Any) -> float:
+    """The proportional-odds ratio that moves ``shares`` by Cliff's delta ``delta``."""
+    from scipy.optimize import brentq
+
+    if not -0.999 < delta < 0.999 or np.count_nonzero(shares) < 2:
+        return 0.0
+    return math.exp(brentq(lambda b: float(cliff_delta(shares, po_shift(shares, b))) - delta, -30, 30))
+
+
 def compare(
     data: pd.DataFrame,
     *,
@@ -542,6 +602,7 @@ def compare(
     alpha: float = 0.05,
     n_resamples: int = 9999,
     seed: Any = None,
+    min_effect: float | None = None,
 ) -> Comparison:
     """Compare a candidate arm with a baseline, metric by metric, and decide.
 
@@ -592,6 +653,13 @@ def compare(
         Seed of the resampling. Each metric draws from its own stream derived
         from the seed and its name, so adding a metric never changes another
         metric's result.
+    min_effect : float, optional
+        The smallest effect on the primary metric worth detecting, on
+        :func:`agentab.power.plan`'s scale (binary: change of rate; ordinal:
+        odds ratio; continuous: Cohen's d; cost/count: relative change of
+        the quantile). When the verdict is inconclusive, the reasons say how
+        many tasks and seeds would detect it with 80% power; without it, the
+        observed effect is used.
 
     Returns
     -------
@@ -623,6 +691,7 @@ def compare(
     verdict: inconclusive
       - primary metric: no significant difference at alpha = 0.05: outcome (rate): 52.2% -> 62.2% (+10.0%, 95% CI +0.0% to +20.0%), p = 0.108
       - guardrail tokens p95 <= +10%: unresolved (ratio 0.8822, CI 0.5215 to 1.18; bound 1.1)
+      - to detect the observed effect (+10.0 points of success rate) with 80% power: about 97 tasks x 3 seed(s) (the same tasks in both arms), 67 more tasks than the 30 run (agentab.power.plan lists the options)
     >>> result.table[["metric", "statistic", "design"]].head(3)
                metric      statistic                     design
     0         outcome           rate  paired by task (30 tasks)
@@ -668,6 +737,9 @@ def compare(
     checks = [check_guardrail(g, table.loc[table["metric"] == g.row].iloc[0]) for g in inp.guardrails]
     decision = decide(table, inp.primary, checks, inp.alpha)
     primary_res = results[inp.primary_metric]
+    if decision.verdict == "inconclusive":
+        advice = _planning_advice(inp, table.iloc[0], primary_res, min_effect)
+        decision = dataclasses.replace(decision, reasons=(*decision.reasons, advice))
     design = {
         "kind": primary_res.details["design_kind"],
         "label": primary_res.design,

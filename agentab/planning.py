@@ -441,7 +441,7 @@ def _discordance(pilot: _Pilot, score: Any, within: float) -> float | None:
         return None
     a = pd.DataFrame({"t": pilot.tasks, "s": score(pilot.values)}).groupby("t")["s"].agg(["mean", "size"])
     b = pd.DataFrame({"t": pilot.other[1], "s": score(pilot.other[0])}).groupby("t")["s"].agg(["mean", "size"])
-    both = a.join(b, lsuffix="_a", rsuffix="_b", how="inner")
+    both = a.merge(b, left_index=True, right_index=True, suffixes=("_a", "_b"))
     if len(both) < MIN_TASKS:
         return None
     d = both["mean_b"] - both["mean_a"]
