@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import html
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,7 +99,9 @@ class _Model:
     between: float = 0.0
     within: float = 0.0
     delta: float = 0.0
-    tasks: tuple[np.ndarray, ...] = ()  # cost: the pilot's runs, one array per task
+    task_effects: np.ndarray | None = None  # cost: each pilot task's effect on the log scale
+    residuals: np.ndarray | None = None  # cost: the pilot's within-task residuals on the log scale
+    offset: float = 0.0  # cost: log(value + offset)
     factor: float = 1.0
     quantile: float = 0.95
 
@@ -218,8 +221,12 @@ class Plan:
         if n < 2 or m < 1 or n_sims < 1:
             raise PowerError(f"simulate needs tasks >= 2, seeds_per_task >= 1 and n_sims >= 1 (got {n}, {m}, {n_sims})")
         rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-        pvals = np.array([_simulated_pvalue(self.model, n, m, self.alpha, self.alternative, n_resamples, rng)
-                          for _ in range(n_sims)])
+        from .errors import StatsWarning
+
+        with warnings.catch_warnings():  # each simulated experiment's caveats (few runs in a tail) are not the user's
+            warnings.simplefilter("ignore", StatsWarning)
+            pvals = np.array([_simulated_pvalue(self.model, n, m, self.alpha, self.alternative, n_resamples, rng)
+                              for _ in range(n_sims)])
         rate = float(np.mean(pvals < self.alpha))
         se = math.sqrt(max(rate * (1 - rate), 1e-12) / n_sims)
         ci = (max(0.0, rate - 1.96 * se), min(1.0, rate + 1.96 * se))
@@ -256,8 +263,15 @@ class Plan:
         )
         return lines
 
+    def _shown(self) -> pd.DataFrame:
+        """The table as displayed: whole-run costs, and no ``feasible`` column when every row is."""
+        shown = self.table.drop(columns=["feasible"]) if self.table["feasible"].all() else self.table.copy()
+        shown["cost"] = shown["cost"].round().astype(int)
+        shown["power"] = shown["power"].round(3)
+        return shown
+
     def __str__(self) -> str:
-        parts = self._header() + ["", self.table.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
+        parts = self._header() + ["", self._shown().to_string(index=False)]
         parts += [f"assumption: {a}" for a in self.assumptions]
         parts += [f"note: {n}" for n in self.notes]
         parts += [f"warning: {w}" for w in self.warnings]
@@ -268,7 +282,7 @@ class Plan:
             return "".join(f"<li>{html.escape(t)}</li>" for t in texts)
 
         head = "".join(f"<div>{html.escape(line)}</div>" for line in self._header())
-        parts = [f"<div>{head}", self.table.to_html(index=False, border=0, float_format=lambda v: f"{v:.3f}")]
+        parts = [f"<div>{head}", self._shown().to_html(index=False, border=0)]
         for title, texts in (("Assumptions", self.assumptions), ("Notes", self.notes), ("Warnings", self.warnings)):
             if texts:
                 parts.append(f"<div><b>{title}</b><ul>{items(texts)}</ul></div>")
@@ -511,8 +525,8 @@ def _components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired
             fit.within / dens**2,
             g * g * fit.within / dens**2,
         )
-        groups = pd.Series(pilot.values).groupby(pilot.tasks)
-        model = _Model(kind, paired, tasks=tuple(np.asarray(v) for _, v in groups), factor=g, quantile=quantile)
+        effects, residuals, offset = _log_scale_tasks(pilot.values, pilot.tasks)
+        model = _Model(kind, paired, task_effects=effects, residuals=residuals, offset=offset, factor=g, quantile=quantile)
         assumptions.append(
             f"the candidate multiplies every run by {g:g}, so each task keeps its place in the distribution; "
             f"the p{quantile * 100:g} ({xq:.4g}) varies as the share of runs below it, over the density there "
@@ -701,6 +715,33 @@ def plan(
     )
 
 
+def _log_scale_tasks(values: np.ndarray, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """A task-effect model of a cost pilot on the log scale, to simulate new tasks and seeds from.
+
+    ``log(value + offset) = task effect + residual`` (the offset is 0 for
+    positive values, else half the smallest positive value, or 1). Resampling
+    a pilot task's own few runs would make its runs too alike (a task with 3
+    runs has 3 values) and tasks too different; instead, task effects are the
+    pilot's task means pulled towards the grand mean so that their variance is
+    the ANOVA's between-task variance, and residuals are the pooled deviations
+    from task means, scaled by ``sqrt(n_i / (n_i - 1))`` to undo the fit
+    (tasks with one run give none).
+    """
+    positive = values[values > 0]
+    offset = 0.0 if len(positive) == len(values) else (float(positive.min()) / 2 if len(positive) else 1.0)
+    z = np.log(values + offset)
+    fit = core.anova(z, tasks)
+    _, index, counts = np.unique(tasks, return_inverse=True, return_counts=True)
+    means = np.bincount(index, weights=z) / counts
+    grand = float(np.mean(means))
+    spread = float(np.var(means, ddof=1)) if len(means) > 1 else 0.0
+    shrink = math.sqrt(fit.between / spread) if spread > 0 else 0.0
+    effects = grand + shrink * (means - grand)
+    several = counts[index] > 1
+    residuals = ((z - means[index]) * np.sqrt(counts[index] / np.maximum(counts[index] - 1, 1)))[several]
+    return effects, residuals, offset
+
+
 def _binary_effect(effect: Any) -> float:
     from .power import _check_number
 
@@ -734,10 +775,11 @@ def _simulated_pvalue(model: _Model, n: int, m: int, alpha: float, alternative: 
         res = stats.mean_difference(x, y, x_strata=strata, y_strata=y_strata, paired=model.paired, alternative=alt,
                                     n_resamples=n_resamples, rng=rng)
     else:
-        pick_a = rng.integers(len(model.tasks), size=n)
-        pick_b = pick_a if model.paired else rng.integers(len(model.tasks), size=n)
-        x = np.concatenate([rng.choice(model.tasks[i], size=m) for i in pick_a])
-        y = np.concatenate([rng.choice(model.tasks[i], size=m) for i in pick_b]) * model.factor
+        effects, residuals = model.task_effects, model.residuals
+        task_a = np.repeat(effects[rng.integers(len(effects), size=n)], m)
+        task_b = task_a if model.paired else np.repeat(effects[rng.integers(len(effects), size=n)], m)
+        x = np.exp(task_a + rng.choice(residuals, size=n * m)) - model.offset
+        y = (np.exp(task_b + rng.choice(residuals, size=n * m)) - model.offset) * model.factor
         res = stats.quantile_difference(x, y, [model.quantile], x_strata=strata, y_strata=y_strata, paired=model.paired,
                                         alternative=alt, n_resamples=n_resamples, rng=rng)
     return float(np.atleast_1d(res.pvalue)[0])
