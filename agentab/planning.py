@@ -524,6 +524,7 @@ def _components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired
             g * fit.between / dens**2,
             fit.within / dens**2,
             g * g * fit.within / dens**2,
+            *_quantile_null(pilot, weights, g, quantile),
         )
         effects, residuals, offset = _log_scale_tasks(pilot.values, pilot.tasks)
         model = _Model(kind, paired, task_effects=effects, residuals=residuals, offset=offset, factor=g, quantile=quantile)
@@ -713,6 +714,37 @@ def plan(
         pilot_runs=fit.n_runs, optimum_seeds=optimum, min_tasks=min_tasks, components=comps, cost_ratio=cost_ratio,
         assumptions=tuple(assumptions), notes=tuple(pilot_note + notes), warnings=tuple(warnings), model=model,
     )
+
+
+def _quantile_null(pilot: _Pilot, weights: np.ndarray, g: float, q: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Components of the permutation null of a quantile difference, when the candidate is the pilot times ``g``.
+
+    A permutation mixes the arms, so the null is that of the quantile of the
+    pooled arms at their pooled quantile ``x_m``, over the pooled density
+    there: ``V_0 = E[d_t^2] / (n f_m^2)`` for sign flips of paired tasks,
+    with ``d_t`` a task's difference in the share of runs below ``x_m``
+    (which varies across tasks: the scaling moves tasks near ``x_m`` more),
+    and ``2 (B_pool + W_pool / m) / (n f_m^2)`` for reshuffled independent
+    tasks. Returns (between, within) for the paired and the independent null.
+    """
+    values = np.concatenate([pilot.values, g * pilot.values])
+    both = np.concatenate([weights, weights])
+    xm = _weighted_quantile(values, both, q)
+    fm = core.quantile_density(values, q, both)
+    if not math.isfinite(fm) or fm <= 0:
+        return None, None  # type: ignore[return-value]
+    below_a = (pilot.values <= xm).astype(float)
+    below_b = (g * pilot.values <= xm).astype(float)
+    diff = core.anova(below_a - below_b, pilot.tasks)
+    fit_a = core.anova(below_a, pilot.tasks)
+    fit_b = core.anova(below_b, pilot.tasks)
+    mean_a = float(np.sum(weights * below_a) / weights.sum())
+    mean_b = float(np.sum(weights * below_b) / weights.sum())
+    scale = fm**2
+    paired = ((diff.between + (mean_a - mean_b) ** 2) / scale, (fit_a.within + fit_b.within) / scale)
+    pool_between = (fit_a.between + fit_b.between) / 2 + (mean_a - mean_b) ** 2 / 4
+    independent = (2 * pool_between / scale, (fit_a.within + fit_b.within) / scale)
+    return paired, independent
 
 
 def _log_scale_tasks(values: np.ndarray, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:

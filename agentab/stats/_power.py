@@ -210,6 +210,10 @@ class Components:
     covariance: float
     within_a: float
     within_b: float
+    #: The permutation null's own (between, within) components, for statistics whose null is not
+    #: the second-moment rule below (quantiles): ``V_0 = (between + within / m) / n``.
+    null_paired: tuple[float, float] | None = None
+    null_independent: tuple[float, float] | None = None
 
     def between(self, paired: bool) -> float:
         if paired:
@@ -233,8 +237,9 @@ class Components:
         a task's arms spreads its difference around zero, so the null
         variance is the second moment ``V + delta^2 / n`` (paired), and
         reshuffling tasks between arms mixes the two arms' task means,
-        ``V + delta^2 / (2 n)`` (independent); the critical value widens by
-        the square root of the ratio (as the pooled variance does in the
+        ``V + delta^2 / (2 n)`` (independent), unless the null's components
+        are given (``null_paired``, ``null_independent``); the critical value
+        widens by the square root of the ratio (as the pooled variance does in the
         two-proportion test; Fleiss, Levin & Paik 2003, sec. 4.2).
         """
         tasks = np.asarray(tasks, dtype=float)
@@ -242,7 +247,12 @@ class Components:
         se = np.sqrt(var)
         with np.errstate(divide="ignore", invalid="ignore"):
             ncp = np.where(se > 0, self.delta / np.where(se > 0, se, 1.0), np.sign(self.delta) * 1e6)
-            widen = np.where(var > 0, np.sqrt(1.0 + self.delta**2 / ((1.0 if paired else 2.0) * tasks * np.where(var > 0, var, 1.0))), 1.0)
+            null = self.null_paired if paired else self.null_independent
+            if null is None:
+                var0 = var + self.delta**2 / ((1.0 if paired else 2.0) * tasks)
+            else:
+                var0 = (null[0] + null[1] / np.asarray(seeds, dtype=float)) / tasks
+            widen = np.where(var > 0, np.sqrt(var0 / np.where(var > 0, var, 1.0)), 1.0)
         df = tasks - 1 if paired else 2 * (tasks - 1)
         return t_power(ncp, np.maximum(df, 1.0), alpha, alternative, widen)
 
