@@ -129,8 +129,10 @@ class Plan:
         The effect on the tested statistic's scale (rate difference, Cliff's
         delta, mean difference, quantile difference).
     optimum_seeds : float
-        The cost-optimal seeds per task before rounding (inf when tasks do
-        not vary).
+        The classic cost-optimal seeds per task, ``sqrt(cost_ratio W / (k B))``
+        (k = 2 paired, 1 independent; Raudenbush 1997), inf when tasks do not
+        vary. The table's cheapest row can differ a little: it also counts
+        the t and permutation-null corrections.
     min_tasks : int
         Tasks per arm needed even with unlimited seeds per task.
     assumptions, notes, warnings : tuple of str
@@ -258,8 +260,9 @@ class Plan:
         ]
         opt = "unbounded" if not math.isfinite(self.optimum_seeds) else f"{self.optimum_seeds:.1f}"
         lines.append(
-            f"Cost-optimal seeds per task with a new task costing {self.cost_ratio:g} run(s): {opt}; "
-            f"even with unlimited seeds, at least {self.min_tasks:,} tasks per arm are needed"
+            f"A new task costs {self.cost_ratio:g} run(s): the classic optimum is {opt} seeds per task "
+            f"(sqrt(cost ratio x within / between)); even with unlimited seeds, at least {self.min_tasks:,} tasks "
+            "per arm are needed"
         )
         return lines
 
