@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_power_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     parser.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
-    parser.add_argument("--alternative", choices=["two-sided", "larger", "smaller"], default="two-sided")
+    parser.add_argument("--alternative", choices=["two-sided", "larger", "smaller"], default="two-sided",
+                        help="two-sided (default), or one-sided: the candidate larger / smaller")
     parser.add_argument("--quantile", type=float, default=0.95, help="quantile for cost/count (default 0.95)")
     parser.add_argument("--seed", type=int, help="seed of simulations")
 
