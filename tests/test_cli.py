@@ -118,3 +118,80 @@ def test_bad_spec_files_exit_2(tmp_path, capsys):
         assert code == EXIT_BAD_INPUT and message in err and err.count("\n") == 1, err
     code, _, err = run(capsys, "score", str(traces), "-o", str(tmp_path / "x.txt"))
     assert code == EXIT_BAD_INPUT and "must end in .csv or .parquet" in err
+
+
+# --------------------------------------------------------------------------- power and plan
+
+
+def test_power_sample_size_power_curve_and_mde(capsys):
+    code, out, err = run(capsys, "power", "--metric", "binary", "--baseline", "0.5", "--effect", "0.1")
+    assert code == 0, err
+    assert "388 runs per arm" in out  # statsmodels NormalIndPower: 387.2 per group, rounded up
+    code, out, _ = run(capsys, "power", "--metric", "binary", "--baseline", "50%", "--effect", "10%", "--n", "100", "400")
+    assert code == 0
+    assert "runs_per_arm" in out and "0.296285" in out and "0.812641" in out
+    code, out, _ = run(capsys, "power", "--metric", "continuous", "--mde", "--n", "64")
+    assert code == 0 and "d = +0.499" in out  # 64 per arm detect d = 0.5 with power 0.801
+    code, out, _ = run(capsys, "power", "--metric", "ordinal", "--baseline", "0.2,0.3,0.3,0.2", "--effect", "1.5",
+                       "--seeds", "3", "--icc", "0.2")
+    assert code == 0 and "design effect 1.40" in out
+
+
+def test_power_cost_from_a_sample_file(tmp_path, capsys):
+    import numpy as np
+
+    sample = tmp_path / "tokens.txt"
+    sample.write_text("\n".join(str(v) for v in np.random.default_rng(0).lognormal(8, 1, 200)))
+    code, out, err = run(capsys, "power", "--metric", "cost", "--baseline", str(sample), "--effect=-20%")
+    assert code == 0, err
+    assert "p95 needs" in out and "runs per arm" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["power", "--metric", "binary", "--baseline", "1.5", "--effect", "0.1"], "baseline"),
+        (["power", "--metric", "binary", "--baseline", "0.5"], "--effect"),
+        (["power", "--metric", "binary", "--baseline", "0.5", "--effect", "0"], "zero"),
+        (["power", "--metric", "binary", "--baseline", "0.5", "--effect", "0.1", "--power", "1.2"], "power"),
+        (["power", "--metric", "cost", "--baseline", "missing.txt", "--effect", "-0.2"], "missing.txt"),
+        (["power", "--metric", "continuous", "--mde"], "--n"),
+    ],
+)
+def test_power_bad_input_is_one_line(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == EXIT_BAD_INPUT
+    assert err.count("\n") == 1 and err.startswith("agentab: error:") and needle in err
+
+
+def test_plan_from_traces_and_from_a_scores_table(tmp_path, capsys):
+    code, _, _ = run(capsys, "example", "--out", str(tmp_path), "--tasks", "12", "--seeds", "3")
+    assert code == 0
+    code, out, err = run(capsys, "plan", str(tmp_path / "baseline.jsonl"), "--metric", "rubric", "--effect", "1.5")
+    assert code == 0, err
+    assert "Plan for rubric (ordinal), paired design" in out and "Recommended:" in out and "ICC" in out
+    code, _, err = run(capsys, "score", str(tmp_path), "-o", str(tmp_path / "scores.csv"))
+    assert code == 0, err
+    code, out, err = run(capsys, "plan", str(tmp_path / "scores.csv"), "--metric", "outcome", "--effect", "10%",
+                         "--seeds", "3", "--design", "independent", "--simulate", "20", "--seed", "1")
+    assert code == 0, err
+    assert "independent design" in out and "simulated power" in out
+    assert "seeds_per_task" in out and out.count("\n   ") <= 3  # one row: the seeds are fixed
+
+
+def test_plan_bad_input(tmp_path, capsys):
+    run(capsys, "example", "--out", str(tmp_path), "--tasks", "4", "--seeds", "2")
+    code, _, err = run(capsys, "plan", str(tmp_path), "--metric", "nope", "--effect", "0.1")
+    assert code == EXIT_BAD_INPUT and "no metric column 'nope'" in err
+    code, _, err = run(capsys, "plan", str(tmp_path), "--metric", "outcome", "--effect", "0.1")
+    assert code == EXIT_BAD_INPUT and "at least 5" in err  # 4 tasks cannot give an ICC
+    code, _, err = run(capsys, "plan", str(tmp_path / "nothing.csv"), "--metric", "outcome", "--effect", "0.1")
+    assert code == EXIT_BAD_INPUT and "nothing.csv" in err
+
+
+def test_demo_ends_with_the_plan(capsys):
+    code, out, err = run(capsys, "demo")
+    assert code == 0, err
+    tail = out[out.index("Planning the next experiment"):]
+    assert "Plan for outcome (binary), paired design: detect +5.0 points" in tail
+    assert "Recommended:" in tail and "task-to-task variation of the effect measured" in tail
