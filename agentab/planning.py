@@ -821,25 +821,7 @@ def _simulated_pvalue(model: _Model, n: int, m: int, alpha: float, alternative: 
 
 
 def _draw_levels(model: _Model, n: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    shares = model.shares
-    keep = shares > 0
-
-    def tasks() -> np.ndarray:
-        theta = np.zeros((n, len(shares)))
-        if model.icc > 0:
-            conc = (1.0 - min(model.icc, 1 - 1e-9)) / model.icc
-            theta[:, keep] = rng.dirichlet(np.maximum(conc * shares[keep], 1e-3), size=n)
-        else:
-            theta[:] = shares
-        return theta
-
-    theta_a = tasks()
-    theta_b = core.po_shift(theta_a if model.paired else tasks(), model.log_or_task)
-
-    def runs(theta: np.ndarray) -> np.ndarray:
-        cum = np.cumsum(theta, axis=1)
-        u = rng.random((n, m))
-        idx = np.minimum((u[:, :, None] > cum[:, None, :-1]).sum(axis=2), len(shares) - 1)
-        return model.levels[idx].ravel().astype(float)
-
-    return runs(theta_a), runs(theta_b)
+    """Runs of both arms: Dirichlet tasks around the pilot's shares, the candidate's shifted by the task-level log odds."""
+    theta_a = core.task_shares(model.shares, model.icc, n, rng)
+    theta_b = core.po_shift(theta_a if model.paired else core.task_shares(model.shares, model.icc, n, rng), model.log_or_task)
+    return model.levels[core.task_runs(theta_a, m, rng)], model.levels[core.task_runs(theta_b, m, rng)]

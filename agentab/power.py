@@ -460,19 +460,19 @@ def _simulated_power(q: _Question, effect: Any, tasks: int, n_sims: int, n_resam
         )
     alt = core._scipy_alternative(q.alternative)
     strata = np.repeat(np.arange(tasks), m)
+    if q.kind == "binary":
+        base, cand = np.array([1 - q.baseline, q.baseline]), np.array([1 - q.baseline - effect, q.baseline + effect])
+    elif q.kind == "ordinal":
+        base, cand = q.baseline, _candidate_shares(q, effect)
+    levels = np.arange(len(base), dtype=float) if q.kind in ("binary", "ordinal") else None
     rejections = 0
     for _ in range(n_sims):
-        if q.kind == "binary":
-            x = _task_binary(q.baseline, q.icc, tasks, m, rng)
-            y = _task_binary(q.baseline + effect, q.icc, tasks, m, rng)
-            res = stats.rate_difference(x, y, x_strata=strata, y_strata=strata + tasks, paired=False,
-                                        alternative=alt, n_resamples=n_resamples, rng=rng)
-        elif q.kind == "ordinal":
-            levels = np.arange(len(q.baseline))
-            x = _task_levels(q.baseline, q.icc, tasks, m, levels, rng)
-            y = _task_levels(_candidate_shares(q, effect), q.icc, tasks, m, levels, rng)
-            res = stats.ordinal_superiority(x, y, x_strata=strata, y_strata=strata + tasks, paired=False,
-                                            alternative=alt, n_resamples=n_resamples, rng=rng)
+        if q.kind in ("binary", "ordinal"):
+            x = levels[core.task_runs(core.task_shares(base, q.icc, tasks, rng), m, rng)]
+            y = levels[core.task_runs(core.task_shares(cand, q.icc, tasks, rng), m, rng)]
+            test = stats.rate_difference if q.kind == "binary" else stats.ordinal_superiority
+            res = test(x, y, x_strata=strata, y_strata=strata + tasks, paired=False, alternative=alt,
+                       n_resamples=n_resamples, rng=rng)
         else:
             x = rng.choice(q.baseline, size=runs)
             y = rng.choice(q.baseline, size=runs) * (1.0 + effect)
@@ -481,31 +481,6 @@ def _simulated_power(q: _Question, effect: Any, tasks: int, n_sims: int, n_resam
         rejections += p < q.alpha
     rate = rejections / n_sims
     return rate, math.sqrt(rate * (1 - rate) / n_sims)
-
-
-def _task_binary(p: float, icc: float, tasks: int, m: int, rng: np.random.Generator) -> np.ndarray:
-    """Outcomes of ``tasks`` x ``m`` runs; task rates are Beta with mean ``p`` and intra-task correlation ``icc``."""
-    if icc > 0 and 0 < p < 1 and m > 1:
-        s = (1.0 - icc) / icc
-        rates = rng.beta(p * s, (1 - p) * s, size=tasks)
-    else:
-        rates = np.full(tasks, p)
-    return (rng.random((tasks, m)) < rates[:, None]).ravel().astype(float)
-
-
-def _task_levels(shares: np.ndarray, icc: float, tasks: int, m: int, levels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Levels of ``tasks`` x ``m`` runs; task shares are Dirichlet with mean ``shares`` and correlation ``icc``."""
-    if icc > 0 and m > 1:
-        s = (1.0 - icc) / icc
-        keep = shares > 0
-        theta = np.zeros((tasks, len(shares)))
-        theta[:, keep] = rng.dirichlet(np.maximum(s * shares[keep], 1e-3), size=tasks)
-    else:
-        theta = np.broadcast_to(shares, (tasks, len(shares)))
-    cum = np.cumsum(theta, axis=1)
-    u = rng.random((tasks, m))
-    idx = (u[:, :, None] > cum[:, None, :-1]).sum(axis=2)
-    return levels[idx].ravel().astype(float)
 
 
 def _simulated_runs(q: _Question, effect: Any, target: float, start_runs: float, n_sims: int, n_resamples: int, seed: Any):

@@ -50,6 +50,8 @@ __all__ = [
     "ordinal_power_counts",
     "po_shift",
     "quantile_density",
+    "task_runs",
+    "task_shares",
     "t_power",
     "z_quantile",
 ]
@@ -299,13 +301,7 @@ def dirichlet_components(
     shares = np.asarray(shares, dtype=float)
     keep = shares > 0
     p = shares[keep] / shares[keep].sum()
-    if icc <= 0 or len(p) == 1:
-        theta = p[None, :]
-    else:
-        concentration = (1.0 - min(icc, 1 - 1e-9)) / icc
-        rng = np.random.default_rng(seed)
-        # Small Dirichlet parameters underflow to all-zero draws; a floor keeps every draw a distribution.
-        theta = rng.dirichlet(np.maximum(concentration * p, 1e-3), size=n_draws)
+    theta = task_shares(p, icc, n_draws if icc > 0 else 1, np.random.default_rng(seed))
     theta_b = po_shift(theta, log_or)
     r = theta_b.mean(axis=0)
     base_pop = theta.mean(axis=0)
@@ -326,6 +322,32 @@ def dirichlet_components(
     full = np.zeros(len(shares))
     full[keep] = r
     return comps, full
+
+
+def task_shares(shares: np.ndarray, icc: float, n_tasks: int, rng: np.random.Generator) -> np.ndarray:
+    """Level shares of ``n_tasks`` tasks: Dirichlet with mean ``shares`` and intra-task correlation ``icc``.
+
+    The concentration ``(1 - icc) / icc`` gives every run score the ICC
+    ``icc`` (the Dirichlet-multinomial; two levels: the beta-binomial).
+    ``icc = 0`` gives every task the same shares. Shape (n_tasks, levels).
+    """
+    shares = np.asarray(shares, dtype=float)
+    theta = np.zeros((n_tasks, len(shares)))
+    keep = shares > 0
+    if icc > 0 and np.count_nonzero(keep) > 1:
+        concentration = (1.0 - min(icc, 1 - 1e-9)) / icc
+        # Small Dirichlet parameters underflow to all-zero draws; a floor keeps every draw a distribution.
+        theta[:, keep] = rng.dirichlet(np.maximum(concentration * shares[keep], 1e-3), size=n_tasks)
+    else:
+        theta[:] = shares
+    return theta
+
+
+def task_runs(theta: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    """Level codes of ``m`` runs of each task with level shares ``theta`` (tasks x levels), task by task."""
+    cum = np.cumsum(theta, axis=1)
+    u = rng.random((len(theta), m))
+    return np.minimum((u[:, :, None] > cum[:, None, :-1]).sum(axis=2), theta.shape[1] - 1).ravel()
 
 
 def quantile_density(values: np.ndarray, q: float, weights: np.ndarray | None = None) -> float:
