@@ -509,32 +509,35 @@ def _components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired
         assumptions.append(f"effect is Cohen's d on the pilot's run-level SD ({sd:.4g}); the candidate adds the same amount to every task")
         score = lambda v: v
     else:
-        weights = _task_weights(pilot.tasks)
-        xq = _weighted_quantile(pilot.values, weights, quantile)
-        dens = core.quantile_density(pilot.values, quantile, weights)
+        # The tail of a small pilot is a handful of runs; its task structure is read on the log scale from all
+        # runs, and the formula and the simulation both work on the model's distribution (a virtual pilot).
+        effects, residuals, offset, fit = _log_scale_tasks(pilot.values, pilot.tasks, conf)
+        virtual = _virtual_pilot(effects, residuals, offset)
+        weights = _task_weights(virtual.tasks)
+        xq = _weighted_quantile(virtual.values, weights, quantile)
+        dens = core.quantile_density(virtual.values, quantile, weights)
         if not math.isfinite(dens) or xq <= 0:
             raise PowerError(
                 f"the pilot's p{quantile * 100:g} of {kind} sits on tied values (or is 0), so the quantile's density "
                 "cannot be estimated; try another quantile"
             )
-        ind = (pilot.values <= xq).astype(float)
-        fit = core.anova(ind, pilot.tasks, conf)
+        below = core.anova((virtual.values <= xq).astype(float), virtual.tasks, conf)
         g = 1.0 + effect
         comps = core.Components(
             effect * xq,
-            fit.between / dens**2,
-            g * g * fit.between / dens**2,
-            g * fit.between / dens**2,
-            fit.within / dens**2,
-            g * g * fit.within / dens**2,
-            *_quantile_null(pilot, weights, g, quantile),
+            below.between / dens**2,
+            g * g * below.between / dens**2,
+            g * below.between / dens**2,
+            below.within / dens**2,
+            g * g * below.within / dens**2,
+            *_quantile_null(virtual, weights, g, quantile),
         )
-        effects, residuals, offset = _log_scale_tasks(pilot.values, pilot.tasks)
         model = _Model(kind, paired, task_effects=effects, residuals=residuals, offset=offset, factor=g, quantile=quantile)
         assumptions.append(
-            f"the candidate multiplies every run by {g:g}, so each task keeps its place in the distribution; "
-            f"the p{quantile * 100:g} ({xq:.4g}) varies as the share of runs below it, over the density there "
-            f"({dens:.3g} per unit); the ICC is that of the indicator 'run <= p{quantile * 100:g}'"
+            f"{kind} follows log(value{f' + {offset:g}' if offset else ''}) = task effect + run noise, fitted on "
+            f"every pilot run (the ICC shown is on that scale); the candidate multiplies every run by {g:g}, so "
+            f"each task keeps its place; the p{quantile * 100:g} ({xq:.4g}) varies as the share of runs below it "
+            f"(its ICC {below.icc:.2f}), over the density there ({dens:.3g} per unit)"
         )
         score = None
     if paired and score is not None:
@@ -687,10 +690,13 @@ def plan(
     min_tasks = max(2, math.ceil(z * z * between / comps.delta**2)) if between > 0 else 2
     k = 2.0 if paired else 1.0
     optimum = math.sqrt(cost_ratio * comps.within / (k * between)) if between > 0 else math.inf
-    if fit.icc >= 0.3 or min_tasks >= 0.5 * best["tasks"]:
+    m_most = max(int(table["seeds_per_task"].max()), int(max_seeds))
+    share = between / (between + comps.within / m_most) if between + comps.within > 0 else 0.0
+    if share >= 0.5:
         warnings.append(
-            f"adding seeds cannot rescue an experiment with too few tasks: with ICC {fit.icc:.2f}, even unlimited "
-            f"seeds per task need at least {min_tasks:,} tasks per arm"
+            f"adding seeds cannot rescue an experiment with too few tasks: even at {m_most} seeds per task, variation "
+            f"between tasks{' (of the effect)' if paired else ''} is {share:.0%} of a task's variance, and unlimited "
+            f"seeds per task still need at least {min_tasks:,} tasks per arm"
         )
     if fit.icc_ci[1] - fit.icc_ci[0] > 0.3:
         notes.append(
@@ -750,7 +756,17 @@ def _quantile_null(pilot: _Pilot, weights: np.ndarray, g: float, q: float) -> tu
     return paired, independent
 
 
-def _log_scale_tasks(values: np.ndarray, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def _virtual_pilot(effects: np.ndarray, residuals: np.ndarray, offset: float, size: int = 400_000) -> _Pilot:
+    """Every task effect with every residual (evenly spaced order statistics when too many): the model's runs."""
+    per_task = max(1, min(len(residuals), size // max(len(effects), 1)))
+    ordered = np.sort(residuals)
+    picks = ordered[np.linspace(0, len(ordered) - 1, per_task).round().astype(int)]
+    values = np.exp(effects[:, None] + picks[None, :]).ravel() - offset
+    tasks = np.repeat(np.arange(len(effects)), per_task)
+    return _Pilot(np.maximum(values, 0.0), tasks, None, None, ())
+
+
+def _log_scale_tasks(values: np.ndarray, tasks: np.ndarray, conf: float = 0.95) -> tuple[np.ndarray, np.ndarray, float, core.Anova]:
     """A task-effect model of a cost pilot on the log scale, to simulate new tasks and seeds from.
 
     ``log(value + offset) = task effect + residual`` (the offset is 0 for
@@ -765,7 +781,7 @@ def _log_scale_tasks(values: np.ndarray, tasks: np.ndarray) -> tuple[np.ndarray,
     positive = values[values > 0]
     offset = 0.0 if len(positive) == len(values) else (float(positive.min()) / 2 if len(positive) else 1.0)
     z = np.log(values + offset)
-    fit = core.anova(z, tasks)
+    fit = core.anova(z, tasks, conf)
     _, index, counts = np.unique(tasks, return_inverse=True, return_counts=True)
     means = np.bincount(index, weights=z) / counts
     grand = float(np.mean(means))
@@ -774,7 +790,7 @@ def _log_scale_tasks(values: np.ndarray, tasks: np.ndarray) -> tuple[np.ndarray,
     effects = grand + shrink * (means - grand)
     several = counts[index] > 1
     residuals = ((z - means[index]) * np.sqrt(counts[index] / np.maximum(counts[index] - 1, 1)))[several]
-    return effects, residuals, offset
+    return effects, residuals, offset, fit
 
 
 def _binary_effect(effect: Any) -> float:
