@@ -640,14 +640,7 @@ def plan(
     """
     _settings_iv(alpha, power, design, seeds_per_task, cost_ratio, max_tasks, max_seeds, alternative, quantile)
     data, kind = _pilot_iv(pilot, metric, kind, cluster, arm, baseline)
-    from .power import _effect_iv
-
-    if kind == "binary":
-        effect = _binary_effect(effect)
-    elif np.ndim(effect) != 0:
-        raise PowerError(f"plan takes one number as effect (for ordinal, an odds ratio), got {effect!r}")
-    else:
-        effect = _effect_iv(kind, effect, None)
+    effect = _binary_effect(effect) if kind == "binary" else _plan_effect_iv(kind, effect)
     paired = design == "paired"
     alpha, target, cost_ratio = float(alpha), float(power), float(cost_ratio)
     comps, fit, model, assumptions, notes = _components(data, kind, effect, float(quantile), paired, 0.95)
@@ -656,24 +649,7 @@ def plan(
         raise PowerError(f"alternative={alternative!r} but the effect goes the other way (delta {comps.delta:+.4g})")
 
     seeds = [int(seeds_per_task)] if seeds_per_task is not None else list(range(1, int(max_seeds) + 1))
-    rows = []
-    for m in seeds:
-        n = comps.tasks_needed(m, paired, alpha, target, alternative)
-        feasible = n is not None and (max_tasks is None or n <= max_tasks)
-        if not feasible and max_tasks is not None:
-            n_shown = int(max_tasks)
-        else:
-            n_shown = n
-        if n_shown is None:
-            continue
-        cost = n_shown * (cost_ratio + 2 * m) if paired else 2 * n_shown * (cost_ratio + m)
-        rows.append({
-            "tasks": n_shown, "seeds_per_task": m, "runs_per_arm": n_shown * m, "total_runs": 2 * n_shown * m,
-            "cost": float(cost), "power": float(comps.power(n_shown, m, paired, alpha, alternative)), "feasible": feasible,
-        })
-    if not rows:
-        raise PowerError(f"no design up to 10,000,000 tasks reaches power {target:g}: the effect is too small for this metric")
-    table = pd.DataFrame(rows)
+    table = _design_table(comps, seeds, paired, alpha, target, alternative, max_tasks, cost_ratio)
     warnings: list[str] = []
     feasible_rows = table[table["feasible"]]
     if len(feasible_rows):
@@ -791,6 +767,34 @@ def _log_scale_tasks(values: np.ndarray, tasks: np.ndarray, conf: float = 0.95) 
     several = counts[index] > 1
     residuals = ((z - means[index]) * np.sqrt(counts[index] / np.maximum(counts[index] - 1, 1)))[several]
     return effects, residuals, offset, fit
+
+
+def _design_table(comps: core.Components, seeds: list[int], paired: bool, alpha: float, target: float,
+                  alternative: str, max_tasks: int | None, cost_ratio: float) -> pd.DataFrame:
+    """One row per seeds-per-task option: the fewest tasks reaching ``target`` (or ``max_tasks``), cost and power."""
+    rows = []
+    for m in seeds:
+        n = comps.tasks_needed(m, paired, alpha, target, alternative)
+        feasible = n is not None and (max_tasks is None or n <= max_tasks)
+        shown = int(max_tasks) if not feasible and max_tasks is not None else n
+        if shown is None:
+            continue
+        cost = shown * (cost_ratio + 2 * m) if paired else 2 * shown * (cost_ratio + m)
+        rows.append({
+            "tasks": shown, "seeds_per_task": m, "runs_per_arm": shown * m, "total_runs": 2 * shown * m,
+            "cost": float(cost), "power": float(comps.power(shown, m, paired, alpha, alternative)), "feasible": feasible,
+        })
+    if not rows:
+        raise PowerError(f"no design up to 10,000,000 tasks reaches power {target:g}: the effect is too small for this metric")
+    return pd.DataFrame(rows)
+
+
+def _plan_effect_iv(kind: str, effect: Any) -> float:
+    from .power import _effect_iv
+
+    if np.ndim(effect) != 0:
+        raise PowerError(f"plan takes one number as effect (for ordinal, an odds ratio), got {effect!r}")
+    return _effect_iv(kind, effect, None)
 
 
 def _binary_effect(effect: Any) -> float:
