@@ -471,8 +471,9 @@ def _simulated_power(q: _Question, effect: Any, tasks: int, n_sims: int, n_resam
             x = levels[core.task_runs(core.task_shares(base, q.icc, tasks, rng), m, rng)]
             y = levels[core.task_runs(core.task_shares(cand, q.icc, tasks, rng), m, rng)]
             test = stats.rate_difference if q.kind == "binary" else stats.ordinal_superiority
-            res = test(x, y, x_strata=strata, y_strata=strata + tasks, paired=False, alternative=alt,
-                       n_resamples=n_resamples, rng=rng)
+            # One run per task is independent runs: no strata, so agentab takes its count (exact) paths.
+            res = test(x, y, x_strata=strata if m > 1 else None, y_strata=strata + tasks if m > 1 else None,
+                       paired=False, alternative=alt, n_resamples=n_resamples, rng=rng)
         else:
             x = rng.choice(q.baseline, size=runs)
             y = rng.choice(q.baseline, size=runs) * (1.0 + effect)
@@ -484,7 +485,8 @@ def _simulated_power(q: _Question, effect: Any, tasks: int, n_sims: int, n_resam
 
 
 def _simulated_runs(q: _Question, effect: Any, target: float, start_runs: float, n_sims: int, n_resamples: int, seed: Any):
-    """Tasks per arm reaching ``target`` by simulation: secant steps on the normal scale from the formula's answer.
+    """Tasks per arm reaching ``target`` by simulation: secant steps on the normal scale from the formula's answer,
+    then bisection between the closest designs on either side of the target.
 
     Every evaluation reuses the same seed (common random numbers), so the
     steps follow the power curve rather than its noise.
@@ -505,7 +507,17 @@ def _simulated_runs(q: _Question, effect: Any, target: float, start_runs: float,
         if new == tasks:
             break
         tasks = new
-    # The smallest evaluated design that reached the target, else the largest evaluated.
+    # Bisect between the largest design below the target and the smallest reaching it (to 1% of the tasks).
+    for _ in range(8):
+        reached = [t for t, (pw, _) in seen.items() if pw >= target]
+        short = [t for t, (pw, _) in seen.items() if pw < target and (not reached or t < min(reached))]
+        if not reached or not short:
+            break
+        lo, hi = max(short), min(reached)
+        if hi - lo <= max(1, hi // 100):
+            break
+        mid = (lo + hi) // 2
+        seen[mid] = _simulated_power(q, effect, mid, n_sims, n_resamples, seed)
     reached = [t for t, (pw, _) in seen.items() if pw >= target]
     best = min(reached) if reached else max(seen)
     return best, seen[best]
