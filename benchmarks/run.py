@@ -25,6 +25,12 @@ Cases (sizes with ``--quick`` in brackets):
 5. ``compare 1M``: 1,000,000 runs per arm [20,000] (no task ids), outcome,
    rubric and tokens, end to end through ``agentab.compare`` with its default
    9,999 resamples; no reference; memory against the input table's size.
+6. ``ordinal power simulation`` (``bench_power.py``): the power of the
+   ordinal permutation test by simulating 1,000 experiments [200] x 999
+   permutations at 500 runs per arm, against ``scipy.stats.permutation_test``
+   once per experiment (rank-sum statistic; and the ``mannwhitneyu``
+   statistic on a subset, scaled) and batched over experiments with shared
+   permutations.
 
 Agreement: for tests, the difference of the two p-values in Monte Carlo
 standard errors of that difference; for intervals, the largest difference of
@@ -63,6 +69,9 @@ from scipy import stats as sps
 import agentab
 from agentab.errors import StatsWarning
 from agentab.stats import ordinal_superiority, quantile_difference, rate_difference
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_power  # noqa: E402  (a sibling script, not a package)
 
 
 def measure(fn: Callable[[], Any], repeat: int = 3, budget: float = 5.0) -> tuple[Any, float, float]:
@@ -251,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         case_p95(100_000, 2_000, rows)
         case_paired(500, 5, 9_999, rows)
         case_compare(1_000_000, rows)
+    rows += bench_power.run(args.quick)
     if args.all:
         other_benchmarks(rows)
     table = pd.DataFrame(rows)

@@ -14,7 +14,9 @@ def test_run_quick_prints_every_case_with_agreement():
     out = subprocess.run(
         [sys.executable, str(BENCHMARKS / "run.py"), "--quick"], capture_output=True, text=True, timeout=600, check=True
     ).stdout
-    for case in ("ordinal permutation", "ordinal bootstrap BCa", "p95 difference CI", "paired tasks", "compare end to end"):
+    cases = ("ordinal permutation", "ordinal bootstrap BCa", "p95 difference CI", "paired tasks", "compare end to end",
+             "ordinal power simulation")
+    for case in cases:
         assert case in out
     # p-values agree within 4 Monte Carlo standard errors, intervals within 15% of their width
     for se in re.findall(r"\(([\d.]+) SE\)", out):
