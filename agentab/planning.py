@@ -260,9 +260,9 @@ class Plan:
         ]
         opt = "unbounded" if not math.isfinite(self.optimum_seeds) else f"{self.optimum_seeds:.1f}"
         lines.append(
-            f"A new task costs {self.cost_ratio:g} run(s): the classic optimum is {opt} seeds per task "
-            f"(sqrt(cost ratio x within / between)); even with unlimited seeds, at least {self.min_tasks:,} tasks "
-            "per arm are needed"
+            f"A new task costs {self.cost_ratio:g} run(s): the recommendation has {self.seeds_per_task} seed(s) per "
+            f"task (the classic optimum sqrt(cost ratio x within / between) is {opt}); even with unlimited seeds, at "
+            f"least {self.min_tasks:,} tasks per arm are needed"
         )
         return lines
 
