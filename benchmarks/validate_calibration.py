@@ -149,14 +149,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import os
-import subprocess
 import sys
 import time
 import warnings
 from dataclasses import dataclass
 from multiprocessing import get_context
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -166,6 +165,9 @@ import numpy as np
 from scipy import stats as sps
 
 from agentab.errors import StatsWarning
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _provenance import source_state  # noqa: E402  (a sibling module of the scripts)
 from agentab.stats import (
     mean_difference,
     ordinal_superiority,
@@ -438,20 +440,8 @@ def package_state() -> str:
     """The commit of the repository and a digest of the agentab.stats sources actually imported."""
     import agentab.stats
 
-    folder = os.path.dirname(agentab.stats.__file__)
-    digest = hashlib.sha256()
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            with open(os.path.join(folder, name), "rb") as fh:
-                digest.update(name.encode() + fh.read())
-    try:
-        git = ["git", "-C", folder]
-        commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(git + ["status", "--porcelain", "--", "."], capture_output=True, text=True, check=True)
-        where = f"commit {commit.stdout.strip()}" + (" with uncommitted changes to agentab/stats" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        where = "no git information"
-    return f"{where}; sha256 of agentab/stats/*.py {digest.hexdigest()[:12]}"
+    folder = Path(agentab.stats.__file__).resolve().parent
+    return source_state(sorted(folder.glob("*.py")), "agentab/stats/*.py")
 
 
 def main(argv: list[str] | None = None) -> int:
