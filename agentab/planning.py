@@ -48,6 +48,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 import warnings
@@ -466,85 +467,102 @@ def _discordance(pilot: _Pilot, score: Any, within: float) -> float | None:
     return max(0.0, float(d.var(ddof=1)) - float(noise))
 
 
-def _components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired: bool, conf: float):
-    """The statistic's variance components, the ANOVA, the model to simulate from, assumptions and notes."""
+def _level_components(pilot: _Pilot, kind: str, effect: float, paired: bool, conf: float):
+    """Binary and ordinal: the Dirichlet task model around the pilot's shares, shifted on the cumulative-logit scale."""
     from scipy.optimize import brentq
 
-    assumptions: list[str] = []
-    notes: list[str] = []
-    if kind in ("binary", "ordinal"):
-        shares = _task_shares(pilot.values, pilot.tasks, pilot.levels)
-        if np.count_nonzero(shares) < 2:
-            raise PowerError(f"every pilot run has the same value ({pilot.levels[np.argmax(shares)]:g}): no variance to plan with")
-        below = np.cumsum(shares) - shares
-        psi = below - (1.0 - below - shares)  # P(X < y) - P(X > y): the run score of Cliff's delta
-        codes = np.searchsorted(pilot.levels, pilot.values)
-        fit = core.anova(psi[codes], pilot.tasks, conf)
-        if kind == "binary":
-            target = effect
-            if not 0.0 <= shares[1] + effect <= 1.0:
-                raise PowerError(f"the pilot's success rate {shares[1]:.3f} + effect {effect:g} is not a rate in [0, 1]")
-        else:
-            target = float(core.cliff_delta(shares, core.po_shift(shares, math.log(effect))))
+    shares = _task_shares(pilot.values, pilot.tasks, pilot.levels)
+    if np.count_nonzero(shares) < 2:
+        raise PowerError(f"every pilot run has the same value ({pilot.levels[np.argmax(shares)]:g}): no variance to plan with")
+    below = np.cumsum(shares) - shares
+    psi = below - (1.0 - below - shares)  # P(X < y) - P(X > y): the run score of Cliff's delta
 
-        def gap(b: float) -> float:
-            return core.dirichlet_components(shares, fit.icc, b)[0].delta - target
+    def score(values: np.ndarray) -> np.ndarray:
+        return psi[np.searchsorted(pilot.levels, values)]
 
-        log_or = brentq(gap, -30, 30, xtol=1e-10)
-        comps, _ = core.dirichlet_components(shares, fit.icc, log_or)
-        model = _Model(kind, paired, shares=shares, levels=pilot.levels, icc=fit.icc, log_or_task=log_or)
-        assumptions.append(
-            "the candidate keeps each task's difficulty: every task's level shares shift by the same log odds "
-            f"({log_or:+.3f}), chosen so that the population effect is the one asked for"
-        )
-        score = lambda v: psi[np.searchsorted(pilot.levels, v)]
-    elif kind == "continuous":
-        fit = core.anova(pilot.values, pilot.tasks, conf)
-        sd = math.sqrt(fit.between + fit.within)
-        if sd == 0:
-            raise PowerError("every pilot run has the same value: no variance to plan with")
-        delta = effect * sd
-        comps = core.Components(delta, fit.between, fit.between, fit.between, fit.within, fit.within)
-        model = _Model(kind, paired, mean=float(pilot.values.mean()), between=fit.between, within=fit.within, delta=delta)
-        assumptions.append(f"effect is Cohen's d on the pilot's run-level SD ({sd:.4g}); the candidate adds the same amount to every task")
-        score = lambda v: v
+    fit = core.anova(score(pilot.values), pilot.tasks, conf)
+    if kind == "binary":
+        target = effect
+        if not 0.0 <= shares[1] + effect <= 1.0:
+            raise PowerError(f"the pilot's success rate {shares[1]:.3f} + effect {effect:g} is not a rate in [0, 1]")
     else:
-        # The tail of a small pilot is a handful of runs; its task structure is read on the log scale from all
-        # runs, and the formula and the simulation both work on the model's distribution (a virtual pilot).
-        effects, residuals, offset, fit = _log_scale_tasks(pilot.values, pilot.tasks, conf)
-        virtual = _virtual_pilot(effects, residuals, offset)
-        weights = _task_weights(virtual.tasks)
-        xq = _weighted_quantile(virtual.values, weights, quantile)
-        dens = core.quantile_density(virtual.values, quantile, weights)
-        if not math.isfinite(dens) or xq <= 0:
-            raise PowerError(
-                f"the pilot's p{quantile * 100:g} of {kind} sits on tied values (or is 0), so the quantile's density "
-                "cannot be estimated; try another quantile"
-            )
-        below = core.anova((virtual.values <= xq).astype(float), virtual.tasks, conf)
-        g = 1.0 + effect
-        comps = core.Components(
-            effect * xq,
-            below.between / dens**2,
-            g * g * below.between / dens**2,
-            g * below.between / dens**2,
-            below.within / dens**2,
-            g * g * below.within / dens**2,
-            *_quantile_null(virtual, weights, g, quantile),
+        target = float(core.cliff_delta(shares, core.po_shift(shares, math.log(effect))))
+    log_or = brentq(lambda b: core.dirichlet_components(shares, fit.icc, b)[0].delta - target, -30, 30, xtol=1e-10)
+    comps, _ = core.dirichlet_components(shares, fit.icc, log_or)
+    model = _Model(kind, paired, shares=shares, levels=pilot.levels, icc=fit.icc, log_or_task=log_or)
+    assumption = (
+        "the candidate keeps each task's difficulty: every task's level shares shift by the same log odds "
+        f"({log_or:+.3f}), chosen so that the population effect is the one asked for"
+    )
+    return comps, fit, model, assumption, score
+
+
+def _continuous_components(pilot: _Pilot, effect: float, paired: bool, conf: float):
+    """Continuous: ANOVA components; Cohen's d on the run-level SD; the same shift for every task."""
+    fit = core.anova(pilot.values, pilot.tasks, conf)
+    sd = math.sqrt(fit.between + fit.within)
+    if sd == 0:
+        raise PowerError("every pilot run has the same value: no variance to plan with")
+    delta = effect * sd
+    comps = core.Components(delta, fit.between, fit.between, fit.between, fit.within, fit.within)
+    model = _Model("continuous", paired, mean=float(pilot.values.mean()), between=fit.between, within=fit.within,
+                   delta=delta)
+    assumption = f"effect is Cohen's d on the pilot's run-level SD ({sd:.4g}); the candidate adds the same amount to every task"
+    return comps, fit, model, assumption, lambda values: values
+
+
+def _quantile_components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired: bool, conf: float):
+    """Cost and count: the quantile of a log-scale task-effect model of the pilot, every candidate run times 1 + effect.
+
+    The tail of a small pilot is a handful of runs; its task structure is read
+    on the log scale from all runs, and the formula and the simulation both
+    work on the model's distribution (a virtual pilot).
+    """
+    effects, residuals, offset, fit = _log_scale_tasks(pilot.values, pilot.tasks, conf)
+    virtual = _virtual_pilot(effects, residuals, offset)
+    weights = _task_weights(virtual.tasks)
+    xq = _weighted_quantile(virtual.values, weights, quantile)
+    dens = core.quantile_density(virtual.values, quantile, weights)
+    if not math.isfinite(dens) or xq <= 0:
+        raise PowerError(
+            f"the pilot's p{quantile * 100:g} of {kind} sits on tied values (or is 0), so the quantile's density "
+            "cannot be estimated; try another quantile"
         )
-        model = _Model(kind, paired, task_effects=effects, residuals=residuals, offset=offset, factor=g, quantile=quantile)
-        assumptions.append(
-            f"{kind} follows log(value{f' + {offset:g}' if offset else ''}) = task effect + run noise, fitted on "
-            f"every pilot run (the ICC shown is on that scale); the candidate multiplies every run by {g:g}, so "
-            f"each task keeps its place; the p{quantile * 100:g} ({xq:.4g}) varies as the share of runs below it "
-            f"(its ICC {below.icc:.2f}), over the density there ({dens:.3g} per unit)"
-        )
-        score = None
+    below = core.anova((virtual.values <= xq).astype(float), virtual.tasks, conf)
+    g = 1.0 + effect
+    scale = dens**2
+    comps = core.Components(
+        effect * xq,
+        below.between / scale,
+        g * g * below.between / scale,
+        g * below.between / scale,
+        below.within / scale,
+        g * g * below.within / scale,
+        *_quantile_null(virtual, weights, g, quantile),
+    )
+    model = _Model(kind, paired, task_effects=effects, residuals=residuals, offset=offset, factor=g, quantile=quantile)
+    assumption = (
+        f"{kind} follows log(value{f' + {offset:g}' if offset else ''}) = task effect + run noise, fitted on "
+        f"every pilot run (the ICC shown is on that scale); the candidate multiplies every run by {g:g}, so "
+        f"each task keeps its place; the p{quantile * 100:g} ({xq:.4g}) varies as the share of runs below it "
+        f"(its ICC {below.icc:.2f}), over the density there ({dens:.3g} per unit)"
+    )
+    return comps, fit, model, assumption, None
+
+
+def _components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired: bool, conf: float):
+    """The statistic's variance components, the ANOVA, the model to simulate from, assumptions and notes."""
+    if kind in ("binary", "ordinal"):
+        comps, fit, model, assumption, score = _level_components(pilot, kind, effect, paired, conf)
+    elif kind == "continuous":
+        comps, fit, model, assumption, score = _continuous_components(pilot, effect, paired, conf)
+    else:
+        comps, fit, model, assumption, score = _quantile_components(pilot, kind, effect, quantile, paired, conf)
+    assumptions, notes = [assumption], []
     if paired and score is not None:
         w2 = _discordance(pilot, score, fit.within)
         if w2 is not None:
-            comps = core.Components(comps.delta, comps.between_a, comps.between_b,
-                                    (comps.between_a + comps.between_b - w2) / 2.0, comps.within_a, comps.within_b)
+            comps = dataclasses.replace(comps, covariance=(comps.between_a + comps.between_b - w2) / 2.0)
             assumptions.append(f"task-to-task variation of the effect measured on the pilot's two arms (variance {w2:.4g})")
     if fit.between == 0:
         notes.append("the pilot shows no variance between tasks (ICC 0): seeds are as informative as tasks")
