@@ -18,12 +18,12 @@ continuous            difference in means
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
-import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -532,12 +532,16 @@ def _seeds(inp: _CompareInput) -> str:
 # --------------------------------------------------------------------------- #
 # Public API
 # --------------------------------------------------------------------------- #
-def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: float | None) -> str:
-    """How many tasks and seeds would settle an inconclusive primary metric (one reason line)."""
+def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: float | None) -> str | None:
+    """How many tasks and seeds would settle an inconclusive primary metric (one reason line).
+
+    None when the primary metric is already significant (the verdict waits on a guardrail instead).
+    """
     from .errors import PowerError
     from .planning import plan
-    from .stats._power import cliff_delta, po_shift
 
+    if pd.notna(row["p_value"]) and row["p_value"] < inp.alpha:
+        return None
     kind = row["kind"]
     if kind not in ("binary", "ordinal", "continuous", "cost", "count"):
         return f"no sample-size advice for a {kind} primary metric"
@@ -555,7 +559,7 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
             effect = float(row["effect"]) / sd if sd > 0 else 0.0
         elif kind == "ordinal":
             shares = np.asarray(res.details["shares"].baseline, dtype=float)
-            effect = _odds_ratio_of(shares, float(row["effect"]), cliff_delta, po_shift) if len(shares) else 0.0
+            effect = _odds_ratio_of(shares, float(row["effect"])) if len(shares) else 0.0
         else:
             effect = float(row["ratio"]) - 1.0
     if not np.isfinite(effect) or effect == 0 or (kind == "ordinal" and effect == 1):
@@ -573,15 +577,17 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
     now = int(row["tasks"]) if pd.notna(row["tasks"]) else 0
     more = f"{p.tasks - now:,} more" if p.tasks > now else "no more"
     return (
-        f"to detect {what} ({p._effect_words()}) with 80% power: about {p.tasks:,} tasks x {seeds} seed(s) "
+        f"to detect {what} ({p.effect_text()}) with 80% power: about {p.tasks:,} tasks x {seeds} seed(s) "
         f"{'(the same tasks in both arms)' if paired else 'per arm'}, {more} tasks than the {now:,} run "
         "(agentab.power.plan lists the options)"
     )
 
 
-def _odds_ratio_of(shares: np.ndarray, delta: float, cliff_delta: Any, po_shift: Any) -> float:
-    """The proportional-odds ratio that moves ``shares`` by Cliff's delta ``delta``."""
+def _odds_ratio_of(shares: np.ndarray, delta: float) -> float:
+    """The proportional-odds ratio that moves ``shares`` by Cliff's delta ``delta`` (0 when none does)."""
     from scipy.optimize import brentq
+
+    from .stats._power import cliff_delta, po_shift
 
     if not -0.999 < delta < 0.999 or np.count_nonzero(shares) < 2:
         return 0.0
@@ -739,7 +745,8 @@ def compare(
     primary_res = results[inp.primary_metric]
     if decision.verdict == "inconclusive":
         advice = _planning_advice(inp, table.iloc[0], primary_res, min_effect)
-        decision = dataclasses.replace(decision, reasons=(*decision.reasons, advice))
+        if advice is not None:
+            decision = dataclasses.replace(decision, reasons=(*decision.reasons, advice))
     design = {
         "kind": primary_res.details["design_kind"],
         "label": primary_res.design,

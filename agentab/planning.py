@@ -237,7 +237,8 @@ class Plan:
 
     # ------------------------------------------------------------------ display
 
-    def _effect_words(self) -> str:
+    def effect_text(self) -> str:
+        """The effect in words, on the metric's scale and the tested statistic's."""
         if self.kind == "binary":
             return f"{self.effect * 100:+.1f} points of success rate"
         if self.kind == "ordinal":
@@ -250,7 +251,7 @@ class Plan:
         low, high = self.icc_ci
         lines = [
             (
-                f"Plan for {self.metric} ({self.kind}), {self.design} design: detect {self._effect_words()} "
+                f"Plan for {self.metric} ({self.kind}), {self.design} design: detect {self.effect_text()} "
                 f"at alpha {self.alpha:g} ({self.alternative}) with power {self.target:.2f}"
             ),
             (

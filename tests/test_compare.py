@@ -459,3 +459,34 @@ def test_display_shows_levels_warnings_and_notes():
     text = str(result)
     assert "rubric level shares: 0:" in text and "note: no task_id column" in text
     assert "agentab comparison: candidate vs baseline" in text  # no model/harness columns: just the arm names
+
+
+# --------------------------------------------------------------------------- #
+# Inconclusive verdicts say how many tasks and seeds would settle them
+# --------------------------------------------------------------------------- #
+def test_inconclusive_verdict_says_how_many_tasks_and_seeds_would_settle_it():
+    data = synthetic(n_tasks=20, seeds=3, lift=0.3, seed=4)
+    result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    assert result.verdict == "inconclusive"
+    advice = result.decision.reasons[-1]
+    assert advice.startswith("to detect the observed effect") and "80% power" in advice
+    observed = result.table.iloc[0]["effect"]
+    expected = agentab.power.plan(data, "outcome", float(observed), kind="binary", seeds_per_task=3)
+    assert f"about {expected.tasks:,} tasks x 3 seed(s) (the same tasks in both arms)" in advice
+    # a minimum effect of interest replaces the observed one
+    smaller = compare(data, metrics=KINDS, n_resamples=B, seed=0, min_effect=0.05).decision.reasons[-1]
+    assert smaller.startswith("to detect the minimum effect of interest (+5.0 points")
+    planned = agentab.power.plan(data, "outcome", 0.05, kind="binary", seeds_per_task=3)
+    assert f"about {planned.tasks:,} tasks" in smaller
+    # other primaries are converted to plan's scale: an odds ratio for ordinal, a relative change for quantiles
+    for primary, words in (("rubric", "odds ratio"), ("tokens p50", "on the p50")):
+        reasons = compare(data, metrics=KINDS, primary=primary, n_resamples=B, seed=0).decision.reasons
+        assert any(words in r and "80% power" in r for r in reasons), reasons
+
+
+def test_no_sample_size_advice_when_the_primary_is_already_significant():
+    data = synthetic(n_tasks=40, seeds=4, lift=1.5, cost_factor=1.0, seed=1)
+    result = compare(data, metrics=KINDS, guardrails={"tokens": "p95 <= +1%"}, n_resamples=B, seed=0)
+    assert result.verdict == "inconclusive"  # the primary improved; the tight guardrail is unresolved
+    assert result.table.iloc[0]["p_value"] < 0.05
+    assert not any("80% power" in r for r in result.decision.reasons)
