@@ -105,6 +105,7 @@ class _Model:
     offset: float = 0.0  # cost: log(value + offset)
     factor: float = 1.0
     quantile: float = 0.95
+    density: float = math.nan  # cost: the density at the quantile
 
 
 @dataclass(frozen=True)
@@ -512,7 +513,8 @@ def _continuous_components(pilot: _Pilot, effect: float, paired: bool, conf: flo
     return comps, fit, model, assumption, lambda values: values
 
 
-def _quantile_components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired: bool, conf: float):
+def _quantile_components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired: bool, conf: float,
+                         bandwidth: float | None = None):
     """Cost and count: the quantile of a log-scale task-effect model of the pilot, every candidate run times 1 + effect.
 
     The tail of a small pilot is a handful of runs; its task structure is read
@@ -523,7 +525,7 @@ def _quantile_components(pilot: _Pilot, kind: str, effect: float, quantile: floa
     virtual = _virtual_pilot(effects, residuals, offset)
     weights = _task_weights(virtual.tasks)
     xq = _weighted_quantile(virtual.values, weights, quantile)
-    dens = core.quantile_density(virtual.values, quantile, weights)
+    dens = core.quantile_density(virtual.values, quantile, weights, bandwidth)
     if not math.isfinite(dens) or xq <= 0:
         raise PowerError(
             f"the pilot's p{quantile * 100:g} of {kind} sits on tied values (or is 0), so the quantile's density "
@@ -539,9 +541,10 @@ def _quantile_components(pilot: _Pilot, kind: str, effect: float, quantile: floa
         g * below.between / scale,
         below.within / scale,
         g * g * below.within / scale,
-        *_quantile_null(virtual, weights, g, quantile),
+        *_quantile_null(virtual, weights, g, quantile, bandwidth),
     )
-    model = _Model(kind, paired, task_effects=effects, residuals=residuals, offset=offset, factor=g, quantile=quantile)
+    model = _Model(kind, paired, task_effects=effects, residuals=residuals, offset=offset, factor=g, quantile=quantile,
+                   density=dens)
     assumption = (
         f"{kind} follows log(value{f' + {offset:g}' if offset else ''}) = task effect + run noise, fitted on "
         f"every pilot run (the ICC shown is on that scale); the candidate multiplies every run by {g:g}, so "
@@ -551,14 +554,15 @@ def _quantile_components(pilot: _Pilot, kind: str, effect: float, quantile: floa
     return comps, fit, model, assumption, None
 
 
-def _components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired: bool, conf: float):
+def _components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired: bool, conf: float,
+                bandwidth: float | None = None):
     """The statistic's variance components, the ANOVA, the model to simulate from, assumptions and notes."""
     if kind in ("binary", "ordinal"):
         comps, fit, model, assumption, score = _level_components(pilot, kind, effect, paired, conf)
     elif kind == "continuous":
         comps, fit, model, assumption, score = _continuous_components(pilot, effect, paired, conf)
     else:
-        comps, fit, model, assumption, score = _quantile_components(pilot, kind, effect, quantile, paired, conf)
+        comps, fit, model, assumption, score = _quantile_components(pilot, kind, effect, quantile, paired, conf, bandwidth)
     assumptions, notes = [assumption], []
     if paired and score is not None:
         w2 = _discordance(pilot, score, fit.within)
@@ -669,6 +673,15 @@ def plan(
 
     seeds = [int(seeds_per_task)] if seeds_per_task is not None else list(range(1, int(max_seeds) + 1))
     table = _design_table(comps, seeds, paired, alpha, target, alternative, max_tasks, cost_ratio)
+    if kind in ("cost", "count"):
+        # The density that matters is the one at the scale the quantile wanders at the planned size (its
+        # sampling SD in probability units), not Hall-Sheather's estimation bandwidth: a second pass at the
+        # first pass's recommendation (benchmarks/validate_power.py measured the difference).
+        first = table.sort_values(["cost", "total_runs"], kind="stable").iloc[0]
+        n1, m1 = int(first["tasks"]), int(first["seeds_per_task"])
+        h = model.density * math.sqrt((comps.between_a + comps.within_a / m1) / n1)
+        comps, fit, model, assumptions, notes = _components(data, kind, effect, float(quantile), paired, 0.95, h)
+        table = _design_table(comps, seeds, paired, alpha, target, alternative, max_tasks, cost_ratio)
     warnings: list[str] = []
     feasible_rows = table[table["feasible"]]
     if len(feasible_rows):
@@ -720,7 +733,8 @@ def plan(
     )
 
 
-def _quantile_null(pilot: _Pilot, weights: np.ndarray, g: float, q: float) -> tuple[tuple[float, float], tuple[float, float]]:
+def _quantile_null(pilot: _Pilot, weights: np.ndarray, g: float, q: float,
+                   bandwidth: float | None = None) -> tuple[tuple[float, float], tuple[float, float]]:
     """Components of the permutation null of a quantile difference, when the candidate is the pilot times ``g``.
 
     A permutation mixes the arms, so the null is that of the quantile of the
@@ -734,7 +748,7 @@ def _quantile_null(pilot: _Pilot, weights: np.ndarray, g: float, q: float) -> tu
     values = np.concatenate([pilot.values, g * pilot.values])
     both = np.concatenate([weights, weights])
     xm = _weighted_quantile(values, both, q)
-    fm = core.quantile_density(values, q, both)
+    fm = core.quantile_density(values, q, both, bandwidth)
     if not math.isfinite(fm) or fm <= 0:
         return None, None  # type: ignore[return-value]
     below_a = (pilot.values <= xm).astype(float)

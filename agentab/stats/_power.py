@@ -350,13 +350,16 @@ def task_runs(theta: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray
     return np.minimum((u[:, :, None] > cum[:, None, :-1]).sum(axis=2), theta.shape[1] - 1).ravel()
 
 
-def quantile_density(values: np.ndarray, q: float, weights: np.ndarray | None = None) -> float:
+def quantile_density(values: np.ndarray, q: float, weights: np.ndarray | None = None, bandwidth: float | None = None) -> float:
     """Density of ``values`` at their ``q`` quantile by a difference quotient (sparsity estimate).
 
     ``f = 2 h / (Q(q + h) - Q(q - h))`` with the Hall-Sheather bandwidth
     ``h = n^(-1/3) z^(2/3) (1.5 phi(Phi^-1(q))^2 / (2 Phi^-1(q)^2 + 1))^(1/3)``,
     ``z`` the 97.5% normal quantile (Koenker 2005, sec. 3.4); ``q +- h`` is
     kept inside the sample. ``weights`` weigh the runs (tasks equally).
+    ``bandwidth`` replaces ``h`` (in probability units, at least ``2 / n``):
+    power calculations use the quantile's own sampling spread at the planned
+    size, the scale at which its estimate and its permutation null move.
     Returns ``inf`` when the quantile sits on a tie wide enough to cover the
     window (a point mass).
     """
@@ -370,6 +373,8 @@ def quantile_density(values: np.ndarray, q: float, weights: np.ndarray | None = 
     n = len(x)
     zq = norm.ppf(q)
     h = n ** (-1 / 3) * norm.ppf(0.975) ** (2 / 3) * (1.5 * norm.pdf(zq) ** 2 / (2 * zq**2 + 1)) ** (1 / 3)
+    if bandwidth is not None:
+        h = max(bandwidth, 2.0 / n)  # a window of at least a few observations
     lo, hi = max(q - h, 0.5 / n), min(q + h, 1 - 0.5 / n)
 
     def quant(p: float) -> float:
