@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_cmd.add_argument("--spec", type=Path, help="trajectory spec (JSON), as for `agentab score`")
     plan_cmd.add_argument("--cluster", default="task_id", help="task column (default task_id)")
     plan_cmd.add_argument("--baseline-arm", help="the pilot's baseline arm (default: 'baseline' or the first)")
-    plan_cmd.add_argument("--simulate", type=int, metavar="N",
+    plan_cmd.add_argument("--simulate", type=_positive_int, metavar="N",
                           help="also check the recommendation on N simulated experiments")
     plan_cmd.add_argument("--lenient", action="store_true", help="load valid runs, report rejected records")
     _add_power_settings(plan_cmd)

@@ -562,7 +562,9 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
             effect = _odds_ratio_of(shares, float(row["effect"])) if len(shares) else 0.0
         else:
             effect = float(row["ratio"]) - 1.0
-    if not np.isfinite(effect) or effect == 0 or (kind == "ordinal" and effect == 1):
+    if not np.isfinite(effect):
+        return f"no sample-size advice: {what} is not a finite change on plan's scale (a baseline of 0?); pass min_effect="
+    if effect == 0 or (kind == "ordinal" and effect == 1):
         return f"no sample-size advice: {what} is zero; pass min_effect= to plan for the effect that matters"
     seeds = max(1, _fewest_seeds(inp.data.loc[inp.base_rows], np.ones(int(inp.base_rows.sum())), inp.cluster))
     paired = res.details["design_kind"] == "paired"
@@ -574,13 +576,21 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
         )
     except PowerError as exc:
         return f"no sample-size advice: {exc}"
-    now = int(row["tasks"]) if pd.notna(row["tasks"]) else 0
-    more = f"{p.tasks - now:,} more" if p.tasks > now else "no more"
+    scope = "(the same tasks in both arms)" if paired else "per arm"
     return (
-        f"to detect {what} ({p.effect_text()}) with 80% power: about {p.tasks:,} tasks x {seeds} seed(s) "
-        f"{'(the same tasks in both arms)' if paired else 'per arm'}, {more} tasks than the {now:,} run "
-        "(agentab.power.plan lists the options)"
+        f"a new experiment of about {p.tasks:,} tasks x {seeds} seed(s) {scope} would detect {what} "
+        f"({p.effect_text()}) with 80% power (agentab.power.plan lists the options); adding tasks to this one "
+        "and testing again inflates false positives"
     )
+
+
+def _min_effect_iv(min_effect: Any) -> None:
+    if min_effect is None:
+        return
+    if isinstance(min_effect, bool) or not isinstance(min_effect, (int, float, np.integer, np.floating)):
+        raise CompareError(f"min_effect must be a number on agentab.power.plan's scale, got {min_effect!r}")
+    if not math.isfinite(min_effect) or min_effect == 0:
+        raise CompareError(f"min_effect must be a finite, non-zero number, got {min_effect!r}")
 
 
 def _odds_ratio_of(shares: np.ndarray, delta: float) -> float:
@@ -697,7 +707,7 @@ def compare(
     verdict: inconclusive
       - primary metric: no significant difference at alpha = 0.05: outcome (rate): 52.2% -> 62.2% (+10.0%, 95% CI +0.0% to +20.0%), p = 0.108
       - guardrail tokens p95 <= +10%: unresolved (ratio 0.8822, CI 0.5215 to 1.18; bound 1.1)
-      - to detect the observed effect (+10.0 points of success rate) with 80% power: about 97 tasks x 3 seed(s) (the same tasks in both arms), 67 more tasks than the 30 run (agentab.power.plan lists the options)
+      - a new experiment of about 97 tasks x 3 seed(s) (the same tasks in both arms) would detect the observed effect (+10.0 points of success rate) with 80% power (agentab.power.plan lists the options); adding tasks to this one and testing again inflates false positives
     >>> result.table[["metric", "statistic", "design"]].head(3)
                metric      statistic                     design
     0         outcome           rate  paired by task (30 tasks)
@@ -705,6 +715,7 @@ def compare(
     2          rubric  Cliff's delta  paired by task (30 tasks)
     """
     inp = _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed)
+    _min_effect_iv(min_effect)
     quantiles: dict[str, set[float]] = {}
     for g in inp.guardrails:
         if g.quantile is not None:

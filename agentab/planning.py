@@ -34,7 +34,9 @@ when the pilot has one arm):
 
 With a two-arm pilot and ``design="paired"``, ``w^2`` is measured from the
 pilot's per-task differences instead (their variance minus the seed noise):
-the discordance the pilot actually shows.
+the discordance the pilot actually shows (binary, ordinal and continuous
+metrics, when the arms share at least 5 tasks; cost and count keep the
+model).
 
 References
 ----------
@@ -377,6 +379,8 @@ def _pilot_iv(pilot: Any, metric: Any, kind: Any, cluster: Any, arm: Any, baseli
 
     def known(part: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         values = _numeric(part[metric], metric)
+        if np.isinf(values).any():
+            raise PowerError(f"column {metric!r} has {int(np.isinf(values).sum())} infinite value(s)")
         ok = ~np.isnan(values)
         return values[ok], part[cluster].astype(str).to_numpy()[ok]
 
@@ -427,7 +431,8 @@ def _settings_iv(alpha: Any, power: Any, design: Any, seeds: Any, cost_ratio: An
         raise PowerError(f"cost_ratio (a new task's cost / an extra seed's) must be >= 0, got {ratio:g}")
     if max_tasks is not None and (isinstance(max_tasks, bool) or not isinstance(max_tasks, (int, np.integer)) or max_tasks < 2):
         raise PowerError(f"max_tasks must be a whole number >= 2, got {max_tasks!r}")
-    _check_seeds(max_seeds)
+    if isinstance(max_seeds, bool) or not isinstance(max_seeds, (int, np.integer)) or max_seeds < 1:
+        raise PowerError(f"max_seeds must be a whole number >= 1, got {max_seeds!r}")
     if alternative not in ALTERNATIVES:
         raise PowerError(f"alternative must be one of {', '.join(ALTERNATIVES)}, got {alternative!r}")
 
@@ -485,8 +490,11 @@ def _level_components(pilot: _Pilot, kind: str, effect: float, paired: bool, con
     fit = core.anova(score(pilot.values), pilot.tasks, conf)
     if kind == "binary":
         target = effect
-        if not 0.0 <= shares[1] + effect <= 1.0:
-            raise PowerError(f"the pilot's success rate {shares[1]:.3f} + effect {effect:g} is not a rate in [0, 1]")
+        if not 0.0 < shares[1] + effect < 1.0:
+            raise PowerError(
+                f"the pilot's success rate {shares[1]:.3f} + effect {effect:g} is not a rate strictly between 0 and 1 "
+                "(every task would have to succeed, or fail, with certainty)"
+            )
     else:
         target = float(core.cliff_delta(shares, core.po_shift(shares, math.log(effect))))
     log_or = brentq(lambda b: core.dirichlet_components(shares, fit.icc, b)[0].delta - target, -30, 30, xtol=1e-10)
@@ -521,6 +529,8 @@ def _quantile_components(pilot: _Pilot, kind: str, effect: float, quantile: floa
     on the log scale from all runs, and the formula and the simulation both
     work on the model's distribution (a virtual pilot).
     """
+    raw_q, tied = core.quantile_tie(pilot.values, quantile, _task_weights(pilot.tasks))
+    _check_untied(kind, quantile, raw_q, tied, "pilot")
     effects, residuals, offset, fit = _log_scale_tasks(pilot.values, pilot.tasks, conf)
     virtual = _virtual_pilot(effects, residuals, offset)
     weights = _task_weights(virtual.tasks)
@@ -564,8 +574,15 @@ def _components(pilot: _Pilot, kind: str, effect: float, quantile: float, paired
     else:
         comps, fit, model, assumption, score = _quantile_components(pilot, kind, effect, quantile, paired, conf, bandwidth)
     assumptions, notes = [assumption], []
+    if paired and pilot.other is not None and score is None:
+        notes.append("the pilot's second arm is not used for cost and count: the plan assumes every run scales alike")
     if paired and score is not None:
         w2 = _discordance(pilot, score, fit.within)
+        if w2 is None and pilot.other is not None:
+            notes.append(
+                f"the pilot's two arms share fewer than {MIN_TASKS} tasks: the task-to-task variation of the effect "
+                "comes from the model, not from the pilot"
+            )
         if w2 is not None:
             comps = dataclasses.replace(comps, covariance=(comps.between_a + comps.between_b - w2) / 2.0)
             assumptions.append(f"task-to-task variation of the effect measured on the pilot's two arms (variance {w2:.4g})")
@@ -661,6 +678,9 @@ def plan(
     >>> p.tasks > 20, p.power >= 0.8
     (True, True)
     """
+    from .power import _ALIASES
+
+    alternative = _ALIASES.get(alternative, alternative)
     _settings_iv(alpha, power, design, seeds_per_task, cost_ratio, max_tasks, max_seeds, alternative, quantile)
     data, kind = _pilot_iv(pilot, metric, kind, cluster, arm, baseline)
     effect = _binary_effect(effect) if kind == "binary" else _plan_effect_iv(kind, effect)
@@ -693,9 +713,8 @@ def plan(
             f"{int(best['seeds_per_task'])} seeds, reaches {best['power']:.2f}. Seeds cannot make up for too few tasks"
         )
 
-    z = core._crit(alpha, alternative) + core.z_quantile(target)
     between = comps.between(paired)
-    min_tasks = max(2, math.ceil(z * z * between / comps.delta**2)) if between > 0 else 2
+    min_tasks = comps.tasks_needed(10**6, paired, alpha, target, alternative) or 10**7
     k = 2.0 if paired else 1.0
     optimum = math.sqrt(cost_ratio * comps.within / (k * between)) if between > 0 else math.inf
     m_most = max(int(table["seeds_per_task"].max()), int(max_seeds))
@@ -731,6 +750,20 @@ def plan(
         pilot_runs=fit.n_runs, optimum_seeds=optimum, min_tasks=min_tasks, components=comps, cost_ratio=cost_ratio,
         assumptions=tuple(assumptions), notes=tuple(pilot_note + notes), warnings=tuple(warnings), model=model,
     )
+
+
+#: Share of runs at one value above which a quantile is a tied (step) value.
+TIED_SHARE = 0.05
+
+
+def _check_untied(kind: str, q: float, value: float, share: float, what: str) -> None:
+    """Refuse a quantile that sits on a value shared by many runs (or on 0): it moves in steps, not by density."""
+    if value <= 0 or share >= TIED_SHARE:
+        raise PowerError(
+            f"the {what}'s p{q * 100:g} of {kind} is {value:g}, the value of {share:.0%} of its runs: a tied quantile "
+            "(or one at 0) moves in whole steps, not by a relative change, and the density-based plan does not apply; "
+            "plan another quantile, or the mean with kind='continuous'"
+        )
 
 
 def _quantile_null(pilot: _Pilot, weights: np.ndarray, g: float, q: float,
@@ -866,8 +899,8 @@ def _simulated_pvalue(model: _Model, n: int, m: int, alpha: float, alternative: 
         effects, residuals = model.task_effects, model.residuals
         task_a = np.repeat(effects[rng.integers(len(effects), size=n)], m)
         task_b = task_a if model.paired else np.repeat(effects[rng.integers(len(effects), size=n)], m)
-        x = np.exp(task_a + rng.choice(residuals, size=n * m)) - model.offset
-        y = (np.exp(task_b + rng.choice(residuals, size=n * m)) - model.offset) * model.factor
+        x = np.maximum(np.exp(task_a + rng.choice(residuals, size=n * m)) - model.offset, 0.0)
+        y = np.maximum(np.exp(task_b + rng.choice(residuals, size=n * m)) - model.offset, 0.0) * model.factor
         res = stats.quantile_difference(x, y, [model.quantile], x_strata=strata, y_strata=y_strata, paired=model.paired,
                                         alternative=alt, n_resamples=n_resamples, rng=rng)
     return float(np.atleast_1d(res.pvalue)[0])

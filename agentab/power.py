@@ -56,13 +56,14 @@ from __future__ import annotations
 
 import html
 import math
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .errors import PowerError
+from .errors import PowerError, StatsWarning
 from .stats import _power as core
 
 __all__ = ["MinimumEffect", "Plan", "PowerError", "SampleSize", "SimulatedPower", "mde", "plan", "power", "sample_size"]
@@ -76,6 +77,8 @@ METHODS = {
     "count": ("asymptotic", "simulation"),
 }
 ALTERNATIVES = ("two-sided", "larger", "smaller")
+#: scipy's and agentab.stats' names for the one-sided alternatives.
+_ALIASES = {"greater": "larger", "less": "smaller"}
 _MAX_RUNS = 10**8
 
 
@@ -239,7 +242,7 @@ def _check_seeds(seeds: Any) -> int:
     return int(seeds)
 
 
-def _check_shares(shares: Any, name: str) -> np.ndarray:
+def _check_shares(shares: Any, name: str, one_level: bool = False) -> np.ndarray:
     try:
         p = np.asarray(shares, dtype=float)
     except (TypeError, ValueError):
@@ -250,7 +253,7 @@ def _check_shares(shares: Any, name: str) -> np.ndarray:
         raise PowerError(f"{name} must be non-negative shares, got {shares!r}")
     if abs(p.sum() - 1.0) > 1e-6:
         raise PowerError(f"{name} must sum to 1, got {p.sum():.6g}")
-    if np.count_nonzero(p) < 2:
+    if np.count_nonzero(p) < 2 and not one_level:
         raise PowerError(f"{name} puts every run on one level: no ordinal effect can be seen")
     return p / p.sum()
 
@@ -276,6 +279,7 @@ def _question_iv(
     icc = _check_number(icc, "icc")
     if not 0.0 <= icc <= 1.0:
         raise PowerError(f"icc must be in [0, 1], got {icc:g}")
+    alternative = _ALIASES.get(alternative, alternative)
     if alternative not in ALTERNATIVES:
         raise PowerError(f"alternative must be one of {', '.join(ALTERNATIVES)}, got {alternative!r}")
     methods = METHODS[kind]
@@ -299,7 +303,10 @@ def _question_iv(
     else:
         if baseline is None:
             raise PowerError(f"{kind}: give baseline=, a pilot sample of the metric (one value per run)")
-        sample = np.asarray(baseline, dtype=float).ravel()
+        try:
+            sample = np.asarray(baseline, dtype=float).ravel()
+        except (TypeError, ValueError):
+            raise PowerError(f"{kind}: baseline must be a pilot sample of numbers (one per run), got {baseline!r:.80}") from None
         if not np.all(np.isfinite(sample)):
             raise PowerError(f"{kind}: the baseline sample has {int(np.sum(~np.isfinite(sample)))} missing or infinite values")
         if len(sample) < 20:
@@ -307,6 +314,14 @@ def _question_iv(
         if np.any(sample < 0):
             raise PowerError(f"{kind}: the baseline sample has negative values; cost and counts are >= 0")
         baseline = np.sort(sample)
+        from .planning import _check_untied
+
+        _check_untied(kind, quantile, *core.quantile_tie(baseline, quantile), "baseline sample")
+        if len(baseline) < 200:
+            notes.append(
+                f"the density at the p{quantile * 100:g} of {len(baseline)} runs is uncertain (the answer can be off by a "
+                "factor of 2 or more); agentab.power.plan reads a pilot's tasks and all its runs"
+            )
 
     if effect_needed:
         effect = _effect_iv(kind, effect, baseline)
@@ -315,7 +330,7 @@ def _question_iv(
 
 def _effect_iv(kind: str, effect: Any, baseline: Any) -> Any:
     if kind == "ordinal" and np.ndim(effect) == 1:
-        cand = _check_shares(effect, "effect (candidate shares)")
+        cand = _check_shares(effect, "effect (candidate shares)", one_level=True)
         if len(cand) != len(baseline):
             raise PowerError(f"effect has {len(cand)} level shares, baseline {len(baseline)}")
         if abs(float(core.cliff_delta(baseline, cand))) < 1e-12:
@@ -341,6 +356,13 @@ def _effect_iv(kind: str, effect: Any, baseline: Any) -> Any:
 
 def _target_iv(value: Any) -> float:
     return _check_probability(value, "power")
+
+
+def _fixed_seed(seed: Any) -> int:
+    """An integer seed from ``seed`` (drawn once from a Generator, SeedSequence or fresh entropy)."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return int(seed)
+    return int(_rng(seed).integers(2**63))
 
 
 def _rng(seed: Any) -> np.random.Generator:
@@ -407,6 +429,7 @@ def _formula_power(q: _Question, effect: Any, runs: Any) -> Any:
     n_eff = np.asarray(runs, dtype=float) / q.design_effect
     r = _ratio_per_root_n(q, effect)
     if q.kind == "continuous":
+        # Degrees of freedom of the effective sample (Kish): seeds at ICC > 0 count as n / design effect runs.
         return core.t_power(r * np.sqrt(n_eff), np.maximum(2 * n_eff - 2, 1.0), q.alpha, q.alternative)
     return core.normal_power(r * np.sqrt(n_eff), q.alpha, q.alternative)
 
@@ -442,8 +465,8 @@ def _solve_runs(q: _Question, effect: Any, target: float) -> float:
 
 def _simulated_power(q: _Question, effect: Any, tasks: int, n_sims: int, n_resamples: int, seed: Any) -> tuple[float, float]:
     """Rejection rate of agentab's test on ``n_sims`` simulated experiments with ``tasks`` x seeds runs per arm."""
-    from . import stats
-
+    if tasks < 2:
+        raise PowerError(f"simulation needs at least 2 tasks per arm; {tasks * q.seeds} runs of {q.seeds} seeds is {tasks}")
     rng = _rng(seed)
     m = q.seeds
     runs = tasks * m
@@ -458,6 +481,19 @@ def _simulated_power(q: _Question, effect: Any, tasks: int, n_sims: int, n_resam
         raise PowerError(
             f"{q.kind}: simulating seeds with icc > 0 needs the pilot's tasks; use agentab.power.plan() with the pilot runs"
         )
+    with warnings.catch_warnings():  # each simulated experiment's caveats are not the user's
+        warnings.simplefilter("ignore", StatsWarning)
+        rate = _simulated_rejections(q, effect, tasks, n_sims, n_resamples, rng)
+    return rate, math.sqrt(rate * (1 - rate) / n_sims)
+
+
+def _simulated_rejections(q: _Question, effect: Any, tasks: int, n_sims: int, n_resamples: int,
+                          rng: np.random.Generator) -> float:
+    """Share of ``n_sims`` experiments simulated under ``q`` that agentab's test rejects."""
+    from . import stats
+
+    m = q.seeds
+    runs = tasks * m
     alt = core._scipy_alternative(q.alternative)
     strata = np.repeat(np.arange(tasks), m)
     if q.kind == "binary":
@@ -480,8 +516,7 @@ def _simulated_power(q: _Question, effect: Any, tasks: int, n_sims: int, n_resam
             res = stats.quantile_difference(x, y, [q.quantile], alternative=alt, n_resamples=n_resamples, rng=rng)
         p = float(np.atleast_1d(res.pvalue)[0])
         rejections += p < q.alpha
-    rate = rejections / n_sims
-    return rate, math.sqrt(rate * (1 - rate) / n_sims)
+    return rejections / n_sims
 
 
 def _simulated_runs(q: _Question, effect: Any, target: float, start_runs: float, n_sims: int, n_resamples: int, seed: Any):
@@ -491,6 +526,7 @@ def _simulated_runs(q: _Question, effect: Any, target: float, start_runs: float,
     Every evaluation reuses the same seed (common random numbers), so the
     steps follow the power curve rather than its noise.
     """
+    seed = _fixed_seed(seed)  # every evaluation starts from the same stream: common random numbers
     z_a = core._crit(q.alpha, q.alternative)
     z_t = core.z_quantile(target)
     tasks = max(2, math.ceil(start_runs * q.design_effect / q.seeds))

@@ -469,19 +469,26 @@ def test_inconclusive_verdict_says_how_many_tasks_and_seeds_would_settle_it():
     result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
     assert result.verdict == "inconclusive"
     advice = result.decision.reasons[-1]
-    assert advice.startswith("to detect the observed effect") and "80% power" in advice
+    assert advice.startswith("a new experiment of about") and "would detect the observed effect" in advice
+    assert "80% power" in advice and "inflates false positives" in advice  # no peeking
     observed = result.table.iloc[0]["effect"]
     expected = agentab.power.plan(data, "outcome", float(observed), kind="binary", seeds_per_task=3)
     assert f"about {expected.tasks:,} tasks x 3 seed(s) (the same tasks in both arms)" in advice
     # a minimum effect of interest replaces the observed one
     smaller = compare(data, metrics=KINDS, n_resamples=B, seed=0, min_effect=0.05).decision.reasons[-1]
-    assert smaller.startswith("to detect the minimum effect of interest (+5.0 points")
+    assert "would detect the minimum effect of interest (+5.0 points" in smaller
     planned = agentab.power.plan(data, "outcome", 0.05, kind="binary", seeds_per_task=3)
     assert f"about {planned.tasks:,} tasks" in smaller
     # other primaries are converted to plan's scale: an odds ratio for ordinal, a relative change for quantiles
     for primary, words in (("rubric", "odds ratio"), ("tokens p50", "on the p50")):
         reasons = compare(data, metrics=KINDS, primary=primary, n_resamples=B, seed=0).decision.reasons
         assert any(words in r and "80% power" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("bad", ["x", 0, float("nan"), True])
+def test_min_effect_is_checked(bad):
+    with pytest.raises(CompareError, match="min_effect"):
+        compare(synthetic(n_tasks=6, seeds=2), metrics=KINDS, n_resamples=99, seed=0, min_effect=bad)
 
 
 def test_no_sample_size_advice_when_the_primary_is_already_significant():

@@ -1159,8 +1159,8 @@ FORMULA_ERRORS = [
     ("method continuous", lambda: sample_size("continuous", 0.3, method="simulation"), r"method for continuous"),
     ("method ordinal", lambda: power("ordinal", 1.5, 50, baseline=SHARES4, method="wilcoxon"), r"method for ordinal"),
     ("mde simulation", lambda: mde("ordinal", 100, baseline=SHARES4, method="simulation"), r"mde uses the formulas"),
-    ("alternative", lambda: sample_size("binary", 0.1, baseline=0.5, alternative="greater"), r"alternative must be one of"),
-    ("alternative mde", lambda: mde("continuous", 50, alternative="less"), r"alternative must be one of"),
+    ("alternative", lambda: sample_size("binary", 0.1, baseline=0.5, alternative="up"), r"alternative must be one of"),
+    ("alternative mde", lambda: mde("continuous", 50, alternative="lower"), r"alternative must be one of"),
     ("larger but falls", lambda: sample_size("binary", -0.1, baseline=0.5, alternative="larger"), r"goes the other way"),
     ("smaller but rises", lambda: sample_size("continuous", 0.3, alternative="smaller"), r"goes the other way"),
     ("odds ratio below 1 larger", lambda: power("ordinal", 0.5, 60, baseline=SHARES4, alternative="larger"),
@@ -1177,7 +1177,7 @@ FORMULA_ERRORS = [
     ("cost no sample", lambda: sample_size("cost", -0.2), r"pilot sample"),
     ("cost effect -100%", lambda: sample_size("cost", -1.0, baseline=LOGNORMAL), r"> -1 and != 0"),
     ("cost tied quantile", lambda: sample_size("count", -0.2, baseline=np.r_[np.zeros(10), np.full(30, 3.0)]),
-     r"tied values.*method='simulation'"),
+     r"p95 of count is 3, the value of 75% of its runs: a tied quantile"),
     ("cost simulation with seeds", lambda: power("cost", -0.2, 60, baseline=LOGNORMAL, seeds_per_task=3, icc=0.2,
                                                  method="simulation", n_sims=5, n_resamples=9), r"plan\(\)"),
     ("n below 2", lambda: power("continuous", 0.3, 1), r"n must be whole numbers of runs per arm >= 2"),
@@ -1224,7 +1224,7 @@ PLAN_ERRORS = [
     ("cost ratio negative", lambda p: plan(p, "passed", 0.1, cost_ratio=-1), r"cost_ratio .* must be >= 0"),
     ("seeds 0", lambda p: plan(p, "passed", 0.1, seeds_per_task=0), r"seeds_per_task must be a whole number"),
     ("max tasks 1", lambda p: plan(p, "passed", 0.1, max_tasks=1), r"max_tasks must be a whole number >= 2"),
-    ("alternative", lambda p: plan(p, "passed", 0.1, alternative="less"), r"alternative must be one of"),
+    ("alternative", lambda p: plan(p, "passed", 0.1, alternative="lower"), r"alternative must be one of"),
     ("zero binary effect", lambda p: plan(p, "passed", 0.0), r"non-zero"),
     ("binary effect 1", lambda p: plan(p, "passed", 1.0), r"within \(-1, 1\)"),
     ("rate out of range", lambda p: plan(p, "passed", 0.9), r"success rate .* \+ effect 0.9 is not a rate"),
@@ -1250,3 +1250,27 @@ def test_errors_are_value_errors(pilot):
         sample_size("binary", 0.1, baseline=0.5, power=2)
     with pytest.raises(ValueError):
         plan(pilot, "nope", 0.1)
+
+
+def test_scipy_names_of_the_one_sided_alternatives_are_accepted():
+    """agentab.stats says greater/less, statsmodels larger/smaller: both work, with the same answers."""
+    assert sample_size("binary", 0.1, baseline=0.5, alternative="greater") == sample_size(
+        "binary", 0.1, baseline=0.5, alternative="larger")
+    assert mde("continuous", 50, alternative="less").effect == mde("continuous", 50, alternative="smaller").effect
+
+
+def test_a_tied_or_zero_quantile_is_refused_not_planned(pilot):
+    """A count whose median is a value shared by many runs (or 0) moves in steps: no density-based plan."""
+    with pytest.raises(PowerError, match="tied quantile"):
+        plan(pilot, "n_errors", -0.2, quantile=0.5)
+    poisson = np.random.default_rng(0).poisson(5, 300).astype(float)
+    with pytest.raises(PowerError, match="tied quantile"):
+        sample_size("count", -0.2, baseline=poisson, quantile=0.5)
+
+
+def test_min_tasks_respects_the_exact_floor_and_the_plans_own_power(pilot):
+    """Even unlimited seeds need at least the tasks whose sign flips can reach alpha (2 / 2^n <= 0.05: 6)."""
+    p = plan(pilot, "rubric", 1.5)
+    assert p.min_tasks >= 6
+    assert p.power_at(p.min_tasks, 10**6) >= 0.8 > p.power_at(p.min_tasks - 1, 10**6) or p.min_tasks == 6
+    assert core.exact_floor(True, 0.05, "two-sided") == 6 and core.exact_floor(False, 0.05, "two-sided") == 4

@@ -50,6 +50,8 @@ __all__ = [
     "ordinal_power_counts",
     "po_shift",
     "quantile_density",
+    "quantile_tie",
+    "exact_floor",
     "task_runs",
     "task_shares",
     "t_power",
@@ -261,12 +263,16 @@ class Components:
     def tasks_needed(
         self, seeds: int, paired: bool, alpha: float, target: float, alternative: str, limit: int = 10**7
     ) -> int | None:
-        """Fewest tasks per arm reaching ``target`` power with ``seeds`` seeds per task (None above ``limit``)."""
+        """Fewest tasks per arm reaching ``target`` power with ``seeds`` seeds per task (None above ``limit``).
+
+        Never fewer than :func:`exact_floor`: below it no permutation p-value reaches ``alpha``.
+        """
         if self.delta == 0:
             return None
         z = _crit(alpha, alternative) + z_quantile(target)
         per_task = self.between(paired) + self.within / seeds
-        start = max(2, math.floor(z * z * per_task / self.delta**2))
+        floor = exact_floor(paired, alpha, alternative)
+        start = max(floor, math.floor(z * z * per_task / self.delta**2))
         if start > limit:
             return None
         n = start
@@ -275,7 +281,7 @@ class Components:
             if n > limit:
                 return None
         # Step back through what the coarse steps may have skipped.
-        while n > 2 and self.power(n - 1, seeds, paired, alpha, alternative) >= target:
+        while n > floor and self.power(n - 1, seeds, paired, alpha, alternative) >= target:
             n -= 1
         return int(n)
 
@@ -382,6 +388,30 @@ def quantile_density(values: np.ndarray, q: float, weights: np.ndarray | None = 
 
     spread = quant(hi) - quant(lo)
     return math.inf if spread <= 0 else (hi - lo) / spread
+
+
+def quantile_tie(values: np.ndarray, q: float, weights: np.ndarray | None = None) -> tuple[float, float]:
+    """The inverse-ECDF ``q`` quantile of ``values`` and the (weighted) share of values equal to it."""
+    x = np.asarray(values, dtype=float)
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=float)
+    order = np.argsort(x, kind="stable")
+    cdf = np.cumsum(w[order]) / w.sum()
+    xq = float(x[order][min(np.searchsorted(cdf, q - 1e-12), len(x) - 1)])
+    return xq, float(w[x == xq].sum() / w.sum())
+
+
+def exact_floor(paired: bool, alpha: float, alternative: str) -> int:
+    """Fewest tasks per arm with which a task-level permutation test can reach ``alpha`` at all.
+
+    The smallest attainable p-value is 1 / (number of relabellings), doubled
+    for a two-sided test: ``2^n`` sign flips of n paired tasks, ``C(2n, n)``
+    splits of 2n independent tasks.
+    """
+    sides = 2.0 if alternative == "two-sided" else 1.0
+    n = 2
+    while sides / (2.0**n if paired else math.comb(2 * n, n)) > alpha:
+        n += 1
+    return n
 
 
 def _subset_prefix_counts(n_total: int, n_cand: int, size: int, rng: np.random.Generator) -> np.ndarray:
