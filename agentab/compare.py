@@ -539,6 +539,7 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
     """
     from .errors import PowerError
     from .planning import plan
+    from .stats._power import log_odds_for_delta
 
     if pd.notna(row["p_value"]) and row["p_value"] < inp.alpha:
         return None
@@ -559,11 +560,11 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
             effect = float(row["effect"]) / sd if sd > 0 else 0.0
         elif kind == "ordinal":
             shares = np.asarray(res.details["shares"].baseline, dtype=float)
-            effect = _odds_ratio_of(shares, float(row["effect"])) if len(shares) else 0.0
+            effect = math.exp(log_odds_for_delta(shares, float(row["effect"]))) if len(shares) else math.nan
         else:
             effect = float(row["ratio"]) - 1.0
     if not np.isfinite(effect):
-        return f"no sample-size advice: {what} is not a finite change on plan's scale (a baseline of 0?); pass min_effect="
+        return f"no sample-size advice: {what} is not a finite change on plan's scale (a quantile of 0, or a Cliff's delta of +-1); pass min_effect="
     if effect == 0 or (kind == "ordinal" and effect == 1):
         return f"no sample-size advice: {what} is zero; pass min_effect= to plan for the effect that matters"
     seeds = max(1, _fewest_seeds(inp.data.loc[inp.base_rows], np.ones(int(inp.base_rows.sum())), inp.cluster))
@@ -591,17 +592,6 @@ def _min_effect_iv(min_effect: Any) -> None:
         raise CompareError(f"min_effect must be a number on agentab.power.plan's scale, got {min_effect!r}")
     if not math.isfinite(min_effect) or min_effect == 0:
         raise CompareError(f"min_effect must be a finite, non-zero number, got {min_effect!r}")
-
-
-def _odds_ratio_of(shares: np.ndarray, delta: float) -> float:
-    """The proportional-odds ratio that moves ``shares`` by Cliff's delta ``delta`` (0 when none does)."""
-    from scipy.optimize import brentq
-
-    from .stats._power import cliff_delta, po_shift
-
-    if not -0.999 < delta < 0.999 or np.count_nonzero(shares) < 2:
-        return 0.0
-    return math.exp(brentq(lambda b: float(cliff_delta(shares, po_shift(shares, b))) - delta, -30, 30))
 
 
 def compare(

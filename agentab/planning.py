@@ -454,12 +454,6 @@ def _task_weights(tasks: np.ndarray) -> np.ndarray:
     return 1.0 / (counts[t] * len(counts))
 
 
-def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    order = np.argsort(values, kind="stable")
-    cdf = np.cumsum(weights[order]) / weights.sum()
-    return float(values[order][min(np.searchsorted(cdf, q - 1e-12), len(values) - 1)])
-
-
 def _discordance(pilot: _Pilot, score: Any, within: float) -> float | None:
     """Variance of the per-task true differences seen in a two-arm pilot (method of moments), or None."""
     if pilot.other is None:
@@ -534,7 +528,7 @@ def _quantile_components(pilot: _Pilot, kind: str, effect: float, quantile: floa
     effects, residuals, offset, fit = _log_scale_tasks(pilot.values, pilot.tasks, conf)
     virtual = _virtual_pilot(effects, residuals, offset)
     weights = _task_weights(virtual.tasks)
-    xq = _weighted_quantile(virtual.values, weights, quantile)
+    xq = float(core.weighted_quantiles(virtual.values, weights, [quantile])[0])
     dens = core.quantile_density(virtual.values, quantile, weights, bandwidth)
     if not math.isfinite(dens) or xq <= 0:
         raise PowerError(
@@ -683,7 +677,7 @@ def plan(
     alternative = _ALIASES.get(alternative, alternative)
     _settings_iv(alpha, power, design, seeds_per_task, cost_ratio, max_tasks, max_seeds, alternative, quantile)
     data, kind = _pilot_iv(pilot, metric, kind, cluster, arm, baseline)
-    effect = _binary_effect(effect) if kind == "binary" else _plan_effect_iv(kind, effect)
+    effect = _plan_effect_iv(kind, effect)
     paired = design == "paired"
     alpha, target, cost_ratio = float(alpha), float(power), float(cost_ratio)
     comps, fit, model, assumptions, notes = _components(data, kind, effect, float(quantile), paired, 0.95)
@@ -780,7 +774,7 @@ def _quantile_null(pilot: _Pilot, weights: np.ndarray, g: float, q: float,
     """
     values = np.concatenate([pilot.values, g * pilot.values])
     both = np.concatenate([weights, weights])
-    xm = _weighted_quantile(values, both, q)
+    xm = float(core.weighted_quantiles(values, both, [q])[0])
     fm = core.quantile_density(values, q, both, bandwidth)
     if not math.isfinite(fm) or fm <= 0:
         return None, None  # type: ignore[return-value]
@@ -861,15 +855,6 @@ def _plan_effect_iv(kind: str, effect: Any) -> float:
     if np.ndim(effect) != 0:
         raise PowerError(f"plan takes one number as effect (for ordinal, an odds ratio), got {effect!r}")
     return _effect_iv(kind, effect, None)
-
-
-def _binary_effect(effect: Any) -> float:
-    from .power import _check_number
-
-    effect = _check_number(effect, "effect")
-    if effect == 0 or abs(effect) >= 1:
-        raise PowerError(f"effect for binary is a change of the success rate, non-zero and within (-1, 1), got {effect:g}")
-    return effect
 
 
 # --------------------------------------------------------------------------- simulation

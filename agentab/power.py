@@ -82,8 +82,21 @@ _ALIASES = {"greater": "larger", "less": "smaller"}
 _MAX_RUNS = 10**8
 
 
+class _Text:
+    """``str()`` and Jupyter display from the result's ``_lines()``."""
+
+    def _lines(self) -> list[str]:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return "\n".join(self._lines())
+
+    def _repr_html_(self) -> str:
+        return "<div>" + "".join(f"<div>{html.escape(line)}</div>" for line in self._lines()) + "</div>"
+
+
 @dataclass(frozen=True)
-class SampleSize:
+class SampleSize(_Text):
     """Runs per arm for a target power, or the power of given runs.
 
     Attributes
@@ -131,15 +144,9 @@ class SampleSize:
         ]
         return lines + [f"note: {n}" for n in self.notes]
 
-    def __str__(self) -> str:
-        return "\n".join(self._lines())
-
-    def _repr_html_(self) -> str:
-        return "<div>" + "".join(f"<div>{html.escape(line)}</div>" for line in self._lines()) + "</div>"
-
 
 @dataclass(frozen=True)
-class MinimumEffect:
+class MinimumEffect(_Text):
     """The smallest effect that given runs per arm detect with the target power.
 
     ``effect`` is on the kind's scale (see the module docstring), in the
@@ -169,12 +176,6 @@ class MinimumEffect:
             f"minimum detectable effect at power {self.power:.2f}: {shown}",
         ]
         return lines + [f"note: {n}" for n in self.notes]
-
-    def __str__(self) -> str:
-        return "\n".join(self._lines())
-
-    def _repr_html_(self) -> str:
-        return "<div>" + "".join(f"<div>{html.escape(line)}</div>" for line in self._lines()) + "</div>"
 
 
 def _effect_text(kind: str, effect: Any) -> str:
@@ -338,9 +339,12 @@ def _effect_iv(kind: str, effect: Any, baseline: Any) -> Any:
         return cand
     effect = _check_number(effect, "effect")
     if kind == "binary":
-        if effect == 0:
-            raise PowerError("effect must not be zero (it is the change in success rate to detect)")
-        if not 0.0 <= baseline + effect <= 1.0:
+        if effect == 0 or abs(effect) >= 1:
+            raise PowerError(
+                f"effect must not be zero (it is the change in success rate to detect, non-zero and within (-1, 1)), "
+                f"got {effect:g}"
+            )
+        if baseline is not None and not 0.0 <= baseline + effect <= 1.0:
             raise PowerError(f"baseline {baseline:g} + effect {effect:g} is not a success rate in [0, 1]")
     elif kind == "ordinal":
         if effect <= 0 or effect == 1:
@@ -378,10 +382,10 @@ def _ordinal_log_or(q: _Question, effect: Any) -> float:
     """The proportional-odds log odds ratio of an ordinal effect (candidate shares: the one with equal Cliff's delta)."""
     if not isinstance(effect, np.ndarray):
         return math.log(effect)
-    from scipy.optimize import brentq
-
-    target = float(core.cliff_delta(q.baseline, effect))
-    return float(brentq(lambda b: float(core.cliff_delta(q.baseline, core.po_shift(q.baseline, b))) - target, -30, 30))
+    log_or = core.log_odds_for_delta(q.baseline, float(core.cliff_delta(q.baseline, effect)))
+    if not math.isfinite(log_or):
+        raise PowerError("effect: no proportional-odds shift of the baseline reaches the candidate shares' Cliff's delta")
+    return log_or
 
 
 def _candidate_shares(q: _Question, effect: Any) -> np.ndarray:
@@ -418,10 +422,7 @@ def _ratio_per_root_n(q: _Question, effect: Any) -> float:
 
 
 def _quantile_and_density(q: _Question) -> tuple[float, float]:
-    sample = q.baseline
-    n = len(sample)
-    xq = float(sample[min(max(math.ceil(q.quantile * n) - 1, 0), n - 1)])  # inverse ECDF (Hyndman & Fan 1)
-    return xq, core.quantile_density(sample, q.quantile)
+    return float(core.weighted_quantiles(q.baseline, None, [q.quantile])[0]), core.quantile_density(q.baseline, q.quantile)
 
 
 def _formula_power(q: _Question, effect: Any, runs: Any) -> Any:
@@ -628,7 +629,7 @@ def sample_size(
     _check_direction(q, q.effect)
     formula_q = replace(q, method=METHODS[kind][0]) if q.method == "simulation" else q
     exact = _solve_runs(formula_q, q.effect, target)
-    notes = list(q.notes) + _kind_notes(q, target)
+    notes = list(q.notes) + _kind_notes(q, target, exact)
     if q.method == "simulation":
         tasks, (achieved, se) = _simulated_runs(q, q.effect, target, exact, n_sims, n_resamples, seed)
         runs = tasks * q.seeds
@@ -642,12 +643,12 @@ def sample_size(
                       q.design_effect, exact, None, tuple(notes))
 
 
-def _kind_notes(q: _Question, target: float) -> list[str]:
+def _kind_notes(q: _Question, target: float, tail: float) -> list[str]:
+    """Notes on a sample size: ``tail`` is the independent runs it needs (for cost, at ``q.quantile``)."""
     notes = []
     if q.kind in ("cost", "count") and q.quantile > 0.5 and q.method != "simulation":
         try:
             median = _solve_runs(replace(q, quantile=0.5), q.effect, target)
-            tail = _solve_runs(q, q.effect, target)
             notes.append(
                 f"p{q.quantile * 100:g} needs {tail / median:.1f}x the runs of the median (p50: "
                 f"{math.ceil(median):,} independent runs per arm) for the same relative change"

@@ -147,6 +147,17 @@ class MeanKernel(_ArmAverage):
         return base, cand, cand - base
 
 
+def cliff_delta(base: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Cliff's delta ``P(Y > X) - P(Y < X)`` between level distributions (last axis), Y ~ cand, X ~ base.
+
+    With ``F`` the baseline's cumulative shares, ``sum_i cand_i (F(i - 1) - (1 - F(i)))``;
+    equal to ``2 PS - 1`` with ``PS = sum_i cand_i (F(i - 1) + base_i / 2)``.
+    """
+    below = np.cumsum(base, axis=-1) - base
+    above = 1.0 - below - base
+    return np.sum(cand * (below - above), axis=-1)
+
+
 class OrdinalKernel(_ArmAverage):
     """Cliff's delta between the arms' task-averaged level distributions.
 
@@ -170,9 +181,7 @@ class OrdinalKernel(_ArmAverage):
         self.values = counts / counts.sum(axis=1, keepdims=True)
 
     def summarise(self, base: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        below = np.cumsum(base, axis=1) - base
-        ps = np.sum(cand * (below + 0.5 * base), axis=1)
-        return (base @ self.levels)[:, None], (cand @ self.levels)[:, None], (2.0 * ps - 1.0)[:, None]
+        return (base @ self.levels)[:, None], (cand @ self.levels)[:, None], cliff_delta(base, cand)[:, None]
 
 
 class QuantileKernel:

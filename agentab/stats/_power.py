@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ._kernels import cliff_delta
 from ._resampling import pvalues, snap_ties, tie_tolerance
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "Components",
     "anova",
     "cliff_delta",
+    "log_odds_for_delta",
+    "weighted_quantiles",
     "dirichlet_components",
     "normal_power",
     "ordinal_power_counts",
@@ -130,11 +133,13 @@ def po_shift(shares: np.ndarray, log_or: float) -> np.ndarray:
     return np.diff(full, axis=-1)
 
 
-def cliff_delta(base: np.ndarray, cand: np.ndarray) -> np.ndarray:
-    """Cliff's delta ``P(Y > X) - P(Y < X)`` between level distributions (last axis), Y ~ cand, X ~ base."""
-    below = np.cumsum(base, axis=-1) - base
-    above = 1.0 - below - base
-    return np.sum(cand * (below - above), axis=-1)
+def log_odds_for_delta(shares: np.ndarray, delta: float) -> float:
+    """The proportional-odds log odds ratio that moves ``shares`` by Cliff's delta ``delta`` (NaN when none does)."""
+    from scipy.optimize import brentq
+
+    if not -0.999 < delta < 0.999 or np.count_nonzero(shares) < 2:
+        return math.nan
+    return float(brentq(lambda b: float(cliff_delta(shares, po_shift(shares, b))) - delta, -30, 30))
 
 
 @dataclass(frozen=True)
@@ -356,6 +361,16 @@ def task_runs(theta: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray
     return np.minimum((u[:, :, None] > cum[:, None, :-1]).sum(axis=2), theta.shape[1] - 1).ravel()
 
 
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray | None, qs: Any) -> np.ndarray:
+    """Inverse-ECDF quantiles (Hyndman & Fan definition 1) of ``values``, runs weighted by ``weights``."""
+    x = np.asarray(values, dtype=float)
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=float)
+    order = np.argsort(x, kind="stable")
+    cdf = np.cumsum(w[order]) / w.sum()
+    picks = np.minimum(np.searchsorted(cdf, np.asarray(qs, dtype=float) - 1e-12), len(x) - 1)
+    return x[order][picks]
+
+
 def quantile_density(values: np.ndarray, q: float, weights: np.ndarray | None = None, bandwidth: float | None = None) -> float:
     """Density of ``values`` at their ``q`` quantile by a difference quotient (sparsity estimate).
 
@@ -371,22 +386,14 @@ def quantile_density(values: np.ndarray, q: float, weights: np.ndarray | None = 
     """
     from scipy.stats import norm
 
-    x = np.asarray(values, dtype=float)
-    w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=float)
-    order = np.argsort(x, kind="stable")
-    x, w = x[order], w[order]
-    cdf = np.cumsum(w) / w.sum()
-    n = len(x)
+    n = len(values)
     zq = norm.ppf(q)
     h = n ** (-1 / 3) * norm.ppf(0.975) ** (2 / 3) * (1.5 * norm.pdf(zq) ** 2 / (2 * zq**2 + 1)) ** (1 / 3)
     if bandwidth is not None:
         h = max(bandwidth, 2.0 / n)  # a window of at least a few observations
     lo, hi = max(q - h, 0.5 / n), min(q + h, 1 - 0.5 / n)
-
-    def quant(p: float) -> float:
-        return float(x[min(np.searchsorted(cdf, p - 1e-12), n - 1)])
-
-    spread = quant(hi) - quant(lo)
+    q_lo, q_hi = weighted_quantiles(values, weights, [lo, hi])
+    spread = float(q_hi - q_lo)
     return math.inf if spread <= 0 else (hi - lo) / spread
 
 
@@ -394,9 +401,7 @@ def quantile_tie(values: np.ndarray, q: float, weights: np.ndarray | None = None
     """The inverse-ECDF ``q`` quantile of ``values`` and the (weighted) share of values equal to it."""
     x = np.asarray(values, dtype=float)
     w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=float)
-    order = np.argsort(x, kind="stable")
-    cdf = np.cumsum(w[order]) / w.sum()
-    xq = float(x[order][min(np.searchsorted(cdf, q - 1e-12), len(x) - 1)])
+    xq = float(weighted_quantiles(x, w, [q])[0])
     return xq, float(w[x == xq].sum() / w.sum())
 
 
