@@ -23,7 +23,7 @@ import math
 import re
 import warnings
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -609,6 +609,7 @@ def compare(
     n_resamples: int = 9999,
     seed: Any = None,
     min_effect: float | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Comparison:
     """Compare a candidate arm with a baseline, metric by metric, and decide.
 
@@ -666,6 +667,9 @@ def compare(
         the quantile). When the verdict is inconclusive, the reasons say how
         many tasks and seeds would detect it with 80% power; without it, the
         observed effect is used.
+    progress : callable, optional
+        Called as ``progress(metric, done, total)`` after each metric's
+        tests, for a progress bar (the ``agentab`` command draws one).
 
     Returns
     -------
@@ -706,6 +710,8 @@ def compare(
     """
     inp = _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed)
     _min_effect_iv(min_effect)
+    if progress is not None and not callable(progress):
+        raise CompareError(f"`progress` must be callable as progress(metric, done, total), got {progress!r}")
     quantiles: dict[str, set[float]] = {}
     for g in inp.guardrails:
         if g.quantile is not None:
@@ -717,9 +723,11 @@ def compare(
     levels = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
-        for m in inp.metrics:
+        for done, m in enumerate(inp.metrics, start=1):
             qs = sorted(set(QUANTILES) | quantiles.get(m.name, set()))
             metric_rows, extra, res = _compare_metric(inp, m, qs)
+            if progress is not None:
+                progress(m.name, done, len(inp.metrics))
             if res is None:
                 continue
             rows += metric_rows
@@ -778,4 +786,5 @@ def compare(
         settings,
         tuple(inp.notes),
         results,
+        inp.data.loc[inp.base_rows | inp.cand_rows],
     )

@@ -44,6 +44,11 @@ class Comparison:
     notes : tuple of str
         What :func:`compare` decided on the user's behalf (arm roles, missing
         task column, excluded rows).
+    results : dict
+        The scipy-style result of every test, by metric (see :meth:`metric`).
+    data : pandas.DataFrame
+        The runs of the two arms that were compared (the rows of ``compare``'s
+        input), for plots and reports.
     """
 
     table: pd.DataFrame
@@ -57,6 +62,7 @@ class Comparison:
     settings: dict[str, Any]
     notes: tuple[str, ...]
     results: dict[str, Any] = field(repr=False, default_factory=dict)
+    data: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
 
     @property
     def verdict(self) -> str:
@@ -81,6 +87,59 @@ class Comparison:
             if len(match):
                 return _one_quantile(result, int(match[0]))
         raise KeyError(f"no metric {name!r} in this comparison; rows: {', '.join(self.table['metric'])}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything a CI job or a dashboard needs, as JSON-ready Python values.
+
+        The layout is stable within a schema version (``"schema":
+        "agentab.comparison/1"``); keys may be added, never renamed or
+        removed. Missing numbers (NaN) and unbounded ones (a ratio over a
+        baseline of 0) are None, so ``json.dumps(...,
+        allow_nan=False)`` works.
+
+        Keys: ``schema``, ``verdict``, ``reasons`` and ``explanations``
+        (lists of sentences), ``baseline`` and ``candidate`` (arm names),
+        ``primary``, ``arms`` (per arm: name, model, harness, runs, tasks),
+        ``design`` (kind, label, seeds, dropped_tasks, dropped_runs),
+        ``settings`` (alpha, n_resamples, seed, cluster, paired, primary),
+        ``metrics`` (one object per table row, keys :data:`TABLE_COLUMNS`),
+        ``levels`` (ordinal level shares: metric, level, baseline,
+        candidate, shift), ``guardrails`` (rule, metric, row, status,
+        estimate, ci_low, ci_high, bound, note), ``notes``.
+
+        Examples
+        --------
+        >>> import json, agentab
+        >>> scores = agentab.score(agentab.datasets.example_experiment(seed=0, n_tasks=12, n_seeds=2))
+        >>> out = agentab.compare(scores, metrics=["outcome"], n_resamples=199, seed=0).to_dict()
+        >>> out["schema"], out["verdict"], out["metrics"][0]["metric"]
+        ('agentab.comparison/1', 'inconclusive', 'outcome')
+        >>> _ = json.dumps(out, allow_nan=False)
+        """
+        arms = self.arms.reset_index()
+        arms = arms.rename(columns={arms.columns[0]: "arm"})
+        checks = [
+            {"rule": str(c.guardrail), "metric": c.guardrail.metric, "row": c.guardrail.row, "status": c.status,
+             "estimate": c.estimate, "ci_low": c.ci_low, "ci_high": c.ci_high, "bound": c.guardrail.bound,
+             "relative": c.guardrail.relative, "note": c.note}
+            for c in self.decision.guardrails
+        ]
+        return _jsonable({
+            "schema": "agentab.comparison/1",
+            "verdict": self.verdict,
+            "reasons": list(self.decision.reasons),
+            "explanations": list(self.decision.explanations),
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "primary": self.settings["primary"],
+            "arms": arms.to_dict(orient="records"),
+            "design": dict(self.design),
+            "settings": dict(self.settings),
+            "metrics": self.table.to_dict(orient="records"),
+            "levels": self.levels.to_dict(orient="records"),
+            "guardrails": checks,
+            "notes": list(self.notes),
+        })
 
     def __repr__(self) -> str:
         return f"Comparison({self.candidate!r} vs {self.baseline!r}: {self.verdict}, {len(self.table)} rows)"
@@ -178,6 +237,23 @@ class Comparison:
             parts.append(f"<details><summary>Warnings and notes</summary><ul>{items(self._warning_lines() + list(self.notes))}</ul></details>")
         parts.append("</div>")
         return "".join(parts)
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values: numpy scalars unwrapped, non-finite numbers and pandas' NA as None, tuples as lists."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
 
 
 def _one_quantile(result: QuantileResult, j: int) -> QuantileResult:

@@ -34,7 +34,7 @@ import os
 import re
 import warnings
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -196,7 +196,7 @@ def _run_record(row: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
 # Loading
 # --------------------------------------------------------------------------- #
 def load_traces(source: Source, *, arm: str | None = None, strict: bool = True,
-                workers: int | None = None) -> Traces:
+                workers: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> Traces:
     """Load agent run traces into a :class:`Traces` (runs and steps tables).
 
     Parameters
@@ -220,6 +220,9 @@ def load_traces(source: Source, *, arm: str | None = None, strict: bool = True,
         Processes used to decode a large (48 MiB or more) uncompressed JSON
         Lines file; default: the CPUs available, at most 8. ``1`` reads
         everything in this process. The result does not depend on it.
+    progress : callable, optional
+        Called as ``progress(path, done, total)`` after each file is read
+        (``total`` files in all), for a progress bar.
 
     Returns
     -------
@@ -255,8 +258,12 @@ def load_traces(source: Source, *, arm: str | None = None, strict: bool = True,
     'expected bool | float, got str'
     """
     _load_traces_iv(source, arm, strict, workers)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"`progress` must be callable as progress(path, done, total), got {progress!r}")
     decoder = RecordDecoder(strict=strict)
-    reader = _Reader(decoder, default_workers() if workers is None else workers)
+    reader = _Reader(decoder, default_workers() if workers is None else workers, progress)
+    if progress is not None:
+        reader.total = sum(1 for _ in _paths(source))
     if isinstance(source, Mapping):
         for arm_name, part in source.items():
             reader.feed(part, arm_name)
@@ -302,16 +309,23 @@ def _describe(sources: list[str], source: Any) -> str:
 class _Reader:
     """Sends every record of a source to the decoder, remembering the files read."""
 
-    def __init__(self, decoder: RecordDecoder, workers: int) -> None:
+    def __init__(self, decoder: RecordDecoder, workers: int,
+                 progress: Callable[[str, int, int], None] | None = None) -> None:
         self.decoder = decoder
         self.workers = workers
         self.sources: list[str] = []
+        self.progress = progress
+        self.total = 0
+        self.done = 0
 
     def feed(self, source: Any, arm: str | None) -> None:
         if isinstance(source, (str, os.PathLike)):
             for path in _files(Path(source)):
                 self.sources.append(str(path))
                 self.read_file(path, arm)
+                self.done += 1
+                if self.progress is not None:
+                    self.progress(str(path), self.done, self.total)
         elif isinstance(source, (list, tuple)):
             name = "<records>" if arm is None else f"<{arm} records>"
             for position, item in enumerate(source, start=1):
@@ -342,6 +356,19 @@ class _Reader:
                 read_lines(self.decoder, path, arm)
         except (OSError, EOFError, zlib.error) as err:  # e.g. a truncated, corrupt or non-gzip .gz file
             raise TraceError(f"cannot read file: {err}", source=name) from err
+
+
+def _paths(source: Any) -> Iterator[Path]:
+    """Every file a source names (records given in memory are not files)."""
+    if isinstance(source, Mapping):
+        for part in source.values():
+            yield from _paths(part)
+    elif isinstance(source, (str, os.PathLike)):
+        yield from _files(Path(source))
+    elif isinstance(source, (list, tuple)):
+        for item in source:
+            if isinstance(item, (str, os.PathLike)):
+                yield from _files(Path(item))
 
 
 def _files(path: Path) -> list[Path]:
