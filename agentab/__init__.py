@@ -11,15 +11,18 @@ The data flow reads top to bottom:
 - :mod:`agentab.compare` -- :func:`compare`: every metric routed to its test, one table;
 - :mod:`agentab.decide` -- the verdict (ship / don't ship / inconclusive), guardrails;
 - :mod:`agentab.summary` -- per-arm descriptive summaries;
+- :mod:`agentab.plots` -- figures of a comparison, a diagnosis and a plan (matplotlib);
+- :mod:`agentab.report` -- :func:`report`: the HTML (or Markdown) report of a comparison;
 - :mod:`agentab.datasets` -- a realistic embedded two-arm example experiment;
 - :mod:`agentab.cli` -- the ``agentab`` command.
 """
 
-from . import datasets, power, stats
+from . import datasets, plots, power, stats
 from .compare import Comparison, compare
 from .decide import Decision
 from .diagnose import Diagnosis, Finding, diagnose
-from .errors import CompareError, PowerError, SpecError, StatsWarning, TraceError, TraceWarning
+from .errors import CompareError, PowerError, ReportError, SpecError, StatsWarning, TraceError, TraceWarning
+from .report import report, task_profile
 from .score import SpecWarning, metric_kinds, score
 from .summary import summarize, summarize_scores
 from .traces import Traces, load_traces, read_traces
@@ -48,6 +51,10 @@ __all__ = [
     "stats",
     "power",
     "PowerError",
+    "plots",
+    "report",
+    "task_profile",
+    "ReportError",
     "Traces",
     "TraceError",
     "TraceWarning",

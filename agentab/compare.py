@@ -532,22 +532,22 @@ def _seeds(inp: _CompareInput) -> str:
 # --------------------------------------------------------------------------- #
 # Public API
 # --------------------------------------------------------------------------- #
-def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: float | None) -> str | None:
-    """How many tasks and seeds would settle an inconclusive primary metric (one reason line).
+def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: float | None) -> tuple[str | None, Any]:
+    """How many tasks and seeds would settle an inconclusive primary metric: one reason line and the Plan.
 
-    None when the primary metric is already significant (the verdict waits on a guardrail instead).
+    (None, None) when the primary metric is already significant (the verdict waits on a guardrail instead).
     """
     from .errors import PowerError
     from .planning import plan
     from .stats._power import log_odds_for_delta
 
     if pd.notna(row["p_value"]) and row["p_value"] < inp.alpha:
-        return None
+        return None, None
     kind = row["kind"]
     if kind not in ("binary", "ordinal", "continuous", "cost", "count"):
-        return f"no sample-size advice for a {kind} primary metric"
+        return f"no sample-size advice for a {kind} primary metric", None
     if inp.cluster is None:
-        return "no sample-size advice without a task column (the ICC cannot be measured)"
+        return "no sample-size advice without a task column (the ICC cannot be measured)", None
     what = "the minimum effect of interest"
     effect = min_effect
     if effect is None:
@@ -564,9 +564,9 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
         else:
             effect = float(row["ratio"]) - 1.0
     if not np.isfinite(effect):
-        return f"no sample-size advice: {what} is not a finite change on plan's scale (a quantile of 0, or a Cliff's delta of +-1); pass min_effect="
+        return f"no sample-size advice: {what} is not a finite change on plan's scale (a quantile of 0, or a Cliff's delta of +-1); pass min_effect=", None
     if effect == 0 or (kind == "ordinal" and effect == 1):
-        return f"no sample-size advice: {what} is zero; pass min_effect= to plan for the effect that matters"
+        return f"no sample-size advice: {what} is zero; pass min_effect= to plan for the effect that matters", None
     seeds = max(1, _fewest_seeds(inp.data.loc[inp.base_rows], np.ones(int(inp.base_rows.sum())), inp.cluster))
     paired = res.details["design_kind"] == "paired"
     try:
@@ -576,13 +576,13 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
             baseline=inp.baseline, quantile=inp.primary_q or 0.5,
         )
     except PowerError as exc:
-        return f"no sample-size advice: {exc}"
+        return f"no sample-size advice: {exc}", None
     scope = "(the same tasks in both arms)" if paired else "per arm"
     return (
         f"a new experiment of about {p.tasks:,} tasks x {seeds} seed(s) {scope} would detect {what} "
         f"({p.effect_text()}) with 80% power (agentab.power.plan lists the options); adding tasks to this one "
         "and testing again inflates false positives"
-    )
+    ), p
 
 
 def _min_effect_iv(min_effect: Any) -> None:
@@ -752,8 +752,9 @@ def compare(
     checks = [check_guardrail(g, table.loc[table["metric"] == g.row].iloc[0]) for g in inp.guardrails]
     decision = decide(table, inp.primary, checks, inp.alpha)
     primary_res = results[inp.primary_metric]
+    next_plan = None
     if decision.verdict == "inconclusive":
-        advice = _planning_advice(inp, table.iloc[0], primary_res, min_effect)
+        advice, next_plan = _planning_advice(inp, table.iloc[0], primary_res, min_effect)
         if advice is not None:
             decision = dataclasses.replace(decision, reasons=(*decision.reasons, advice))
     design = {
@@ -773,6 +774,7 @@ def compare(
         "cluster": inp.cluster,
         "paired": inp.paired,
         "primary": inp.primary,
+        "arm": inp.arm,
     }
     return Comparison(
         table,
@@ -787,4 +789,5 @@ def compare(
         tuple(inp.notes),
         results,
         inp.data.loc[inp.base_rows | inp.cand_rows],
+        next_plan,
     )

@@ -49,6 +49,10 @@ class Comparison:
     data : pandas.DataFrame
         The runs of the two arms that were compared (the rows of ``compare``'s
         input), for plots and reports.
+    plan : agentab.power.Plan or None
+        When the verdict is inconclusive because the primary metric is not
+        significant: the plan of a new experiment that would detect the
+        observed effect (or ``min_effect``) with 80% power.
     """
 
     table: pd.DataFrame
@@ -63,6 +67,7 @@ class Comparison:
     notes: tuple[str, ...]
     results: dict[str, Any] = field(repr=False, default_factory=dict)
     data: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    plan: Any = field(repr=False, default=None)
 
     @property
     def verdict(self) -> str:
@@ -101,7 +106,7 @@ class Comparison:
         (lists of sentences), ``baseline`` and ``candidate`` (arm names),
         ``primary``, ``arms`` (per arm: name, model, harness, runs, tasks),
         ``design`` (kind, label, seeds, dropped_tasks, dropped_runs),
-        ``settings`` (alpha, n_resamples, seed, cluster, paired, primary),
+        ``settings`` (alpha, n_resamples, seed, cluster, paired, primary, arm),
         ``metrics`` (one object per table row, keys :data:`TABLE_COLUMNS`),
         ``levels`` (ordinal level shares: metric, level, baseline,
         candidate, shift), ``guardrails`` (rule, metric, row, status,
@@ -158,7 +163,8 @@ class Comparison:
         )
         return [f"agentab comparison: {cand} vs {base}", design]
 
-    def _display_table(self) -> pd.DataFrame:
+    def summary_table(self) -> pd.DataFrame:
+        """The table as people read it: formatted effects, intervals and p-values (strings), one row per statistic."""
         t = self.table
         shown = pd.DataFrame({"metric": t["metric"], "statistic": t["statistic"]})
         for col in ("baseline", "candidate", "effect"):
@@ -173,7 +179,8 @@ class Comparison:
         shown["assessment"] = t["assessment"]
         return shown
 
-    def _footnotes(self) -> list[str]:
+    def footnotes(self) -> list[str]:
+        """What the numbers of :meth:`summary_table` mean (the scale of effects, the quantile, ordinal means)."""
         lines = ["effects are candidate minus baseline; rates and means are averages over tasks, each task weighing the same"]
         if (self.table["kind"].isin(["cost", "count"])).any():
             lines.append("quantiles: inverse of the empirical CDF (always an observed value), tasks weighted equally")
@@ -202,8 +209,8 @@ class Comparison:
     def __str__(self) -> str:
         lines = self._header()
         lines += ["", str(self.decision).replace("verdict:", "VERDICT:", 1), ""]
-        lines.append(self._display_table().to_string(index=False))
-        lines += [f"({line})" for line in self._footnotes()]
+        lines.append(self.summary_table().to_string(index=False))
+        lines += [f"({line})" for line in self.footnotes()]
         if len(self.levels):
             lines.append("")
             lines += self._level_lines()
@@ -229,8 +236,8 @@ class Comparison:
                 "<details><summary>What changed (explains, does not decide)</summary>"
                 f"<ul>{items(self.decision.explanations)}</ul></details>"
             )
-        parts.append(self._display_table().to_html(index=False, escape=True, border=0))
-        parts.append(f"<div style='font-size:smaller'>{'<br>'.join(html.escape(f) for f in self._footnotes())}</div>")
+        parts.append(self.summary_table().to_html(index=False, escape=True, border=0))
+        parts.append(f"<div style='font-size:smaller'>{'<br>'.join(html.escape(f) for f in self.footnotes())}</div>")
         if len(self.levels):
             parts.append(f"<p>{'<br>'.join(html.escape(line) for line in self._level_lines())}</p>")
         if self._warning_lines() or self.notes:

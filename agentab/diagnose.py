@@ -113,7 +113,8 @@ def _cliffs(table: pd.DataFrame, by_values: Sequence[Any], min_runs: int, drop: 
 
 def _tool_choice(steps: pd.DataFrame, runs: pd.DataFrame, by: str) -> pd.DataFrame:
     group = steps["run_id"].map(runs.set_index("run_id")[by])
-    counts = pd.crosstab(steps["tool"].astype(str), group.astype(str))
+    keep = group.notna().to_numpy()  # runs that were not scored (another arm, a filtered table) are left out
+    counts = pd.crosstab(steps["tool"].astype(str)[keep], group[keep].astype(str))
     return counts / counts.sum()
 
 
@@ -139,6 +140,7 @@ def diagnose(
     cascade: float = 0.1,
     recovery: float = 0.2,
     shift: float = 0.1,
+    traces: Any = None,
 ) -> Diagnosis:
     """Find the failure shapes of an experiment, with their evidence.
 
@@ -174,6 +176,9 @@ def diagnose(
     shift : float
         Total-variation distance between two groups' tool-choice
         distributions that is reported.
+    traces : Traces, optional
+        With a table from :func:`agentab.score`: the traces it was scored
+        from, for the tool-choice distribution (which needs the steps).
 
     Returns
     -------
@@ -188,7 +193,6 @@ def diagnose(
     >>> sorted(found.tables)
     ['accuracy', 'rates', 'steps', 'tool_choice']
     """
-    traces = None
     if hasattr(data, "runs") and hasattr(data, "steps"):
         from .score import score
         from .trajectory import TrajectorySpec
@@ -197,10 +201,13 @@ def diagnose(
         scores = score(data, TrajectorySpec() if spec is None else spec)
     elif isinstance(data, pd.DataFrame):
         scores = data
+        if traces is not None and not (hasattr(traces, "runs") and hasattr(traces, "steps")):
+            raise TypeError(f"`traces` must be the Traces the scores came from, got {type(traces).__name__}")
     else:
         raise TypeError(f"diagnose needs Traces or a table from agentab.score, got {type(data).__name__}")
     if by not in scores and traces is not None:
-        scores = scores.assign(**{by: _metadata_values(traces.runs, by).to_numpy()})
+        values = pd.Series(_metadata_values(traces.runs, by).to_numpy(), index=traces.runs["run_id"].astype(str))
+        scores = scores.assign(**{by: values.reindex(scores["run_id"].astype(str)).to_numpy()})
     if by not in scores:
         raise KeyError(f"cannot group by {by!r}: not a column of the scores")
     scores = scores.assign(**{by: scores[by].astype(object).where(scores[by].notna(), "(none)")})

@@ -7,7 +7,10 @@ CLI turns these into one line on stderr and a non-zero exit code.
 
 from __future__ import annotations
 
-__all__ = ["TraceError", "TraceWarning", "SpecError", "SpecWarning", "CompareError", "StatsWarning", "where"]
+__all__ = [
+    "TraceError", "TraceWarning", "SpecError", "SpecWarning", "CompareError", "StatsWarning", "PowerError", "ReportError",
+    "where",
+]
 
 
 def where(source: str, line: int) -> str:
@@ -100,3 +103,7 @@ class StatsWarning(UserWarning):
 
 class PowerError(ValueError):
     """A power or sample-size question cannot be answered as asked (bad alpha/power, zero effect, a pilot too small)."""
+
+
+class ReportError(ValueError):
+    """A report cannot be written as asked (unknown format, a path that is not a file, not a comparison)."""

@@ -1,0 +1,494 @@
+"""The report of a comparison: one self-contained HTML file (or Markdown with images beside it).
+
+:func:`report` puts the decision first, then the evidence as pictures:
+effects of every metric (a forest plot), ordinal level shares, cost
+distributions and quantile shifts, success by step count, failure shapes,
+tool choice, the findings of :func:`agentab.diagnose`, a per-task profile
+and, for an inconclusive verdict, the power curve of the next experiment.
+It uses only agentab's public API (the comparison's attributes,
+:func:`agentab.diagnose`, :mod:`agentab.plots`).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import io
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import ReportError, StatsWarning
+
+__all__ = ["report", "task_profile"]
+
+#: Formats of :func:`report`, by file suffix.
+FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
+
+
+# --------------------------------------------------------------------------- #
+# Blocks: what a report says, independent of its format
+# --------------------------------------------------------------------------- #
+@dataclass
+class _Block:
+    kind: str  # h1 h2 p list table figure pre verdict details
+    text: str = ""
+    items: list[str] = field(default_factory=list)
+    table: pd.DataFrame | None = None
+    figure: Any = None
+    children: list[_Block] = field(default_factory=list)
+    css: str = ""
+
+
+def task_profile(comparison: Any, metric: str | None = None) -> pd.DataFrame:
+    """One row per task: its outcome in each arm, the spread across its seeds, path validity, side effects, cost.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`agentab.compare`.
+    metric : str, optional
+        The outcome column (default: the primary metric when it is binary,
+        ordinal or continuous, else ``"outcome"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: task. For each arm A: ``runs A``, ``{metric} A`` (the task's
+        mean), ``seeds A`` (successes of runs, e.g. ``"3/5"``, for a binary
+        metric; the range for others), and when the scores have them
+        ``path valid A`` (share of runs matching the reference path),
+        ``side effects A`` (forbidden plus unexpected, summed), ``cost A``
+        (median ``cost_usd``, else ``tokens``). ``change`` is candidate minus
+        baseline; rows are sorted by it, regressions first.
+
+    Examples
+    --------
+    >>> import agentab
+    >>> scores = agentab.score(agentab.datasets.example_experiment(seed=0, n_tasks=8, n_seeds=2))
+    >>> result = agentab.compare(scores, metrics=["outcome"], n_resamples=199, seed=0)
+    >>> agentab.task_profile(result).columns[:3].tolist()
+    ['runs baseline', 'outcome baseline', 'seeds baseline']
+    """
+    data, arm, cluster = comparison.data, comparison.settings["arm"], comparison.settings["cluster"]
+    if cluster is None:
+        raise ReportError("a per-task profile needs a task column (the comparison had cluster=None)")
+    metric = _profile_metric(comparison) if metric is None else metric
+    if metric is None or metric not in data:
+        raise ReportError(f"no outcome column {metric!r} for the per-task profile")
+    binary = comparison.metrics.loc[metric, "kind"] == "binary" if metric in comparison.metrics.index else False
+    values = pd.to_numeric(data[metric].astype("Float64"), errors="coerce")
+    frame = pd.DataFrame({"task": data[cluster].astype(str), "arm": data[arm].astype(str), "value": values})
+    extras = {}
+    if "reference_match" in data:
+        extras["path valid"] = ("mean", data["reference_match"].astype("Float64"))
+    elif "required_missing" in data:
+        extras["path valid"] = ("mean", (data["required_missing"].astype("Float64") == 0).astype("Float64"))
+    effects = [c for c in ("forbidden_side_effects", "unexpected_side_effects") if c in data]
+    if effects:
+        extras["side effects"] = ("sum", data[effects].astype("Float64").sum(axis=1, min_count=1))
+    cost = next((c for c in ("cost_usd", "tokens") if c in data), None)
+    if cost is not None:
+        extras["cost"] = ("median", data[cost].astype("Float64"))
+    for name, (_, series) in extras.items():
+        frame[name] = series.to_numpy(dtype=float, na_value=np.nan)
+    parts = []
+    for name in (comparison.baseline, comparison.candidate):
+        group = frame[frame["arm"] == str(name)].groupby("task", sort=True)
+        part = pd.DataFrame({f"runs {name}": group.size(), f"{metric} {name}": group["value"].mean()})
+        if binary:
+            part[f"seeds {name}"] = [f"{int(np.nansum(v))}/{int(np.isfinite(v).sum())}" for v in group["value"].apply(np.asarray)]
+        else:
+            part[f"seeds {name}"] = [f"{np.nanmin(v):.3g} to {np.nanmax(v):.3g}" if np.isfinite(v).any() else "-"
+                                     for v in group["value"].apply(np.asarray)]
+        for extra, (how, _) in extras.items():
+            part[f"{extra} {name}"] = group[extra].agg(how)
+        parts.append(part)
+    table = pd.concat(parts, axis=1)
+    table["change"] = table[f"{metric} {comparison.candidate}"] - table[f"{metric} {comparison.baseline}"]
+    table.index.name = cluster
+    return table.sort_values(["change", f"{metric} {comparison.baseline}"], kind="stable", na_position="last")
+
+
+def _profile_metric(comparison: Any) -> str | None:
+    primary = str(comparison.settings["primary"]).rsplit(" p", 1)[0]
+    kinds = comparison.metrics["kind"]
+    if primary in kinds.index and kinds[primary] in ("binary", "ordinal", "continuous"):
+        return primary
+    return "outcome" if "outcome" in comparison.data else None
+
+
+def _header(comparison: Any, title: str) -> list[_Block]:
+    arms = comparison.arms.reset_index()
+    arms = arms.rename(columns={arms.columns[0]: "arm"})
+    arms.insert(1, "role", ["baseline" if a == comparison.baseline else "candidate" for a in arms["arm"]])
+    design, s = comparison.design, comparison.settings
+    design_text = (
+        f"Design: {design['label']}; seeds per task {design['seeds']}; primary metric {s['primary']} tested at "
+        f"alpha {s['alpha']:g}; {s['n_resamples']:,} resamples; seed {s['seed']}."
+    )
+    blocks = [
+        _Block("h1", title),
+        _Block("verdict", comparison.verdict),
+        _Block("list", items=list(comparison.decision.reasons)),
+    ]
+    if comparison.decision.explanations:
+        blocks += [_Block("p", "What changed (explains, does not decide):"),
+                   _Block("list", items=list(comparison.decision.explanations))]
+    blocks += [_Block("h2", "Arms and design"), _Block("table", table=arms), _Block("p", design_text)]
+    dropped = design.get("dropped_tasks")
+    if dropped and any(dropped):
+        blocks.append(_Block("p", f"Tasks run by one arm only, left out of the paired analysis: {dropped[0]} of the "
+                                  f"baseline's, {dropped[1]} of the candidate's."))
+    return blocks
+
+
+def _effects(comparison: Any, plots: Any) -> list[_Block]:
+    table = comparison.summary_table()
+    return [
+        _Block("h2", "Effects"),
+        _Block("p", "Every metric's effect (candidate minus baseline) with its confidence interval, primary first. "
+                    "The primary metric is tested alone; the others (trajectory and cost) explain and are Holm-adjusted."),
+        _Block("figure", "Forest plot of every metric's effect", figure=plots.forest(comparison)),
+        _Block("details", "The comparison table", children=[_Block("table", table=table)]
+               + [_Block("p", f"({n})") for n in comparison.footnotes()]),
+    ]
+
+
+def _levels(comparison: Any, plots: Any) -> list[_Block]:
+    metrics = list(dict.fromkeys(comparison.levels["metric"]))
+    if not metrics:
+        return []
+    blocks = [_Block("h2", "Ordinal levels"),
+              _Block("p", "Share of runs at each level, worst first. The test is on Cliff's delta, which uses only "
+                          "the order of the levels.")]
+    for metric in metrics:
+        blocks.append(_Block("figure", f"Level shares of {metric} by arm", figure=plots.level_shares(comparison, metric)))
+    return blocks
+
+
+def _cost(comparison: Any, plots: Any, seed: Any) -> list[_Block]:
+    kinds = comparison.metrics["kind"]
+    named = {str(comparison.settings["primary"]).rsplit(" p", 1)[0]}
+    named |= {check.guardrail.metric for check in comparison.decision.guardrails}
+    metrics = [m for m, k in kinds.items() if k == "cost" or (k == "count" and (m in named or m == "n_steps"))]
+    metrics = [m for m in metrics if m in comparison.data]
+    if not metrics:
+        return []
+    blocks = [_Block("h2", "Cost and other long-tailed metrics"),
+              _Block("p", "Distributions on a log axis with p50 and p95 marked, then the quantile shift: the "
+                          "difference between the arms at each decile, where the distributions differ and not only "
+                          "whether (Doksum 1974).")]
+    for metric in metrics:
+        blocks.append(_Block("h3", metric))
+        blocks.append(_Block("figure", f"Distribution of {metric} by arm", figure=plots.ecdf(comparison, metric)))
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", StatsWarning)
+                shift = plots.quantile_shift(comparison, metric, seed=seed)
+        except ValueError as err:  # e.g. too few runs for a decile
+            blocks.append(_Block("p", f"No quantile shift for {metric}: {err}"))
+        else:
+            blocks.append(_Block("figure", f"Quantile shift of {metric}", figure=shift))
+            tails = [str(w.message).split(": ", 1)[-1] for w in caught if issubclass(w.category, StatsWarning)]
+            if tails:
+                blocks.append(_Block("list", items=tails))
+    return blocks
+
+
+def _trajectory(comparison: Any, diagnosis: Any, plots: Any) -> list[_Block]:
+    if diagnosis is None:
+        return []
+    colours = {"baseline": comparison.baseline, "candidate": comparison.candidate}
+    blocks = [_Block("h2", "Trajectory")]
+    if "steps" in diagnosis.tables and len(diagnosis.tables["steps"]):
+        blocks += [_Block("p", "Success by step count: a cliff is the signature of context exhaustion."),
+                   _Block("figure", "Success rate by step-count bucket", figure=plots.step_buckets(diagnosis, **colours))]
+    if "rates" in diagnosis.tables and any(c in diagnosis.tables["rates"] for c in plots.FAILURE_RATES):
+        blocks.append(_Block("figure", "Failure shapes by arm", figure=plots.failure_rates(diagnosis, **colours)))
+    if "tool_choice" in diagnosis.tables and len(diagnosis.tables["tool_choice"]):
+        blocks.append(_Block("figure", "Tool choice by arm", figure=plots.tool_choice(diagnosis, **colours)))
+    else:
+        blocks.append(_Block("p", "Tool choice is not shown: pass the traces (report(..., traces=traces)) for the steps."))
+    findings = diagnosis.findings
+    blocks.append(_Block("h3", f"Findings ({len(findings)})"))
+    if not findings:
+        blocks.append(_Block("p", "No failure shape passed its threshold."))
+    for finding in findings:
+        blocks.append(_Block("details", finding.title, children=[
+            _Block("p", finding.reading), _Block("table", table=finding.evidence.reset_index())]))
+    return blocks
+
+
+def _tasks(comparison: Any, plots: Any) -> list[_Block]:
+    if comparison.settings["cluster"] is None:
+        return []
+    metric = _profile_metric(comparison)
+    if metric is None:
+        return []
+    profile = task_profile(comparison, metric)
+    blocks = [_Block("h2", "Per task"),
+              _Block("p", "Each task's result in each arm, the spread across its seeds, path validity, side effects "
+                          "and cost. A profile says more than a rank: look at the tasks that moved.")]
+    base, cand = profile[f"{metric} {comparison.baseline}"], profile[f"{metric} {comparison.candidate}"]
+    if base.between(0, 1).all() and cand.between(0, 1).all():
+        blocks.append(_Block("figure", "Per-task outcome, baseline against candidate", figure=plots.task_outcomes(
+            profile, baseline=comparison.baseline, candidate=comparison.candidate, metric=metric)))
+    changed = profile["change"].fillna(0) != 0
+    blocks.append(_Block("p", f"{int((profile['change'] > 0).sum())} tasks improved, {int((profile['change'] < 0).sum())} "
+                              f"regressed, {int((~changed).sum())} unchanged (or run by one arm only)."))
+    blocks.append(_Block("details", f"All {len(profile)} tasks, regressions first",
+                         children=[_Block("table", table=profile.reset_index())]))
+    return blocks
+
+
+def _next_experiment(comparison: Any, plots: Any) -> list[_Block]:
+    plan = comparison.plan
+    if plan is None:
+        return []
+    return [
+        _Block("h2", "The next experiment"),
+        _Block("p", "The verdict is inconclusive. A new experiment of this size would detect the effect with "
+                    f"{plan.target:.0%} power (adding tasks to this experiment and testing again inflates false positives)."),
+        _Block("figure", "Power curve of the next experiment", figure=plots.power_curve(plan)),
+        _Block("pre", str(plan)),
+    ]
+
+
+def _notes(comparison: Any) -> list[_Block]:
+    warned = comparison.table[comparison.table["warnings"] != ""]
+    items = [f"{m}: {w}" for m, w in zip(warned["metric"], warned["warnings"])] + list(comparison.notes)
+    if not items:
+        return []
+    return [_Block("h2", "Warnings and notes"), _Block("list", items=items)]
+
+
+# --------------------------------------------------------------------------- #
+# Rendering
+# --------------------------------------------------------------------------- #
+_CSS = """
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
+color:#222;line-height:1.45}
+h1{font-size:1.5rem;margin-bottom:.3rem}h2{font-size:1.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
+h3{font-size:1rem}
+.verdict{font-size:1.4rem;font-weight:bold;padding:.4rem .8rem;border-radius:.3rem;display:inline-block;color:#fff}
+.v-ship{background:#1b7837}.v-dont{background:#b2182b}.v-inconclusive{background:#595959}
+table{border-collapse:collapse;font-size:.82rem;margin:.5rem 0}th,td{border-bottom:1px solid #e5e5e5;padding:.2rem .5rem;
+text-align:left}th{background:#f5f5f5}
+img{max-width:100%;height:auto;display:block;margin:.6rem 0}
+pre{background:#f7f7f7;padding:.6rem;overflow-x:auto;font-size:.78rem}
+details{margin:.4rem 0}summary{cursor:pointer}
+footer{margin-top:2rem;font-size:.8rem;color:#666}
+"""
+
+
+def _png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight", pad_inches=0.1)
+    return buffer.getvalue()
+
+
+def _format_cell(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return "" if not np.isfinite(value) else f"{value:.4g}"
+    if value is None or value is pd.NA:
+        return ""
+    return str(value)
+
+
+def _html(blocks: list[_Block], figures: list[tuple[str, bytes]]) -> str:
+    out = []
+    for b in blocks:
+        if b.kind in ("h1", "h2", "h3"):
+            out.append(f"<{b.kind}>{html.escape(b.text)}</{b.kind}>")
+        elif b.kind == "p":
+            out.append(f"<p>{html.escape(b.text)}</p>")
+        elif b.kind == "verdict":
+            css = {"ship": "v-ship", "don't ship": "v-dont"}.get(b.text, "v-inconclusive")
+            out.append(f"<p><span class='verdict {css}'>Verdict: {html.escape(b.text)}</span></p>")
+        elif b.kind == "list":
+            out.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in b.items) + "</ul>")
+        elif b.kind == "table":
+            shown = b.table.map(_format_cell) if len(b.table) else b.table
+            out.append(shown.to_html(index=False, escape=True, border=0))
+        elif b.kind == "figure":
+            data = _png(b.figure)
+            figures.append((b.text, data))
+            encoded = base64.b64encode(data).decode("ascii")
+            out.append(f"<img alt='{html.escape(b.text, quote=True)}' src='data:image/png;base64,{encoded}'>")
+        elif b.kind == "pre":
+            out.append(f"<pre>{html.escape(b.text)}</pre>")
+        elif b.kind == "details":
+            out.append(f"<details><summary>{html.escape(b.text)}</summary>{_html(b.children, figures)}</details>")
+    return "\n".join(out)
+
+
+def _markdown_table(table: pd.DataFrame) -> str:
+    def cell(value: Any) -> str:
+        return _format_cell(value).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(cell(c) for c in table.columns) + " |"
+    rule = "|" + "|".join("---" for _ in table.columns) + "|"
+    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([head, rule, *rows])
+
+
+def _markdown(blocks: list[_Block], folder: Path, prefix: str, figures: list[tuple[str, bytes]]) -> str:
+    out = []
+    for b in blocks:
+        if b.kind in ("h1", "h2", "h3"):
+            out.append("#" * int(b.kind[1]) + " " + b.text)
+        elif b.kind == "p":
+            out.append(b.text)
+        elif b.kind == "verdict":
+            out.append(f"**Verdict: {b.text}**")
+        elif b.kind == "list":
+            out.append("\n".join(f"- {i}" for i in b.items))
+        elif b.kind == "table":
+            out.append(_markdown_table(b.table))
+        elif b.kind == "figure":
+            data = _png(b.figure)
+            figures.append((b.text, data))
+            name = f"figure{len(figures):02d}.png"
+            (folder / name).write_bytes(data)
+            out.append(f"![{b.text}]({prefix}/{name})")
+        elif b.kind == "pre":
+            out.append("```\n" + b.text + "\n```")
+        elif b.kind == "details":
+            out.append(f"**{b.text}**\n\n" + _markdown(b.children, folder, prefix, figures))
+    return "\n\n".join(out)
+
+
+def _report_iv(comparison: Any, path: Any, format: Any, traces: Any, diagnosis: Any) -> tuple[Path, str]:
+    from .comparison import Comparison
+
+    if not isinstance(comparison, Comparison):
+        raise ReportError(f"report needs a Comparison from agentab.compare, got {type(comparison).__name__}")
+    if comparison.data is None or comparison.data.empty:
+        raise ReportError("this Comparison carries no runs (made by an older agentab?): compare again")
+    path = Path(path)
+    if format is None:
+        format = FORMATS.get(path.suffix.lower())
+        if format is None:
+            raise ReportError(f"{path}: say format='html' or 'markdown', or end the name in .html or .md")
+    if format not in ("html", "markdown"):
+        raise ReportError(f"`format` == {format!r}, must be 'html' or 'markdown'")
+    if path.is_dir():
+        raise ReportError(f"{path} is a folder: give the report's file name")
+    if not path.parent.exists():
+        raise ReportError(f"{path.parent}: no such folder")
+    if traces is not None and not (hasattr(traces, "runs") and hasattr(traces, "steps")):
+        raise ReportError(f"`traces` must be agentab Traces, got {type(traces).__name__}")
+    if diagnosis is not None and not hasattr(diagnosis, "findings"):
+        raise ReportError(f"`diagnosis` must come from agentab.diagnose, got {type(diagnosis).__name__}")
+    return path, format
+
+
+def report(
+    comparison: Any,
+    path: str | Path,
+    *,
+    format: str | None = None,
+    traces: Any = None,
+    diagnosis: Any = None,
+    title: str | None = None,
+    seed: Any = None,
+) -> Path:
+    """Write the report of a comparison: the decision first, then the evidence as pictures.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`agentab.compare`.
+    path : str or Path
+        The file to write. With ``format="markdown"`` the images go in a
+        folder beside it, ``<name>_files/``.
+    format : {"html", "markdown"}, optional
+        Default: from the suffix (``.html``/``.htm``, ``.md``/``.markdown``).
+        HTML is one self-contained file: images embedded as PNG data, no
+        script, nothing fetched when it is opened, so it can be mailed.
+    traces : Traces, optional
+        The traces the runs were scored from: adds the tool-choice
+        distribution by arm (the scores alone have no steps).
+    diagnosis : Diagnosis, optional
+        Findings to show; default :func:`agentab.diagnose` of the compared
+        runs (with ``traces`` when given), grouped by arm.
+    title : str, optional
+        Default: "agentab: CANDIDATE vs BASELINE".
+    seed : int, optional
+        Seed of the quantile-shift bootstrap (default: the comparison's).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ReportError
+        Not a comparison, an unknown format, a folder or a missing parent
+        folder as ``path``.
+
+    Notes
+    -----
+    Sections: verdict and reasons; arms (model, harness) and design; a
+    forest plot of every metric's effect with its interval and adjusted
+    p-values; ordinal level shares; for cost metrics (and the primary,
+    guardrail and step-count metrics among counts) the ECDF on a log axis
+    with p50 and p95, and the quantile shift across deciles (Doksum 1974;
+    Rousselet, Pernet & Wilcox 2017); success by step count, failure
+    shapes, tool choice and the findings of :func:`agentab.diagnose`; a
+    per-task profile (:func:`task_profile`); for an inconclusive verdict,
+    the power curve of the next experiment (:attr:`Comparison.plan`).
+
+    Examples
+    --------
+    >>> import agentab, tempfile, pathlib
+    >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=12, n_seeds=2)
+    >>> scores = agentab.score(traces, agentab.datasets.example_specs(n_tasks=12))
+    >>> result = agentab.compare(scores, metrics=["outcome", "rubric", "tokens"], n_resamples=199, seed=0)
+    >>> out = agentab.report(result, pathlib.Path(tempfile.mkdtemp()) / "report.html", traces=traces)
+    >>> "Verdict: inconclusive" in out.read_text()
+    True
+    """
+    path, format = _report_iv(comparison, path, format, traces, diagnosis)
+    from . import plots
+    from .diagnose import diagnose
+
+    title = title or f"agentab: {comparison.candidate} vs {comparison.baseline}"
+    seed = comparison.settings["seed"] if seed is None else seed
+    blocks = _header(comparison, title) + _effects(comparison, plots) + _levels(comparison, plots)
+    blocks += _cost(comparison, plots, seed)
+    if diagnosis is None:
+        try:
+            diagnosis = diagnose(comparison.data, by=comparison.settings["arm"], traces=traces)
+        except (KeyError, TypeError, ValueError) as err:
+            blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: {err} (score the runs with agentab.score)")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # empty step buckets have a NaN rate
+        blocks += _trajectory(comparison, diagnosis, plots)
+    blocks += _tasks(comparison, plots) + _next_experiment(comparison, plots) + _notes(comparison)
+    from . import __version__
+
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    footer = f"Made by agentab {__version__} on {stamp}."
+    figures: list[tuple[str, bytes]] = []
+    if format == "html":
+        body = _html(blocks, figures)
+        text = (
+            "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n"
+            f"<footer>{html.escape(footer)}</footer>\n</body></html>\n"
+        )
+    else:
+        folder = path.with_name(path.stem + "_files")
+        folder.mkdir(exist_ok=True)
+        text = _markdown(blocks, folder, folder.name, figures) + f"\n\n---\n{footer}\n"
+    path.write_text(text, encoding="utf-8")
+    return path
