@@ -226,16 +226,7 @@ class Comparison:
             return "".join(f"<li>{html.escape(t)}</li>" for t in texts)
 
         head = "".join(f"<div>{html.escape(line)}</div>" for line in self._header())
-        colour = {"ship": "#1b7837", "don't ship": "#b2182b"}.get(self.verdict, "#595959")
-        parts = [
-            f"<div>{head}<h3 style='color:{colour}'>Verdict: {html.escape(self.verdict)}</h3>",
-            f"<ul>{items(self.decision.reasons)}</ul>",
-        ]
-        if self.decision.explanations:
-            parts.append(
-                "<details><summary>What changed (explains, does not decide)</summary>"
-                f"<ul>{items(self.decision.explanations)}</ul></details>"
-            )
+        parts = [f"<div>{head}", self.decision._repr_html_()]
         parts.append(self.summary_table().to_html(index=False, escape=True, border=0))
         parts.append(f"<div style='font-size:smaller'>{'<br>'.join(html.escape(f) for f in self.footnotes())}</div>")
         if len(self.levels):

@@ -38,6 +38,8 @@ given as strings ``"metric: statistic op margin"`` (``"tokens: p95 <= +10%"``).
 
 from __future__ import annotations
 
+import html
+
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -232,6 +234,19 @@ class Decision:
             lines.append("  what changed (explains, does not decide):")
             lines += [f"    - {e}" for e in self.explanations]
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        def items(texts: tuple[str, ...]) -> str:
+            return "".join(f"<li>{html.escape(t)}</li>" for t in texts)
+
+        colour = {"ship": "#1b7837", "don't ship": "#b2182b"}.get(self.verdict, "#595959")
+        parts = [f"<h3 style='color:{colour}'>Verdict: {html.escape(self.verdict)}</h3><ul>{items(self.reasons)}</ul>"]
+        if self.explanations:
+            parts.append(
+                "<details><summary>What changed (explains, does not decide)</summary>"
+                f"<ul>{items(self.explanations)}</ul></details>"
+            )
+        return "".join(parts)
 
 
 def format_value(value: float, kind: str, signed: bool = False) -> str:

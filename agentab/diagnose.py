@@ -26,6 +26,8 @@ the numbers, so a team can judge them.
 
 from __future__ import annotations
 
+import html
+
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +65,12 @@ class Finding:
     def __str__(self) -> str:
         return f"{self.title}\n    {self.reading}"
 
+    def _repr_html_(self) -> str:
+        return (
+            f"<details><summary><b>{html.escape(self.title)}</b></summary><p>{html.escape(self.reading)}</p>"
+            f"{self.evidence.to_html(border=0)}</details>"
+        )
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -75,6 +83,12 @@ class Diagnosis:
         if not self.findings:
             return "no findings"
         return "\n".join(f"- {finding}" for finding in self.findings)
+
+    def _repr_html_(self) -> str:
+        if not self.findings:
+            return "<p>No findings: no failure shape passed its threshold.</p>"
+        found = "".join(finding._repr_html_() for finding in self.findings)
+        return f"<div><p><b>{len(self.findings)} finding(s)</b>, most actionable first (click for the evidence)</p>{found}</div>"
 
 
 def _success(scores: pd.DataFrame) -> pd.Series:

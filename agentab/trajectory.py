@@ -92,6 +92,8 @@ took 8 steps against a budget of 5
 
 from __future__ import annotations
 
+import html
+
 import fnmatch
 import json
 import warnings
@@ -304,6 +306,14 @@ class Verdict:
     def __str__(self) -> str:
         head = "PASS" if self.passed else "FAIL"
         return "\n".join([head, *(f"  - {r}" for r in self.reasons)])
+
+    def _repr_html_(self) -> str:
+        colour, head = ("#1b7837", "PASS") if self.passed else ("#b2182b", "FAIL")
+        reasons = "".join(f"<li>{html.escape(r)}</li>" for r in self.reasons)
+        shown = {k: v for k, v in self.metrics.items() if v is not None}
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in shown.items())
+        table = f"<details><summary>metrics ({len(shown)})</summary><table>{rows}</table></details>" if rows else ""
+        return f"<div><b style='color:{colour}'>{head}</b><ul>{reasons}</ul>{table}</div>"
 
 
 # --------------------------------------------------------------------------- #
