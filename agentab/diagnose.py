@@ -109,6 +109,10 @@ def _step_buckets(scores: pd.DataFrame, by: str, buckets: Sequence[int]) -> pd.D
     bucket = pd.cut(scores["n_steps"].astype(float), bins=edges, right=False, labels=labels)
     frame = pd.DataFrame({by: scores[by], "steps": bucket, "success": _success(scores).astype(float)})
     table = frame.groupby([by, "steps"], observed=False, sort=False)["success"].agg(["size", "mean"])
+    # Groups in order of appearance, buckets in step order (a groupby with sort=False orders them as they appear).
+    order = pd.MultiIndex.from_product([list(pd.unique(frame[by])), labels], names=[by, "steps"])
+    table = table.reindex(order)
+    table["size"] = table["size"].fillna(0).astype("int64")
     return table.rename(columns={"size": "runs", "mean": "success_rate"})
 
 

@@ -51,6 +51,19 @@ def test_context_exhaustion_cliff():
     assert "context exhaustion" in cliff[0].reading
 
 
+def test_step_buckets_are_in_step_order_whatever_order_the_runs_come_in():
+    # Long runs first: a groupby in order of appearance would put 20-29 before 0-4 and call a backwards cliff.
+    long_calls = [("read_file", {"path": f"f{k}.py"}, "ok") for k in range(22)]
+    long = [_record(f"g{i}", "base", long_calls, i < 1) for i in range(12)]
+    short = [_record(f"s{i}", "base", CLEAN, True) for i in range(12)]
+    found = diagnose(agentab.load_traces(long + short))
+    steps = found.tables["steps"].loc["base"]
+    assert list(steps.index) == ["0-4", "5-9", "10-14", "15-19", "20-29", "30+"]
+    assert steps["runs"].tolist() == [12, 0, 0, 0, 12, 0]
+    cliff = [f.title for f in found.findings if "success falls" in f.title]
+    assert cliff == ["base: success falls from 100% to 8% at 20-29 steps"]
+
+
 def test_selection_versus_arguments():
     reference = (agentab.Call("read_file", {"path": "a.py"}), agentab.Call("edit_file", {"path": "a.py"}))
     wrong_args = [("read_file", {"path": "b.py"}, "ok"), ("edit_file", {"path": "b.py"}, "ok")]
