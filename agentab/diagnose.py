@@ -132,7 +132,7 @@ def _cliffs(table: pd.DataFrame, by_values: Sequence[Any], min_runs: int, drop: 
 def _tool_choice(steps: pd.DataFrame, runs: pd.DataFrame, by: str) -> pd.DataFrame:
     group = steps["run_id"].map(runs.set_index("run_id")[by])
     keep = group.notna().to_numpy()  # runs that were not scored (another arm, a filtered table) are left out
-    counts = pd.crosstab(steps["tool"].astype(str)[keep], group[keep].astype(str))
+    counts = pd.crosstab(steps["tool"].astype(str)[keep].rename("tool"), group[keep].astype(str).rename(by))
     return counts / counts.sum()
 
 

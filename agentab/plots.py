@@ -167,7 +167,7 @@ def level_shares(comparison: Any, metric: str) -> Figure:
     ax.set_xlabel("share of runs (tasks weighted equally)")
     ax.set_ylabel("arm")
     ax.set_title(f"{metric}: level shares by arm")
-    ax.legend(title="level", ncols=len(shares), loc="upper center", bbox_to_anchor=(0.5, -0.45), fontsize=8)
+    ax.legend(title="level", ncols=len(shares), loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=8)
     return fig
 
 
@@ -195,14 +195,14 @@ def ecdf(comparison: Any, metric: str) -> Figure:
     """Empirical CDFs of a cost or count metric per arm, on a log axis, with p50 and p95 marked.
 
     Tasks are weighted equally (as in the comparison's quantiles). Values of
-    0 cannot sit on a log axis: with zeros the axis is symmetric-log, linear
-    below 1.
+    0 cannot sit on a log axis: they count in the curve's height at its left
+    end, and the axis label says how many there are.
     """
     fig = Figure(figsize=(7.5, 3.4))
     ax = fig.subplots()
     colours = arm_colours([], comparison.baseline, comparison.candidate)
     cluster = comparison.settings["cluster"]
-    has_zero = False
+    zeros = {}
     for name, frame in _arm_frames(comparison, metric):
         values = frame[metric].to_numpy(dtype=float)
         if not len(values):
@@ -210,44 +210,54 @@ def ecdf(comparison: Any, metric: str) -> Figure:
         weights = _task_weights(frame, cluster)
         order = np.argsort(values, kind="stable")
         xs, cum = values[order], np.cumsum(weights[order]) / weights.sum()
-        has_zero |= bool((xs <= 0).any())
-        ax.step(xs, cum, where="post", color=colours[name], linewidth=1.6, label=f"{name} ({len(values)} runs)")
+        positive = xs > 0
+        zeros[name] = int((~positive).sum())
+        if not positive.any():
+            continue
+        start = cum[~positive][-1] if zeros[name] else 0.0
+        x_plot = np.concatenate([[xs[positive][0] / 1.6], xs[positive]])
+        ax.step(x_plot, np.concatenate([[start], cum[positive]]), where="post", color=colours[name], linewidth=1.6,
+                label=f"{name} ({len(values)} runs)")
         for q, marker in ((0.5, "o"), (0.95, "^")):
             value = xs[min(np.searchsorted(cum, q - 1e-12), len(xs) - 1)]
+            if value <= 0:
+                continue
             ax.plot([value], [q], marker=marker, color=colours[name], markersize=7, markeredgecolor="black",
                     markeredgewidth=0.5, linestyle="none")
-            ax.annotate(f"p{q * 100:g}", (value, q), textcoords="offset points", xytext=(4, -10 if name == comparison.baseline else 4),
+            below = name == comparison.baseline
+            ax.annotate(f"p{q * 100:g}", (value, q), textcoords="offset points", xytext=(6, -12) if below else (-22, 5),
                         fontsize=7, color=colours[name])
-    if has_zero:
-        ax.set_xscale("symlog", linthresh=1.0)
-    else:
-        ax.set_xscale("log")
+    ax.set_xscale("log")
     for q in (0.5, 0.95):
         ax.axhline(q, color="#999999", linewidth=0.6, linestyle=":")
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel(f"{metric} ({'symmetric ' if has_zero else ''}log scale)")
+    ax.set_ylim(0, 1.05)
+    zero_note = "; ".join(f"{n}: {z} at 0" for n, z in zeros.items() if z)
+    ax.set_xlabel(f"{metric} (log scale{'; runs at 0 counted at the left end: ' + zero_note if zero_note else ''})")
     ax.set_ylabel("share of runs at or below")
     ax.set_title(f"{metric}: distribution by arm (o p50, ^ p95)")
     ax.legend(loc="upper left")
     return fig
 
 
-#: The deciles of a quantile shift plot.
-DECILES = tuple(round(0.1 * k, 1) for k in range(1, 10))
+#: The quantiles of a quantile shift plot: the deciles and p95 (the usual guardrail).
+SHIFT_QUANTILES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
 @_styled
-def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = DECILES, n_resamples: int | None = None,
-                   seed: Any = None) -> Figure:
-    """The difference of the arms' quantiles across deciles, with bootstrap confidence intervals.
+def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = SHIFT_QUANTILES,
+                   n_resamples: int | None = None, seed: Any = None) -> Figure:
+    """How the candidate's quantiles differ from the baseline's, across deciles and p95, with bootstrap intervals.
 
     A shift function (Doksum 1974; Rousselet, Pernet & Wilcox 2017): where
-    the distributions differ, not only whether. Deciles whose interval
-    excludes 0 are coloured by the metric's direction (green better). Computed with
-    :func:`agentab.stats.quantile_difference` on the same design as the
-    comparison (tasks resampled whole, paired when the comparison was),
-    intervals only (no tests). ``n_resamples`` defaults to the comparison's
-    (at most 1999) and ``seed`` to its seed.
+    the distributions differ, not only whether. The change is relative
+    (candidate / baseline - 1, in %), so the tail and the body share one
+    readable axis; when a baseline quantile is 0 the ratio is unbounded and
+    the plot shows differences instead. Computed with
+    :func:`agentab.stats.quantile_difference` on the comparison's design
+    (tasks resampled whole, paired when the comparison was), intervals only.
+    Quantiles whose interval excludes no change are coloured by the
+    metric's direction (green better). ``n_resamples`` defaults to the
+    comparison's (at most 1999) and ``seed`` to its seed.
     """
     from . import stats
 
@@ -263,8 +273,13 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = DECILES
         paired=paired, confidence_level=1 - comparison.settings["alpha"], n_resamples=n, rng=rng, test=False,
     )
     qs = np.atleast_1d(res.q)
-    est = np.atleast_1d(res.statistic)
-    lo, hi = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
+    ratio = np.atleast_1d(res.ratio), np.atleast_1d(res.ratio_interval.low), np.atleast_1d(res.ratio_interval.high)
+    relative = all(np.isfinite(r).all() for r in ratio)
+    if relative:
+        est, lo, hi = (100 * (r - 1) for r in ratio)
+    else:
+        est = np.atleast_1d(res.statistic)
+        lo, hi = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
     fig = Figure(figsize=(7.5, 3.2))
     ax = fig.subplots()
     excludes = (lo > 0) | (hi < 0)
@@ -277,8 +292,8 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = DECILES
     ax.plot(qs, est, color="#444444", linewidth=0.8)
     ax.axhline(0, color="#333333", linewidth=0.8)
     ax.set_xticks(qs, labels=[f"p{100 * v:g}" for v in qs])
-    ax.set_xlabel("quantile (decile)")
-    ax.set_ylabel(f"{metric}: candidate minus baseline")
+    ax.set_xlabel("quantile")
+    ax.set_ylabel(f"{metric}: candidate vs baseline, % change" if relative else f"{metric}: candidate minus baseline")
     ax.set_title(f"{metric}: quantile shift, with {1 - comparison.settings['alpha']:.0%} bootstrap CI")
     return fig
 
@@ -396,8 +411,8 @@ def task_outcomes(profile: pd.DataFrame, *, baseline: str, candidate: str, metri
     ax.scatter(points["x"], points["y"], s=25 + 35 * points["tasks"], c=colour, alpha=0.75, edgecolors="black",
                linewidths=0.4)
     ax.plot([0, 1], [0, 1], color="#333333", linewidth=0.8)
-    ax.set_xlim(-0.05, 1.05)
-    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlim(-0.1, 1.1)
+    ax.set_ylim(-0.1, 1.1)
     ax.set_aspect("equal")
     ax.set_xlabel(f"{metric} rate of the task, {baseline}")
     ax.set_ylabel(f"{metric} rate of the task, {candidate}")

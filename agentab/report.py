@@ -330,7 +330,7 @@ def _html(blocks: list[_Block], figures: list[tuple[str, bytes]]) -> str:
 
 def _markdown_table(table: pd.DataFrame) -> str:
     def cell(value: Any) -> str:
-        return _format_cell(value).replace("|", "\\|").replace("\n", " ")
+        return _md(_format_cell(value)).replace("|", "\\|").replace("\n", " ")
 
     head = "| " + " | ".join(cell(c) for c in table.columns) + " |"
     rule = "|" + "|".join("---" for _ in table.columns) + "|"
@@ -338,17 +338,22 @@ def _markdown_table(table: pd.DataFrame) -> str:
     return "\n".join([head, rule, *rows])
 
 
+def _md(text: str) -> str:
+    """Text as Markdown shows it literally: no raw HTML, no emphasis from names with * or _."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace("*", "\\*").replace("_", "\\_")
+
+
 def _markdown(blocks: list[_Block], folder: Path, prefix: str, figures: list[tuple[str, bytes]]) -> str:
     out = []
     for b in blocks:
         if b.kind in ("h1", "h2", "h3"):
-            out.append("#" * int(b.kind[1]) + " " + b.text)
+            out.append("#" * int(b.kind[1]) + " " + _md(b.text))
         elif b.kind == "p":
-            out.append(b.text)
+            out.append(_md(b.text))
         elif b.kind == "verdict":
-            out.append(f"**Verdict: {b.text}**")
+            out.append(f"**Verdict: {_md(b.text)}**")
         elif b.kind == "list":
-            out.append("\n".join(f"- {i}" for i in b.items))
+            out.append("\n".join(f"- {_md(i)}" for i in b.items))
         elif b.kind == "table":
             out.append(_markdown_table(b.table))
         elif b.kind == "figure":
@@ -356,11 +361,11 @@ def _markdown(blocks: list[_Block], folder: Path, prefix: str, figures: list[tup
             figures.append((b.text, data))
             name = f"figure{len(figures):02d}.png"
             (folder / name).write_bytes(data)
-            out.append(f"![{b.text}]({prefix}/{name})")
+            out.append(f"![{_md(b.text)}]({prefix}/{name})")
         elif b.kind == "pre":
             out.append("```\n" + b.text + "\n```")
         elif b.kind == "details":
-            out.append(f"**{b.text}**\n\n" + _markdown(b.children, folder, prefix, figures))
+            out.append(f"**{_md(b.text)}**\n\n" + _markdown(b.children, folder, prefix, figures))
     return "\n\n".join(out)
 
 
@@ -467,8 +472,11 @@ def report(
     if diagnosis is None:
         try:
             diagnosis = diagnose(comparison.data, by=comparison.settings["arm"], traces=traces)
-        except (KeyError, TypeError, ValueError) as err:
-            blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: {err} (score the runs with agentab.score)")]
+        except KeyError as err:
+            blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: the runs have no {err.args[0]!r} column "
+                                                               "(agentab.score's table has it).")]
+        except (TypeError, ValueError) as err:
+            blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: {err}.")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # empty step buckets have a NaN rate
         blocks += _trajectory(comparison, diagnosis, plots)
@@ -488,7 +496,11 @@ def report(
         )
     else:
         folder = path.with_name(path.stem + "_files")
+        if folder.exists() and not folder.is_dir():
+            raise ReportError(f"{folder}: a file is in the way of the report's image folder")
         folder.mkdir(exist_ok=True)
+        for old in folder.glob("figure[0-9][0-9].png"):  # an earlier report's figures
+            old.unlink()
         text = _markdown(blocks, folder, folder.name, figures) + f"\n\n---\n{footer}\n"
     path.write_text(text, encoding="utf-8")
     return path

@@ -1,0 +1,846 @@
+"""agentab.report, agentab.plots and the displays: the report renders, is self-contained, and says the right things."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import warnings
+from html.parser import HTMLParser
+from io import BytesIO
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.container import BarContainer
+from matplotlib.figure import Figure
+from PIL import Image
+
+import agentab
+from agentab import CompareError, ReportError, plots
+from agentab.compare import TABLE_COLUMNS
+from agentab.decide import Decision
+from agentab.diagnose import Diagnosis, Finding
+
+N_TASKS, N_SEEDS = 16, 3
+BLUE, ORANGE = "#0072B2", "#E69F00"
+METRICS = ["outcome", "rubric", "tokens"]
+GUARD = {"tokens": "p95 <= +10%"}
+
+
+# --------------------------------------------------------------------------- #
+# Helpers
+# --------------------------------------------------------------------------- #
+class Page(HTMLParser):
+    """Every tag with its attributes, the headings, the title and the visible text of an HTML page."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.headings: list[tuple[str, str]] = []
+        self.title = ""
+        self.text: list[str] = []
+        self._open: str | None = None
+        self._buffer: list[str] = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+        if tag in ("h1", "h2", "h3", "title"):
+            self._open, self._buffer = tag, []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == self._open:
+            text = "".join(self._buffer).strip()
+            if tag == "title":
+                self.title = text
+            else:
+                self.headings.append((tag, text))
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._open is not None:
+            self._buffer.append(data)
+
+    def all(self, tag: str) -> list[dict[str, str]]:
+        return [attrs for name, attrs in self.tags if name == tag]
+
+    def heading_texts(self) -> list[str]:
+        return [text for _, text in self.headings]
+
+    def images(self, alt: str | None = None) -> list[dict[str, str]]:
+        return [a for a in self.all("img") if alt is None or a.get("alt") == alt]
+
+
+def _decode_png(data: bytes) -> tuple[int, int]:
+    """Open and verify a PNG; its size."""
+    image = Image.open(BytesIO(data))
+    assert image.format == "PNG"
+    size = image.size
+    image.verify()
+    assert size[0] > 0 and size[1] > 0
+    return size
+
+
+def _write(comparison, path: Path, **kwargs) -> tuple[str, Page]:
+    out = agentab.report(comparison, path, **kwargs)
+    assert out == path and path.is_file()
+    text = path.read_text(encoding="utf-8")
+    return text, Page(text)
+
+
+# --------------------------------------------------------------------------- #
+# Data, built once per module
+# --------------------------------------------------------------------------- #
+@pytest.fixture(scope="module")
+def traces():
+    return agentab.datasets.example_experiment(seed=0, n_tasks=N_TASKS, n_seeds=N_SEEDS)
+
+
+@pytest.fixture(scope="module")
+def specs():
+    return agentab.datasets.example_specs(n_tasks=N_TASKS)
+
+
+@pytest.fixture(scope="module")
+def scores(traces, specs):
+    return agentab.score(traces, specs)
+
+
+@pytest.fixture(scope="module")
+def small(scores):
+    """Inconclusive, with the plan of the next experiment; binary, ordinal and cost metrics and a guardrail."""
+    result = agentab.compare(scores, metrics=METRICS, guardrails=GUARD, n_resamples=299, seed=0)
+    assert result.verdict == "inconclusive" and result.plan is not None
+    return result
+
+
+@pytest.fixture(scope="module")
+def full_scores():
+    traces = agentab.datasets.example_experiment(seed=0)
+    return agentab.score(traces, agentab.datasets.example_specs())
+
+
+@pytest.fixture(scope="module")
+def ship(full_scores):
+    result = agentab.compare(full_scores, metrics=METRICS, guardrails=GUARD, n_resamples=999, seed=0)
+    assert result.verdict == "ship"
+    return result
+
+
+@pytest.fixture(scope="module")
+def diagnosis(small, traces):
+    return agentab.diagnose(small.data, traces=traces)
+
+
+@pytest.fixture(scope="module")
+def html_report(small, traces, tmp_path_factory):
+    """The small comparison's HTML report with traces; rcParams must be the same after it."""
+    before = dict(matplotlib.rcParams)
+    path = tmp_path_factory.mktemp("html") / "report.html"
+    text, page = _write(small, path, traces=traces)
+    assert dict(matplotlib.rcParams) == before
+    return path, text, page
+
+
+@pytest.fixture(scope="module")
+def html_no_traces(small, tmp_path_factory):
+    path = tmp_path_factory.mktemp("html_nt") / "report.htm"
+    return (path, *_write(small, path))
+
+
+@pytest.fixture(scope="module")
+def markdown_report(small, traces, tmp_path_factory):
+    path = tmp_path_factory.mktemp("md") / "report.md"
+    out = agentab.report(small, path, traces=traces)
+    assert out == path
+    return path, path.read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- #
+# 1. The HTML report
+# --------------------------------------------------------------------------- #
+def test_html_images_are_embedded_pngs(html_report):
+    _, _, page = html_report
+    images = page.images()
+    assert len(images) >= 8
+    for img in images:
+        src = img["src"]
+        assert src.startswith("data:image/png;base64,"), src[:60]
+        _decode_png(base64.b64decode(src.split(",", 1)[1], validate=True))
+        assert img.get("alt"), "every image has alternative text"
+
+
+def test_html_verdict_reasons_and_title(small, html_report):
+    _, text, page = html_report
+    assert page.title == "agentab: candidate vs baseline"
+    assert ("h1", "agentab: candidate vs baseline") in page.headings
+    assert f"Verdict: {small.verdict}" in text
+    assert "class='verdict v-inconclusive'" in text
+    visible = "".join(page.text)
+    assert small.decision.reasons
+    for reason in small.decision.reasons:
+        assert html.escape(reason) in text
+        assert reason in visible
+    # The guardrail and the advice about the next experiment are among the reasons.
+    assert any(r.startswith("guardrail tokens p95 <= +10%") for r in small.decision.reasons)
+    assert "Made by agentab" in visible
+
+
+def test_html_is_self_contained(html_report):
+    _, text, page = html_report
+    names = {tag for tag, _ in page.tags}
+    assert not names & {"script", "link", "iframe", "object", "embed", "base"}, names
+    for tag, attrs in page.tags:
+        for key in ("src", "href", "srcset", "action", "data"):
+            value = attrs.get(key)
+            if value is None:
+                continue
+            assert value.startswith("data:image/png;base64,"), f"<{tag} {key}={value[:80]!r}>"
+    lowered = text.lower()
+    assert "url(" not in lowered and "@import" not in lowered
+    assert not re.search(r"""=\s*['"]?(https?:|file:|/)""", text), "no attribute points outside the file"
+
+
+def test_html_sections_of_an_inconclusive_verdict(small, html_report):
+    _, text, page = html_report
+    headings = page.heading_texts()
+    for expected in ("Arms and design", "Effects", "Ordinal levels", "Cost and other long-tailed metrics", "Trajectory",
+                     "Per task", "The next experiment"):
+        assert expected in headings, (expected, headings)
+    assert headings.index("Effects") < headings.index("Per task") < headings.index("The next experiment")
+    assert "tokens" in headings  # the cost metric's own sub-heading
+    alts = [img["alt"] for img in page.images()]
+    assert alts[0] == "Forest plot of every metric's effect"
+    for alt in ("Level shares of rubric by arm", "Distribution of tokens by arm", "Quantile shift of tokens",
+                "Success rate by step-count bucket", "Failure shapes by arm", "Tool choice by arm",
+                "Per-task outcome, baseline against candidate", "Power curve of the next experiment"):
+        assert alts.count(alt) == 1, (alt, alts)
+    # The plan is written out under its power curve.
+    assert html.escape(str(small.plan).splitlines()[0]) in text
+
+
+def test_tool_choice_image_only_with_traces(html_report, html_no_traces):
+    assert len(html_report[2].images("Tool choice by arm")) == 1
+    path, text, page = html_no_traces
+    assert path.suffix == ".htm"
+    assert len(page.images("Tool choice by arm")) == 0
+    assert "pass the traces" in text
+    assert len(page.images()) == len(html_report[2].images()) - 1
+
+
+@pytest.fixture(scope="module")
+def ship_report(ship, tmp_path_factory):
+    path = tmp_path_factory.mktemp("ship") / "ship.html"
+    return _write(ship, path)
+
+
+def test_html_ship_verdict_has_no_next_experiment(ship, ship_report):
+    text, page = ship_report
+    assert ship.plan is None
+    assert "Verdict: ship" in text and "class='verdict v-ship'" in text
+    headings = page.heading_texts()
+    assert "The next experiment" not in headings and "Per task" in headings
+    assert not page.images("Power curve of the next experiment")
+    for reason in ship.decision.reasons:
+        assert html.escape(reason) in text
+    for explanation in ship.decision.explanations:
+        assert html.escape(explanation) in text
+
+
+# --------------------------------------------------------------------------- #
+# 2. Markdown
+# --------------------------------------------------------------------------- #
+IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def _markdown_images(path: Path, text: str) -> list[tuple[str, Path]]:
+    return [(alt, path.parent / target) for alt, target in IMAGE.findall(text)]
+
+
+def test_markdown_images_exist_and_decode(markdown_report, html_report):
+    path, text = markdown_report
+    folder = path.parent / "report_files"
+    assert folder.is_dir()
+    images = _markdown_images(path, text)
+    assert images
+    for alt, image in images:
+        assert image.is_file(), image
+        assert image.parent == folder
+        _decode_png(image.read_bytes())
+    assert len(images) == len(html_report[2].images())
+    assert [alt for alt, _ in images] == [html.unescape(img["alt"]) for img in html_report[2].images()]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(image.name for _, image in images)
+
+
+def test_markdown_verdict_headings_and_no_html(small, markdown_report):
+    _, text = markdown_report
+    assert f"**Verdict: {small.verdict}**" in text
+    for reason in small.decision.reasons:  # shown literally: & < * _ escaped
+        literal = reason.replace("&", "&amp;").replace("<", "&lt;").replace("*", "\\*").replace("_", "\\_")
+        assert f"- {literal}" in text
+    for heading in ("Effects", "Ordinal levels", "Cost and other long-tailed metrics", "Trajectory", "Per task",
+                    "The next experiment"):
+        assert f"\n## {heading}\n" in text
+    assert text.startswith("# agentab: candidate vs baseline\n")
+    assert not re.search(r"<(img|table|div|details|script)\b", text)
+
+
+def _cells(line: str) -> int:
+    """Cells of a pipe-table line (escaped pipes are inside cells)."""
+    return len(re.split(r"(?<!\\)\|", line)) - 2
+
+
+def test_markdown_tables_are_pipe_tables(markdown_report):
+    _, text = markdown_report
+    blocks = [b for b in text.split("\n\n") if b.startswith("|")]
+    assert len(blocks) >= 3  # arms, the comparison table, the per-task table
+    for block in blocks:
+        lines = block.split("\n")
+        assert len(lines) >= 3, block
+        assert re.fullmatch(r"\|(---\|)+", lines[1]), lines[1]
+        width = _cells(lines[0])
+        assert lines[1].count("|") - 1 == width
+        for line in lines:
+            assert line.startswith("| ") or line == lines[1]
+            assert line.endswith("|")
+            assert _cells(line) == width, line
+    assert any(b.startswith("| arm | role |") for b in blocks)
+    assert any(b.startswith("| metric | statistic |") for b in blocks)
+    assert any(b.startswith("| task\\_id | runs baseline |") for b in blocks)
+
+
+def test_markdown_format_with_another_suffix_and_no_tasks(scores, tmp_path):
+    """format="markdown" with a .txt name; a comparison with cluster=None has no per-task section."""
+    result = agentab.compare(scores, metrics=["outcome", "tokens"], cluster=None, n_resamples=199, seed=0)
+    path = tmp_path / "notes.txt"
+    assert agentab.report(result, path, format="markdown") == path
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("# agentab: candidate vs baseline\n")
+    assert f"**Verdict: {result.verdict}**" in text
+    images = _markdown_images(path, text)
+    assert images and all(p.parent == tmp_path / "notes_files" and p.is_file() for _, p in images)
+    assert "<html" not in text
+    assert "\n## Effects\n" in text and "\n## Trajectory\n" in text
+    assert "## Per task" not in text
+    assert "Per-task outcome" not in text
+
+
+def test_markdown_images_folder_taken_by_a_file(small, tmp_path):
+    (tmp_path / "r_files").write_text("not a folder")
+    with pytest.raises(ReportError, match="r_files"):
+        agentab.report(small, tmp_path / "r.md")
+
+
+# --------------------------------------------------------------------------- #
+# 3. Headless Chromium
+# --------------------------------------------------------------------------- #
+PROBE = """<script>
+window.addEventListener("load", function () {
+  var images = Array.prototype.slice.call(document.images);
+  var bad = images.filter(function (img) { return !(img.complete && img.naturalWidth > 0); });
+  document.body.setAttribute("data-images", String(images.length));
+  document.body.setAttribute("data-bad", String(bad.length));
+});
+</script>"""
+
+
+def _browser() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        message = "no chromium or chromium-browser on PATH: the report is not checked in a browser"
+        if os.environ.get("AGENTAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(message + " (AGENTAB_REQUIRE_BROWSER=1)")
+        pytest.skip(message)
+    return found
+
+
+def _render(page: Path, profile: Path) -> tuple[dict[str, str], list[str]]:
+    """Open a page in headless Chromium: the <body> attributes after load, and the console lines it logged."""
+    command = [
+        _browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
+        "--dump-dom", page.resolve().as_uri(),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    body = Page(done.stdout).all("body")
+    assert len(body) == 1, done.stdout[:500]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return body[0], console
+
+
+def _probed(source: Path, target: Path) -> Path:
+    text = source.read_text(encoding="utf-8")
+    assert text.count("</body>") == 1
+    target.write_text(text.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    return target
+
+
+def test_browser_helper_catches_broken_images_and_console_errors(tmp_path):
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><html><head><title>x</title></head><body>"
+                    "<img alt='broken' src='data:image/png;base64,AAAA'>"
+                    "<script>console.error('boom')</script></body></html>", encoding="utf-8")
+    body, console = _render(_probed(page, tmp_path / "broken_probed.html"), tmp_path / "profile")
+    assert body.get("data-images") == "1"
+    assert body.get("data-bad") == "1"
+    assert any("boom" in line for line in console), console
+
+
+def test_report_loads_in_a_browser(html_report, tmp_path):
+    path, _, page = html_report
+    body, console = _render(_probed(path, tmp_path / "probed.html"), tmp_path / "profile")
+    assert body.get("data-bad") == "0"
+    assert body.get("data-images") == str(len(page.images()))
+    assert console == []
+
+
+def test_unprobed_report_logs_nothing_in_a_browser(html_report, tmp_path):
+    body, console = _render(html_report[0], tmp_path / "profile")
+    assert "data-images" not in body
+    assert console == []
+
+
+# --------------------------------------------------------------------------- #
+# 4. Plots
+# --------------------------------------------------------------------------- #
+def _hex(colour) -> str:
+    return matplotlib.colors.to_hex(colour, keep_alpha=False).upper()
+
+
+def _series(ax) -> list:
+    """Lines with a legend label (matplotlib names the unlabelled ones '_child...')."""
+    return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+def _assert_labelled(ax) -> None:
+    assert ax.get_xlabel().strip() and ax.get_ylabel().strip() and ax.get_title().strip()
+
+
+def _assert_arm_bars(ax) -> None:
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["baseline", "candidate"]
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert [c.get_label() for c in bars] == ["baseline", "candidate"]
+    for container, colour in zip(bars, (BLUE, ORANGE)):
+        assert len(container.patches) > 0
+        assert {_hex(p.get_facecolor()) for p in container.patches} == {colour}
+
+
+@pytest.fixture(scope="module")
+def figures(small, diagnosis):
+    """Every figure function on the small comparison; pyplot imported here only to check its figure list."""
+    import matplotlib.pyplot as plt
+
+    before, open_figures = dict(matplotlib.rcParams), plt.get_fignums()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", agentab.StatsWarning)
+        made = {
+            "forest": plots.forest(small),
+            "level_shares": plots.level_shares(small, "rubric"),
+            "ecdf": plots.ecdf(small, "tokens"),
+            "quantile_shift": plots.quantile_shift(small, "tokens"),
+            "step_buckets": plots.step_buckets(diagnosis, baseline="baseline", candidate="candidate"),
+            "failure_rates": plots.failure_rates(diagnosis, baseline="baseline", candidate="candidate"),
+            "tool_choice": plots.tool_choice(diagnosis, baseline="baseline", candidate="candidate"),
+            "task_outcomes": plots.task_outcomes(agentab.task_profile(small), baseline="baseline",
+                                                 candidate="candidate"),
+            "power_curve": plots.power_curve(small.plan),
+        }
+    assert dict(matplotlib.rcParams) == before, "plotting changed matplotlib.rcParams"
+    assert plt.get_fignums() == open_figures, "plotting created pyplot figures"
+    return made
+
+
+def test_figures_are_figures_with_labelled_axes(figures):
+    assert set(figures) == set(plots.__all__) - {"PALETTE"}
+    for name, fig in figures.items():
+        assert isinstance(fig, Figure), name
+        axes = fig.axes
+        assert axes, name
+        if name == "forest":
+            assert axes[-1].get_xlabel().strip() and axes[0].get_title().strip()
+            assert all(ax.get_ylabel().strip() for ax in axes)
+        else:
+            assert len(axes) == 1, name
+            _assert_labelled(axes[0])
+        png = BytesIO()
+        fig.savefig(png, format="png")
+        _decode_png(png.getvalue())
+
+
+def test_forest_one_row_per_statistic_primary_first(small, figures):
+    axes = figures["forest"].axes
+    table = small.table
+    assert len(axes) == len(table)
+    assert table.iloc[0]["role"] == "primary"
+    for ax, metric in zip(axes, table["metric"]):
+        assert ax.get_ylabel().startswith(f"{metric}  (")
+    assert axes[0].yaxis.label.get_fontweight() == "bold"
+    assert all(ax.yaxis.label.get_fontweight() == "normal" for ax in axes[1:])
+    markers = [[line.get_marker() for line in ax.get_lines() if line.get_marker() not in (None, "None", "")] for ax in axes]
+    assert markers[0] == ["D"] and all(m == ["o"] for m in markers[1:])  # the primary's estimate is a diamond
+    assert "candidate minus baseline" in axes[0].get_title()
+
+
+def test_ecdf_one_step_line_per_arm_with_table_quantiles(small, figures):
+    ax = figures["ecdf"].axes[0]
+    steps = _series(ax)
+    assert len(steps) == 2
+    assert steps[0].get_label().startswith("baseline") and steps[1].get_label().startswith("candidate")
+    assert [_hex(s.get_color()) for s in steps] == [BLUE, ORANGE]
+    assert [s.get_drawstyle() for s in steps] == ["steps-post"] * 2
+    n = small.arms["runs"]
+    assert steps[0].get_label() == f"baseline ({n['baseline']} runs)"
+    # The p50 and p95 markers sit on the comparison table's quantiles.
+    table = small.table.set_index("metric")
+    for marker, row in (("o", "tokens p50"), ("^", "tokens p95")):
+        for arm, colour in (("baseline", BLUE), ("candidate", ORANGE)):
+            found = [line for line in ax.get_lines() if line.get_marker() == marker and _hex(line.get_color()) == colour]
+            assert len(found) == 1
+            assert found[0].get_xdata()[0] == pytest.approx(table.loc[row, arm])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [s.get_label() for s in steps]
+
+
+def test_level_shares_one_bar_per_arm_summing_to_one(figures):
+    ax = figures["level_shares"].axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["baseline", "candidate"]
+    rows: dict[int, float] = {}
+    for patch in ax.patches:
+        y = round(patch.get_y() + patch.get_height() / 2)
+        rows[y] = rows.get(y, 0.0) + patch.get_width()
+    assert sorted(rows) == [0, 1]
+    assert rows[0] == pytest.approx(1.0) and rows[1] == pytest.approx(1.0)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["0", "1", "2", "3"]
+
+
+@pytest.mark.parametrize("name", ["step_buckets", "failure_rates", "tool_choice"])
+def test_grouped_bars_one_series_per_arm_in_arm_colours(figures, name):
+    _assert_arm_bars(figures[name].axes[0])
+
+
+def test_quantile_shift_has_the_deciles_and_p95(small, figures):
+    ax = figures["quantile_shift"].axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"p{10 * k}" for k in range(1, 10)] + ["p95"]
+    joined = [line for line in ax.get_lines() if len(line.get_xdata()) == 10]
+    assert len(joined) == 1
+    xs, ys = joined[0].get_data()
+    assert np.allclose(xs, [*(np.arange(1, 10) / 10), 0.95])
+    assert "% change" in ax.get_ylabel()
+    # The median's and the p95's shifts are the table's ratios (same quantile definition), as % changes.
+    rows = small.table.set_index("metric")
+    assert ys[9] == pytest.approx(100 * (rows.loc["tokens p95", "ratio"] - 1))
+    assert ys[4] == pytest.approx(100 * (rows.loc["tokens p50", "ratio"] - 1))
+
+
+def test_task_outcomes_points(small, figures):
+    ax = figures["task_outcomes"].axes[0]
+    profile = agentab.task_profile(small)
+    (points,) = ax.collections
+    offsets = np.asarray(points.get_offsets())
+    pairs = set(zip(profile["outcome baseline"].astype(float), profile["outcome candidate"].astype(float)))
+    assert {tuple(p) for p in offsets} == pairs
+    tasks = (np.asarray(points.get_sizes()) - 25) / 35
+    assert tasks.sum() == pytest.approx(len(profile))
+    assert ax.get_title() == f"Per task: {len(profile)} tasks (area: tasks)"
+
+
+def test_power_curve_one_line_per_seeds_and_the_target(small, figures):
+    plan = small.plan
+    ax = figures["power_curve"].axes[0]
+    seeds = sorted({1, plan.seeds_per_task, 2 * plan.seeds_per_task})
+    assert [line.get_label() for line in _series(ax)] == [f"{m} seed(s) per task" for m in seeds]
+    horizontal = [line for line in ax.get_lines() if len(set(np.asarray(line.get_ydata(), float))) == 1]
+    assert any(np.asarray(line.get_ydata(), float)[0] == pytest.approx(plan.target) for line in horizontal)
+    for line in _series(ax):
+        assert np.all(np.diff(np.asarray(line.get_ydata(), float)) >= -1e-9), "power grows with tasks"
+    assert ax.get_ylim() == (0.0, 1.0)
+
+
+# --------------------------------------------------------------------------- #
+# 5. task_profile
+# --------------------------------------------------------------------------- #
+def _manual_profile(comparison) -> pd.DataFrame:
+    data = comparison.data.assign(task=comparison.data["task_id"].astype(str), group=comparison.data["arm"].astype(str))
+    parts = []
+    for arm in (comparison.baseline, comparison.candidate):
+        groups = data[data["group"] == arm].groupby("task")
+        outcome = groups["outcome"].apply(lambda s: s.astype(float).mean())
+        parts.append(pd.DataFrame({
+            f"runs {arm}": groups.size(),
+            f"outcome {arm}": outcome,
+            f"seeds {arm}": groups["outcome"].apply(lambda s: f"{int(s.astype(float).sum())}/{int(s.notna().sum())}"),
+            f"path valid {arm}": groups["reference_match"].apply(lambda s: s.astype(float).mean()),
+            f"side effects {arm}": groups.apply(
+                lambda f: float((f["forbidden_side_effects"] + f["unexpected_side_effects"]).sum()), include_groups=False),
+            f"cost {arm}": groups["cost_usd"].median(),
+        }))
+    manual = pd.concat(parts, axis=1)
+    manual["change"] = manual[f"outcome {comparison.candidate}"] - manual[f"outcome {comparison.baseline}"]
+    return manual
+
+
+def test_task_profile_matches_a_manual_groupby(small):
+    profile = agentab.task_profile(small)
+    columns = [f"{what} {arm}" for arm in ("baseline", "candidate")
+               for what in ("runs", "outcome", "seeds", "path valid", "side effects", "cost")] + ["change"]
+    assert list(profile.columns) == columns
+    assert profile.index.name == "task_id"
+    assert sorted(profile.index) == sorted(small.data["task_id"].astype(str).unique())
+    manual = _manual_profile(small).loc[profile.index]
+    for column in columns:
+        if column.startswith("seeds"):
+            assert profile[column].tolist() == manual[column].tolist(), column
+        else:
+            assert np.allclose(profile[column].astype(float), manual[column].astype(float), equal_nan=True), column
+    assert all(s == f"{v * N_SEEDS:.0f}/{N_SEEDS}" for s, v in zip(profile["seeds baseline"],
+                                                                          profile["outcome baseline"]))
+    change = profile["change"].astype(float).to_numpy()
+    assert np.all(np.diff(change) >= 0), "regressions first"
+
+
+def test_task_profile_task_run_by_one_arm_goes_last(scores):
+    one_armed = scores[~((scores["arm"] == "candidate") & (scores["task_id"] == "t003"))]
+    result = agentab.compare(one_armed, metrics=["outcome"], n_resamples=99, seed=0)
+    profile = agentab.task_profile(result)
+    assert profile.index[-1] == "t003"
+    assert pd.isna(profile.loc["t003", "change"]) and pd.isna(profile.loc["t003", "outcome candidate"])
+    assert profile.loc["t003", "runs baseline"] == N_SEEDS
+
+
+def test_task_profile_errors(scores, small):
+    no_tasks = agentab.compare(scores, metrics=["outcome"], cluster=None, n_resamples=99, seed=0)
+    with pytest.raises(ReportError, match="cluster=None"):
+        agentab.task_profile(no_tasks)
+    with pytest.raises(ReportError, match="'no_such_column'"):
+        agentab.task_profile(small, "no_such_column")
+    ordinal = agentab.task_profile(small, "rubric")
+    assert ordinal["seeds baseline"].str.contains(" to ").all()
+
+
+# --------------------------------------------------------------------------- #
+# 6. Errors
+# --------------------------------------------------------------------------- #
+def test_report_errors_name_the_argument(small, tmp_path):
+    with pytest.raises(ReportError, match="Comparison.*got DataFrame"):
+        agentab.report(small.data, tmp_path / "r.html")
+    with pytest.raises(ReportError, match="Comparison.*got str"):
+        agentab.report("comparison", tmp_path / "r.html")
+    unknown = tmp_path / "r.pdf"
+    with pytest.raises(ReportError, match=re.escape(str(unknown)) + ".*format="):
+        agentab.report(small, unknown)
+    with pytest.raises(ReportError, match=r"`format` == 'pdf'"):
+        agentab.report(small, tmp_path / "r.html", format="pdf")
+    folder = tmp_path / "out.html"
+    folder.mkdir()
+    with pytest.raises(ReportError, match=re.escape(str(folder)) + " is a folder"):
+        agentab.report(small, folder)
+    missing = tmp_path / "nope" / "r.html"
+    with pytest.raises(ReportError, match=re.escape(str(missing.parent)) + ": no such folder"):
+        agentab.report(small, missing)
+    with pytest.raises(ReportError, match="`traces` must be agentab Traces, got DataFrame"):
+        agentab.report(small, tmp_path / "r.html", traces=small.data)
+    with pytest.raises(ReportError, match="`diagnosis` must come from agentab.diagnose, got dict"):
+        agentab.report(small, tmp_path / "r.html", diagnosis={})
+    assert list(tmp_path.iterdir()) == [folder], "nothing written on error"
+
+
+# --------------------------------------------------------------------------- #
+# 7. Reports of other comparisons
+# --------------------------------------------------------------------------- #
+BASE, CAND = "<b>old & slow</b>", "new 'fast' <i>"
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """A table without agentab.score's columns; arm names full of HTML."""
+    rng = np.random.default_rng(0)
+    rows = [{"arm": arm, "task_id": f"t{t:02d}", "outcome": bool(rng.random() < 0.5),
+             "tokens": float(rng.lognormal(8, 1))}
+            for arm in (BASE, CAND) for t in range(12) for _ in range(2)]
+    result = agentab.compare(pd.DataFrame(rows), baseline=BASE, candidate=CAND, n_resamples=199, seed=0)
+    path = tmp_path_factory.mktemp("plain") / "plain.html"
+    return result, *_write(result, path)
+
+
+def test_plain_table_report_has_no_diagnosis(plain):
+    _, text, page = plain
+    assert "No diagnosis" in text
+    assert not page.images("Success rate by step-count bucket")
+    assert not page.images("Failure shapes by arm")
+    assert "Effects" in page.heading_texts() and "Per task" in page.heading_texts()
+
+
+def test_report_escapes_arm_names(plain):
+    result, text, page = plain
+    for name in (BASE, CAND):
+        assert name not in text
+        assert html.escape(name) in text
+    assert page.title == f"agentab: {CAND} vs {BASE}"
+    assert not {tag for tag, _ in page.tags} & {"b", "i", "script"}
+    assert result.verdict in text
+
+
+def test_dont_ship_report(full_scores, tmp_path):
+    result = agentab.compare(full_scores, baseline="candidate", candidate="baseline", metrics=METRICS,
+                             guardrails=GUARD, n_resamples=499, seed=0)
+    assert result.verdict == "don't ship" and result.plan is None
+    text, page = _write(result, tmp_path / "r.html")
+    assert "Verdict: don&#x27;t ship" in text and "class='verdict v-dont'" in text
+    assert "Verdict: don't ship" in "".join(page.text)
+    assert page.title == "agentab: baseline vs candidate"
+    assert "The next experiment" not in page.heading_texts()
+    for reason in result.decision.reasons:
+        assert html.escape(reason) in text
+
+
+# --------------------------------------------------------------------------- #
+# 8. to_dict
+# --------------------------------------------------------------------------- #
+KEYS = {"schema", "verdict", "reasons", "explanations", "baseline", "candidate", "primary", "arms", "design",
+        "settings", "metrics", "levels", "guardrails", "notes"}
+
+
+def test_to_dict_is_strict_json(small, scores):
+    out = small.to_dict()
+    assert KEYS <= set(out)
+    assert out["schema"] == "agentab.comparison/1"
+    assert out["verdict"] == small.verdict and out["reasons"] == list(small.decision.reasons)
+    assert (out["baseline"], out["candidate"], out["primary"]) == ("baseline", "candidate", "outcome")
+    assert json.loads(json.dumps(out, allow_nan=False)) == out
+    assert [row["metric"] for row in out["metrics"]] == small.table["metric"].tolist()
+    for row, (_, expected) in zip(out["metrics"], small.table.iterrows()):
+        assert set(row) == set(TABLE_COLUMNS)
+        for column in TABLE_COLUMNS:
+            value = expected[column]
+            if pd.isna(value):
+                assert row[column] is None, (row["metric"], column)
+            elif isinstance(value, (float, np.floating)):
+                assert row[column] == pytest.approx(float(value))
+    mean = next(row for row in out["metrics"] if row["metric"] == "tokens mean")
+    assert mean["p_value"] is None and mean["ci_low"] is None  # descriptive row: NaN in the table
+    assert [a["arm"] for a in out["arms"]] == ["baseline", "candidate"]
+    assert out["guardrails"][0]["rule"] == "tokens p95 <= +10%"
+    assert {row["metric"] for row in out["levels"]} == {"rubric"}
+    again = agentab.compare(scores, metrics=METRICS, guardrails=GUARD, n_resamples=299, seed=0)
+    assert again.to_dict() == out
+
+
+# --------------------------------------------------------------------------- #
+# 9. Notebook displays
+# --------------------------------------------------------------------------- #
+NASTY = "p < 0.05 & <script>x</script>"
+
+
+def _escaped(fragment: str, shown: str) -> None:
+    assert isinstance(fragment, str)
+    assert html.escape(shown) in fragment
+    assert "<script>" not in fragment
+
+
+def test_repr_html_of_comparison_and_decision(small):
+    fragment = small._repr_html_()
+    assert isinstance(fragment, str) and fragment.startswith("<div>")
+    assert f"Verdict: {small.verdict}" in fragment
+    for reason in small.decision.reasons:
+        _escaped(fragment, reason)
+    decision = Decision("don't ship", (NASTY,), ("tokens: worse & costly <really>",), ())
+    fragment = decision._repr_html_()
+    _escaped(fragment, NASTY)
+    _escaped(fragment, "tokens: worse & costly <really>")
+    assert "Verdict: don&#x27;t ship" in fragment
+
+
+def test_repr_html_of_diagnosis_and_finding(diagnosis):
+    assert Diagnosis(findings=[], tables={})._repr_html_().startswith("<p>No findings")
+    assert diagnosis.findings
+    fragment = diagnosis._repr_html_()
+    assert f"{len(diagnosis.findings)} finding(s)" in fragment
+    for finding in diagnosis.findings:
+        assert html.escape(finding.title) in fragment
+    finding = Finding(NASTY, "read <this> & that", pd.DataFrame({"runs": [3]}, index=["<arm>"]))
+    fragment = finding._repr_html_()
+    _escaped(fragment, NASTY)
+    _escaped(fragment, "read <this> & that")
+    assert "&lt;arm&gt;" in fragment and "<arm>" not in fragment
+    both = Diagnosis(findings=[finding])._repr_html_()
+    _escaped(both, NASTY)
+
+
+def test_repr_html_of_verdict_and_plan(small, scores):
+    verdict = agentab.score_run(["read_file"], required=("<x>&y",), outcome=True)
+    assert not verdict.passed
+    fragment = verdict._repr_html_()
+    assert "FAIL" in fragment
+    for reason in verdict.reasons:
+        _escaped(fragment, reason)
+    assert "&lt;x&gt;&amp;y" in fragment
+    plan = agentab.power.plan(scores[scores["arm"] == "baseline"], "outcome", 0.2)
+    for p in (plan, small.plan):
+        fragment = p._repr_html_()
+        assert isinstance(fragment, str)
+        assert html.escape(str(p).splitlines()[0]) in fragment
+
+
+# --------------------------------------------------------------------------- #
+# 10. Progress callbacks
+# --------------------------------------------------------------------------- #
+def test_compare_progress_once_per_metric(scores):
+    calls = []
+    result = agentab.compare(scores, metrics=METRICS, n_resamples=99, seed=0,
+                             progress=lambda *args: calls.append(args))
+    names = list(result.metrics.index)
+    assert [c[0] for c in calls] == names
+    assert [c[1] for c in calls] == list(range(1, len(names) + 1))
+    assert {c[2] for c in calls} == {len(names)}
+    with pytest.raises(CompareError, match="progress"):
+        agentab.compare(scores, metrics=["outcome"], n_resamples=99, seed=0, progress="yes")
+
+
+def test_load_traces_progress_once_per_file(tmp_path):
+    paths = agentab.datasets.write_example(tmp_path, n_tasks=3, n_seeds=2)
+    calls = []
+    traces = agentab.load_traces(tmp_path, progress=lambda *args: calls.append(args))
+    assert len(traces.runs) == 12
+    files = sorted(str(p) for p in paths.values())
+    assert calls == [(files[0], 1, 2), (files[1], 2, 2)]
+    with pytest.raises(TypeError, match="progress"):
+        agentab.load_traces(tmp_path, progress=3)
+
+
+# --------------------------------------------------------------------------- #
+# 11. diagnose(scores, traces=)
+# --------------------------------------------------------------------------- #
+def test_diagnose_scores_with_traces_matches_traces(scores, traces, specs):
+    from_scores = agentab.diagnose(scores, traces=traces).tables["tool_choice"]
+    from_traces = agentab.diagnose(traces, spec=specs).tables["tool_choice"]
+    pd.testing.assert_frame_equal(from_scores, from_traces)
+    assert list(from_scores.columns) == ["baseline", "candidate"]
+    assert np.allclose(from_scores.sum(), 1.0)
+
+
+def test_diagnose_one_arm_of_the_scores_with_all_traces(scores, traces):
+    one = scores[scores["arm"] == "candidate"]
+    table = agentab.diagnose(one, traces=traces).tables["tool_choice"]
+    assert list(table.columns) == ["candidate"]
+    steps = traces.steps.merge(traces.runs[["run_id", "arm"]], on="run_id")
+    expected = steps.loc[steps["arm"].astype(str) == "candidate", "tool"].astype(str).value_counts(normalize=True)
+    assert np.allclose(table["candidate"].sort_index(), expected.sort_index())
+    with pytest.raises(TypeError, match="traces"):
+        agentab.diagnose(one, traces=one)
+
+
+def test_tool_choice_columns_are_named_by_the_grouping(scores, traces):
+    table = agentab.diagnose(scores, traces=traces).tables["tool_choice"]
+    assert table.columns.name == "arm"
