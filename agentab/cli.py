@@ -1,27 +1,60 @@
 """The ``agentab`` command line.
 
-A thin layer over the public API. Exit codes: 0 success; 2 bad input (a
-one-line message on stderr naming the file and the problem; ``--debug``
-shows the traceback); 1 an internal error.
+A thin layer over the public API (:func:`agentab.load_traces`,
+:func:`agentab.score`, :func:`agentab.compare`, :func:`agentab.report`,
+:func:`agentab.diagnose`, :mod:`agentab.power`).
+
+Exit codes
+----------
+0 (:data:`EXIT_OK`)
+    success (whatever the verdict, unless ``--fail-on`` says otherwise);
+1 (:data:`EXIT_INTERNAL`)
+    an internal error (a bug: ``--debug`` shows the traceback);
+2 (:data:`EXIT_BAD_INPUT`)
+    bad input: one line on stderr naming the file (line, field) and the
+    problem; ``--debug`` shows the traceback. Usage errors found by argparse
+    also exit 2;
+3 (:data:`EXIT_DONT_SHIP`)
+    ``agentab compare --fail-on dont-ship`` (or ``inconclusive``): the
+    verdict is "don't ship";
+4 (:data:`EXIT_INCONCLUSIVE`)
+    ``agentab compare --fail-on inconclusive``: the verdict is
+    "inconclusive".
+
+Progress bars (tqdm) go to stderr, only when stderr is a terminal and never
+with ``--quiet``; stdout carries the result alone (``--json``: one JSON
+document).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import textwrap
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from . import __version__, datasets
 from .compare import compare
 from .diagnose import diagnose
-from .errors import CompareError, PowerError, SpecError, TraceError, TraceWarning, where
-from .score import score
+from .errors import (
+    CompareError,
+    PowerError,
+    ReportError,
+    SpecError,
+    TraceError,
+    TraceWarning,
+    where,
+)
+from .score import metric_kinds, score
 from .summary import format_summary, summarize, summarize_scores
 from .traces import Traces, load_traces
 from .trajectory import TrajectorySpec
@@ -29,6 +62,34 @@ from .trajectory import TrajectorySpec
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
+EXIT_DONT_SHIP = 3
+EXIT_INCONCLUSIVE = 4
+
+#: ``--fail-on`` -> {verdict: exit code}: which verdicts fail a CI job.
+FAIL_ON = {
+    "dont-ship": {"don't ship": EXIT_DONT_SHIP},
+    "inconclusive": {"don't ship": EXIT_DONT_SHIP, "inconclusive": EXIT_INCONCLUSIVE},
+}
+
+#: The metric kinds of agentab.compare and agentab.power.
+KINDS = ("binary", "ordinal", "continuous", "cost", "count")
+
+#: The metrics ``agentab compare`` (and ``agentab demo``) compare by default, those the scores have:
+#: outcome decides; trajectory and cost explain.
+DEFAULT_METRICS = [
+    "outcome", "rubric", "tokens", "cost_usd", "n_steps", "loop", "cap_hit", "non_terminated",
+    "arg_accuracy", "n_errors",
+]  # fmt: skip
+#: The same list under its first name.
+DEMO_METRICS = DEFAULT_METRICS
+#: The guardrails of ``agentab demo`` (``agentab compare`` has none by default).
+DEMO_GUARDRAILS = {"tokens": "p95 <= +10%", "cost_usd": "p95 <= +10%"}
+#: The effect ``agentab demo`` plans for: +5 points of success.
+DEMO_PLAN_EFFECT = 0.05
+
+_TRACE_SUFFIXES = (".jsonl.gz", ".ndjson.gz", ".json.gz", ".jsonl", ".ndjson", ".json")
+_TABLE_SUFFIXES = (".csv", ".parquet")
+_REPORT_SUFFIXES = (".html", ".htm", ".md", ".markdown")
 
 _EPILOG = """\
 examples:
@@ -41,6 +102,12 @@ examples:
                                        score every run's trajectory; write one row per run
   agentab diagnose runs/ --spec spec.json
                                        failure shapes across the experiment, with evidence
+  agentab compare runs/baseline.jsonl runs/candidate.jsonl --spec spec.json
+                                       ship, don't ship or inconclusive, with reasons and the table
+  agentab compare old/ new/ --guardrail "tokens: p95 <= +10%" --fail-on dont-ship --report ab.html
+                                       a CI gate: exit 3 on "don't ship", an HTML report either way
+  agentab compare runs/ --arm-column model --names gpt-4o sonnet-4 --json > result.json
+                                       arms from a column (or metadata key); the result as JSON
   agentab power --metric binary --baseline 0.5 --effect 0.05 --seeds 3 --icc 0.2
                                        runs and tasks per arm to detect +5 points of success
   agentab power --metric ordinal --baseline 0.2,0.3,0.3,0.2 --effect 1.5 --n 100 200 400
@@ -48,15 +115,130 @@ examples:
   agentab plan pilot/ --metric rubric --effect 1.5 --spec spec.json
                                        tasks x seeds options from pilot runs, the cheapest recommended
 
-exit codes: 0 success, 2 bad input (one line on stderr), 1 internal error.
+exit codes:
+  0  success (any verdict, unless --fail-on)
+  1  internal error (a bug; --debug shows the traceback)
+  2  bad input: one line on stderr naming the file and the problem (--debug: the traceback)
+  3  agentab compare --fail-on dont-ship|inconclusive: the verdict is "don't ship"
+  4  agentab compare --fail-on inconclusive: the verdict is "inconclusive"
+
+--json (agentab compare) prints one JSON object, schema "agentab.comparison/1" (see `agentab compare --help`).
+--debug and --quiet go before or after the command; --quiet silences progress bars and notes.
+Progress bars are drawn on stderr only when it is a terminal.
+"""
+
+_COMPARE_EPILOG = """\
+arms:
+  BASELINE CANDIDATE  two trace files/folders (or two scores tables); each arm is named after its file
+                      (without .jsonl/.json/.gz/.csv/.parquet) or folder, or its parent folder when both
+                      have the same name (runs/a/traces.jsonl vs runs/b/traces.jsonl: a and b); --names
+                      names them. Records carrying an `arm` field must agree with that name.
+  SOURCE...           with --arm-column COL (default for a single source: the records' `arm`), the arms are
+                      the values of COL: a runs column (arm, model, harness, source) or a key of the
+                      runs' metadata; --names BASE CAND picks the two to compare when there are more.
+
+metrics (default: those of outcome, rubric, tokens, cost_usd, n_steps, loop, cap_hit, non_terminated,
+arg_accuracy, n_errors the scores have): --metric tokens=cost, --metric latency_s=continuous:lower,
+--metric rubric (the score's own kind). The primary metric and guardrail metrics are always compared;
+a cost or count primary names its quantile: --primary "tokens p50".
+
+guardrails: "METRIC: STAT OP MARGIN", spaces optional: "tokens: p95 <= +10%", "cost_usd:p50<=+5%",
+"loop: rate <= +0.02", "rubric: delta >= -0.05". STAT is pNN (cost, count), mean, rate (binary) or
+delta (ordinal); judged on the confidence interval: holds, breached (don't ship) or unresolved.
+
+--json prints comparison.to_dict() (indent 2, no NaN: missing numbers are null), top-level keys:
+  schema ("agentab.comparison/1"), verdict ("ship" | "don't ship" | "inconclusive"), reasons,
+  explanations (lists of sentences), baseline, candidate (arm names), primary, arms (per arm: model,
+  harness, runs, tasks), design, settings (alpha, n_resamples, seed, cluster, paired, primary, ...),
+  metrics (one object per table row: metric, kind, statistic, role, effect, ci_low, ci_high, p_value,
+  p_adjusted, assessment, ...), levels, guardrails (rule, status, estimate, ci_low, ci_high, bound),
+  notes. Keys may be added within a schema version, never renamed or removed.
+
+exit codes: 0 success; 1 internal error; 2 bad input (one line on stderr); with --fail-on dont-ship,
+3 when the verdict is "don't ship"; with --fail-on inconclusive, 3 for "don't ship" and 4 for
+"inconclusive" (anything but ship fails).
+
+The same command with the same --seed (default 0) prints the same result.
 """
 
 
+class _InputError(ValueError):
+    """Bad command-line input found by the CLI itself (exit 2)."""
+
+
+# --------------------------------------------------------------------------- #
+# Progress bars
+# --------------------------------------------------------------------------- #
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+class _Progress:
+    """Progress bars on stderr (tqdm), drawn only when stderr is a terminal and not ``--quiet``."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    @classmethod
+    def for_args(cls, args: argparse.Namespace) -> _Progress:
+        return cls(not getattr(args, "quiet", False) and _is_terminal(sys.stderr))
+
+    @contextlib.contextmanager
+    def phase(self, desc: str, unit: str = "it", total: int | None = None) -> Iterator[Callable[[str, int, int], None] | None]:
+        """A bar shown from the start of a phase.
+
+        Yields the ``progress(label, done, total)`` callback the API takes
+        (None when bars are off, so the API is not called back at all). A
+        phase without callbacks (scoring) shows as one step.
+        """
+        try:
+            from tqdm import tqdm
+        except ImportError:  # bars are a nicety: without tqdm, none
+            self.enabled = False
+        if not self.enabled:
+            yield None
+            return
+
+        bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+
+        def update(label: str, done: int, total: int) -> None:
+            if bar.total != total:
+                bar.total = total
+            label = str(label)
+            bar.set_postfix_str(label if len(label) <= 40 else "..." + label[-37:], refresh=False)
+            bar.update(done - bar.n)
+
+        try:
+            yield update
+            if total is not None and bar.n < total:
+                bar.update(total - bar.n)
+        finally:
+            bar.close()
+
+
+# --------------------------------------------------------------------------- #
+# The parser
+# --------------------------------------------------------------------------- #
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
+
+
+def _common(quiet: bool) -> list[argparse.ArgumentParser]:
+    """--debug (and --quiet) for a command, so that they work after it as well as before."""
+    parent = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: when not given after the command, the value given (or not) before it stands.
+    parent.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show Python tracebacks on errors")
+    if quiet:
+        parent.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                            help="no progress bars or notes; the rejected records (--lenient) as one count line")
+    return [parent]
 
 
 def _add_traces_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,11 +260,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"agentab {__version__}")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bars or notes (also after the command, for those that load traces)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
     demo = commands.add_parser(
         "demo",
+        parents=_common(quiet=True),
         help="run the whole product on the embedded example experiment",
         description="Load the embedded two-arm example experiment (60 tasks x 5 seeds x 2 arms), "
         "print a per-arm summary, score every trajectory against the example's specs, list the "
@@ -93,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     example = commands.add_parser(
         "example",
+        parents=_common(quiet=False),
         help="write the example experiment as JSONL, one file per arm",
         description="Write the embedded example experiment as OUT/baseline.jsonl and OUT/candidate.jsonl.",
     )
@@ -104,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     summary = commands.add_parser(
         "summary",
+        parents=_common(quiet=True),
         help="per-arm summary of trace files",
         description="Load trace files or folders (arms from each record's `arm` field) and print a "
         "per-arm summary: runs, tasks, success rate, steps/tokens/cost p50 and p95, error rates.",
@@ -114,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     score_cmd = commands.add_parser(
         "score",
+        parents=_common(quiet=True),
         help="score every run's trajectory against a spec",
         description="Load traces and score every run against a trajectory spec (loops, budget, match "
         "against a reference, side effects, the 0-3 rubric). SPEC.json holds one spec object (the fields "
@@ -127,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     diagnose_cmd = commands.add_parser(
         "diagnose",
+        parents=_common(quiet=True),
         help="find failure shapes across an experiment",
         description="Load and score traces, then report findings with their evidence: success by step "
         "count (context exhaustion), loops and cap hits, non-termination, error cascades, accidental "
@@ -137,8 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose_cmd.add_argument("--by", default="arm", help="column to compare by (default: arm)")
     diagnose_cmd.set_defaults(func=_cmd_diagnose)
 
+    _add_compare_parser(commands)
+
     power_cmd = commands.add_parser(
         "power",
+        parents=_common(quiet=False),
         help="sample size, power or minimum detectable effect from formulas",
         description="Runs and tasks per arm needed to detect an effect (default), the power of given runs "
         "(--n), or the minimum detectable effect of given runs (--mde --n). What --effect and --baseline mean "
@@ -148,8 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and a relative change of the --quantile (-20%).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    power_cmd.add_argument("--metric", required=True, choices=["binary", "ordinal", "continuous", "cost", "count"],
-                           help="the metric's kind")
+    power_cmd.add_argument("--metric", required=True, choices=list(KINDS), help="the metric's kind")
     power_cmd.add_argument("--effect", help="the effect to detect (not with --mde); a negative percentage as --effect=-20%%")
     power_cmd.add_argument("--baseline", help="baseline rate, level shares, or a file with a pilot sample")
     power_cmd.add_argument("--column", help="column of --baseline's .csv/.parquet file (cost, count)")
@@ -163,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan_cmd = commands.add_parser(
         "plan",
+        parents=_common(quiet=True),
         help="tasks x seeds per task from pilot runs",
         description="Read pilot runs (trace files or folders, scored with --spec; or a scores table .csv/.parquet "
         "from `agentab score -o`), measure the metric's distribution and intra-task correlation, and list designs "
@@ -174,8 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_cmd.add_argument("--effect", required=True,
                           help="binary: change of rate (0.05 or 5%%); ordinal: odds ratio; continuous: Cohen's d; "
                           "cost/count: relative change of the quantile (--effect=-20%% or --effect -0.2)")
-    plan_cmd.add_argument("--kind", choices=["binary", "ordinal", "continuous", "cost", "count"],
-                          help="the metric's kind (default: from the scores)")
+    plan_cmd.add_argument("--kind", choices=list(KINDS), help="the metric's kind (default: from the scores)")
     plan_cmd.add_argument("--design", choices=["paired", "independent"], default="paired",
                           help="paired: the same tasks in both arms (default); independent: different tasks")
     plan_cmd.add_argument("--seeds", type=_positive_int, help="fix the seeds per task")
@@ -193,6 +384,64 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_compare_parser(commands: Any) -> None:
+    cmd = commands.add_parser(
+        "compare",
+        parents=_common(quiet=True),
+        help="compare a candidate with a baseline and decide: ship, don't ship or inconclusive",
+        usage="agentab compare BASELINE CANDIDATE [options]\n"
+        "       agentab compare SOURCE... --arm-column COL [--names BASELINE CANDIDATE] [options]",
+        description=textwrap.fill(
+            "Load two arms' traces (or scores tables), score every run against --spec, compare every metric with "
+            "the test its kind calls for (tasks as the unit: paired by task when both arms ran the same tasks; "
+            "permutation p-values, bootstrap intervals; secondary metrics Holm-adjusted), check the guardrails and "
+            "print the verdict with its reasons and the table (or, with --json, the result as JSON). Outcome "
+            "decides, trajectory explains, cost constrains.", width=100),
+        epilog=_COMPARE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmd.add_argument("sources", nargs="+", type=Path, metavar="SOURCE",
+                     help="BASELINE CANDIDATE: trace files/folders or scores tables (.csv/.parquet), arms by "
+                     "position; or SOURCE... with --arm-column")
+    data = cmd.add_argument_group("arms and data")
+    data.add_argument("--names", nargs=2, metavar=("BASELINE", "CANDIDATE"),
+                      help="the arms' names (two sources), or which two arms of --arm-column to compare")
+    data.add_argument("--arm-column", metavar="COL",
+                      help="take the arms from this runs column or metadata key (default for one source: arm)")
+    data.add_argument("--spec", type=Path, help="trajectory spec (JSON), as for `agentab score`")
+    data.add_argument("--lenient", action="store_true",
+                      help="leave out invalid records (listed on stderr) instead of stopping at the first")
+    what = cmd.add_argument_group("what decides")
+    what.add_argument("--primary", default="outcome", metavar="M",
+                      help="the metric that decides (default outcome); a cost/count metric with its quantile: 'tokens p50'")
+    what.add_argument("--metric", action="append", metavar="COL[=KIND[:DIR]]",
+                      help="compare this column (repeatable; replaces the default set); KIND binary, ordinal, "
+                      "count, cost or continuous, DIR higher or lower (better); without KIND, the score's own")
+    what.add_argument("--guardrail", action="append", metavar="RULE",
+                      help="a bound the candidate must be shown to respect (repeatable): 'tokens: p95 <= +10%%'")
+    what.add_argument("--min-effect", metavar="E",
+                      help="smallest primary effect worth detecting, for the sample-size advice of an inconclusive "
+                      "result (binary: 0.05 or 5%%; ordinal: odds ratio; continuous: Cohen's d; cost/count: -20%%)")
+    stats = cmd.add_argument_group("statistics")
+    stats.add_argument("--alpha", type=float, default=0.05,
+                       help="significance level; intervals have confidence 1 - alpha (default 0.05)")
+    stats.add_argument("--n-resamples", type=int, default=9999, metavar="N",
+                       help="permutations and bootstrap resamples per metric, at least 99 (default 9999)")
+    stats.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0: reproducible)")
+    stats.add_argument("--paired", choices=["auto", "yes", "no"], default="auto",
+                       help="pair the arms by task: auto (when most tasks ran in both; default), yes, no")
+    stats.add_argument("--cluster", default="task_id", metavar="COL",
+                       help="the task column, the unit of replication (default task_id; 'none': runs independent)")
+    out = cmd.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print the result as JSON (schema below) instead of text")
+    out.add_argument("--report", type=Path, metavar="FILE",
+                     help="also write a report: .html (self-contained) or .md")
+    out.add_argument("--fail-on", choices=sorted(FAIL_ON),
+                     help="exit non-zero unless the verdict passes: dont-ship (3 on don't ship) or "
+                     "inconclusive (3 on don't ship, 4 on inconclusive)")
+    cmd.set_defaults(func=_cmd_compare)
+
+
 def _add_power_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     parser.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
@@ -202,40 +451,97 @@ def _add_power_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed of simulations")
 
 
+# --------------------------------------------------------------------------- #
+# Shared helpers
+# --------------------------------------------------------------------------- #
+def _require_file(path: Path) -> None:
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+
+
 def _read_spec(path: Path | None) -> TrajectorySpec | dict[str, TrajectorySpec]:
     """A spec file: one spec object, or ``{"tasks": {task_id: spec}}``."""
     if path is None:
         return TrajectorySpec()
+    _require_file(path)
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise SpecError(f"{path}, line {err.lineno}: malformed JSON: {err.msg}") from err
+    except UnicodeDecodeError as err:
+        raise SpecError(f"{path}: not a UTF-8 text file ({err.reason})") from err
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object, got {type(data).__name__}")
     try:
         if set(data) == {"tasks"}:
             return {str(task): TrajectorySpec(**spec) for task, spec in data["tasks"].items()}
         return TrajectorySpec(**data)
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, AttributeError) as err:
         raise SpecError(f"{path}: {err}") from err
 
 
-def _print_traces_summary(traces: Traces, by: str = "arm") -> None:
+def _read_table(path: Path) -> pd.DataFrame:
+    """A scores table (.csv or .parquet), with a one-line error when it cannot be read."""
+    _require_file(path)
+    try:
+        return pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
+    except (ValueError, OSError, ImportError) as err:  # ParserError, EmptyDataError, ArrowInvalid are ValueErrors
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise _InputError(f"{path}: cannot read the table: {first}") from err
+
+
+def _load(source: Any, args: argparse.Namespace, progress: _Progress) -> Traces:
+    with progress.phase("loading", unit=" files") as tick:
+        return load_traces(source, strict=not args.lenient, progress=tick)
+
+
+def _score(traces: Traces, spec: Any, progress: _Progress) -> pd.DataFrame:
+    with progress.phase(f"scoring {len(traces.runs):,} runs", total=1):
+        return score(traces, spec)
+
+
+def _print_traces_summary(traces: Traces, by: str = "arm", quiet: bool = False) -> None:
     print(format_summary(summarize(traces, by=by)))
-    _print_rejected(traces)
+    _print_rejected(traces, quiet=quiet)
 
 
-def _print_rejected(traces: Traces) -> None:
-    if len(traces.rejected):
-        print(f"\n{len(traces.rejected):,} of {traces.n_read:,} records rejected:")
-        for row in traces.rejected.head(10).itertuples(index=False):
-            location = where(row.source, row.line) + ("" if pd.isna(row.field) else f", field {row.field}")
-            print(f"  {location}: {row.reason}")
-        if len(traces.rejected) > 10:
-            print(f"  ... and {len(traces.rejected) - 10:,} more")
+def _print_rejected(traces: Traces, *, quiet: bool = False, file: Any = None) -> None:
+    """The records --lenient left out: a count and the first ten (the count alone under --quiet)."""
+    if not len(traces.rejected):
+        return
+    out = sys.stdout if file is None else file
+    head = f"{len(traces.rejected):,} of {traces.n_read:,} records rejected"
+    if quiet:
+        print(f"\n{head}", file=out)
+        return
+    print(f"\n{head}:", file=out)
+    for row in traces.rejected.head(10).itertuples(index=False):
+        location = where(row.source, row.line) + ("" if pd.isna(row.field) else f", field {row.field}")
+        print(f"  {location}: {row.reason}", file=out)
+    if len(traces.rejected) > 10:
+        print(f"  ... and {len(traces.rejected) - 10:,} more", file=out)
 
 
+def _note(args: argparse.Namespace, text: str) -> None:
+    """A note on stderr about a choice made on the user's behalf (silent under --quiet)."""
+    if not getattr(args, "quiet", False):
+        print(f"agentab: note: {text}", file=sys.stderr)
+
+
+def _number(text: str, what: str) -> float:
+    """A number, with ``%`` meaning hundredths (``5%`` is 0.05)."""
+    raw = text.strip()
+    try:
+        return float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise PowerError(f"{what} must be a number (or a percentage), got {text!r}") from None
+
+
+# --------------------------------------------------------------------------- #
+# Commands
+# --------------------------------------------------------------------------- #
 def _cmd_demo(args: argparse.Namespace) -> int:
+    progress = _Progress.for_args(args)
     start = time.perf_counter()
     traces = datasets.example_experiment(seed=args.seed)
     elapsed = time.perf_counter() - start
@@ -252,11 +558,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "shown at p50 and p95 (numpy's linear quantile), not as means."
     )
     specs = datasets.example_specs(seed=args.seed, n_tasks=n_tasks)
-    scores = score(traces, specs)
+    scores = _score(traces, specs, progress)
     print("\nTrajectory scores (each task's spec: read, edit and test the target within 15 steps,\n"
           "loop cap 3, modify only the intended files, delete nothing):\n")
     print(format_summary(summarize_scores(scores)))
-    findings = diagnose(traces, spec=specs).findings
+    with progress.phase("diagnosing", total=1):
+        findings = diagnose(traces, spec=specs).findings
     if findings:
         print(f"\nFindings ({len(findings)}):")
         for finding in findings[:8]:
@@ -266,7 +573,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "cost constrains (guardrails on the p95 of tokens and dollars). Tasks are the unit: the same\n"
         "tasks ran in both arms, so every test swaps the arms of whole tasks.\n"
     )
-    result = compare(scores, metrics=DEMO_METRICS, guardrails=DEMO_GUARDRAILS, seed=args.seed)
+    with progress.phase("comparing", unit=" metrics") as tick:
+        result = compare(scores, metrics=DEMO_METRICS, guardrails=DEMO_GUARDRAILS, seed=args.seed, progress=tick)
     print(result)
     print(
         f"\nPlanning the next experiment: how many tasks and seeds detect +{DEMO_PLAN_EFFECT * 100:.0f} points of\n"
@@ -280,18 +588,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: The effect ``agentab demo`` plans for: +5 points of success.
-DEMO_PLAN_EFFECT = 0.05
-
-
-#: The metrics and guardrails of ``agentab demo``: the three axes.
-DEMO_METRICS = [
-    "outcome", "rubric", "tokens", "cost_usd", "n_steps", "loop", "cap_hit", "non_terminated",
-    "arg_accuracy", "n_errors",
-]  # fmt: skip
-DEMO_GUARDRAILS = {"tokens": "p95 <= +10%", "cost_usd": "p95 <= +10%"}
-
-
 def _cmd_example(args: argparse.Namespace) -> int:
     paths = datasets.write_example(args.out, seed=args.seed, n_tasks=args.tasks, n_seeds=args.seeds)
     for arm, path in paths.items():
@@ -299,39 +595,41 @@ def _cmd_example(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_summary(args: argparse.Namespace) -> int:
+    traces = _load(list(args.traces), args, _Progress.for_args(args))
+    _print_traces_summary(traces, by=args.by, quiet=args.quiet)
+    return EXIT_OK
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
+    progress = _Progress.for_args(args)
     spec = _read_spec(args.spec)
-    traces = load_traces(list(args.traces), strict=not args.lenient)
-    scores = score(traces, spec)
+    suffix = None if args.out is None else args.out.suffix.lower()
+    if suffix not in (None, *_TABLE_SUFFIXES):
+        raise SpecError(f"{args.out}: the output must end in .csv or .parquet")
+    traces = _load(list(args.traces), args, progress)
+    scores = _score(traces, spec, progress)
     if args.out is None:
         print(format_summary(summarize_scores(scores)))
-    elif args.out.suffix == ".parquet":
-        scores.to_parquet(args.out, index=False)
-        print(f"{len(scores):,} runs scored: {args.out}")
-    elif args.out.suffix == ".csv":
-        scores.to_csv(args.out, index=False)
-        print(f"{len(scores):,} runs scored: {args.out}")
     else:
-        raise SpecError(f"{args.out}: the output must end in .csv or .parquet")
-    _print_rejected(traces)
+        if suffix == ".parquet":
+            scores.to_parquet(args.out, index=False)
+        else:
+            scores.to_csv(args.out, index=False)
+        print(f"{len(scores):,} runs scored: {args.out}")
+    _print_rejected(traces, quiet=args.quiet)
     return EXIT_OK
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
-    traces = load_traces(list(args.traces), strict=not args.lenient)
-    found = diagnose(traces, spec=_read_spec(args.spec), by=args.by)
+    progress = _Progress.for_args(args)
+    spec = _read_spec(args.spec)
+    traces = _load(list(args.traces), args, progress)
+    with progress.phase(f"diagnosing {len(traces.runs):,} runs", total=1):
+        found = diagnose(traces, spec=spec, by=args.by)
     print(found)
-    _print_rejected(traces)
+    _print_rejected(traces, quiet=args.quiet)
     return EXIT_OK
-
-
-def _number(text: str, what: str) -> float:
-    """A number, with ``%`` meaning hundredths (``5%`` is 0.05)."""
-    raw = text.strip()
-    try:
-        return float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise PowerError(f"{what} must be a number (or a percentage), got {text!r}") from None
 
 
 def _power_baseline(args: argparse.Namespace) -> object:
@@ -347,11 +645,14 @@ def _power_baseline(args: argparse.Namespace) -> object:
     path = Path(text)
     if not path.exists():
         raise PowerError(f"--baseline {text}: no such file (cost/count take a pilot sample file)")
-    if path.suffix in (".csv", ".parquet"):
-        table = pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path)
+    if path.suffix in _TABLE_SUFFIXES:
+        table = _read_table(path)
         if args.column is None or args.column not in table.columns:
             raise PowerError(f"{path}: say --column (columns: {', '.join(map(str, table.columns))})")
-        return pd.to_numeric(table[args.column], errors="raise").to_numpy(dtype=float)
+        try:
+            return pd.to_numeric(table[args.column], errors="raise").to_numpy(dtype=float)
+        except (ValueError, TypeError) as err:
+            raise PowerError(f"{path}, column {args.column}: {err}") from err
     values = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         if line.strip():
@@ -363,10 +664,10 @@ def _cmd_power(args: argparse.Namespace) -> int:
     from . import power as pw
 
     baseline = _power_baseline(args)
-    common = dict(
-        baseline=baseline, alpha=args.alpha, seeds_per_task=args.seeds, icc=args.icc, alternative=args.alternative,
-        quantile=args.quantile, method=args.method,
-    )
+    common = {
+        "baseline": baseline, "alpha": args.alpha, "seeds_per_task": args.seeds, "icc": args.icc,
+        "alternative": args.alternative, "quantile": args.quantile, "method": args.method,
+    }
     if args.mde:
         if not args.n:
             raise PowerError("--mde needs --n (runs per arm)")
@@ -388,22 +689,21 @@ def _cmd_power(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _read_pilot(args: argparse.Namespace) -> pd.DataFrame:
+def _read_pilot(args: argparse.Namespace, progress: _Progress) -> pd.DataFrame:
     paths = list(args.pilot)
-    if len(paths) == 1 and paths[0].suffix in (".csv", ".parquet"):
-        if not paths[0].exists():
-            raise PowerError(f"{paths[0]}: no such file")
-        return pd.read_csv(paths[0]) if paths[0].suffix == ".csv" else pd.read_parquet(paths[0])
-    traces = load_traces(paths, strict=not args.lenient)
-    _print_rejected(traces)
-    return score(traces, _read_spec(args.spec))
+    if len(paths) == 1 and paths[0].suffix.lower() in _TABLE_SUFFIXES:
+        return _read_table(paths[0])
+    spec = _read_spec(args.spec)
+    traces = _load(paths, args, progress)
+    _print_rejected(traces, quiet=args.quiet)
+    return _score(traces, spec, progress)
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from .power import plan
 
-    pilot = _read_pilot(args)
     effect = _number(args.effect, "--effect")
+    pilot = _read_pilot(args, _Progress.for_args(args))
     result = plan(
         pilot, args.metric, effect, kind=args.kind, alpha=args.alpha, power=args.power, design=args.design,
         seeds_per_task=args.seeds, cost_ratio=args.cost_ratio, cluster=args.cluster, baseline=args.baseline_arm,
@@ -416,14 +716,285 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_summary(args: argparse.Namespace) -> int:
-    traces = load_traces(list(args.traces), strict=not args.lenient)
-    _print_traces_summary(traces, by=args.by)
-    return EXIT_OK
+# --------------------------------------------------------------------------- #
+# agentab compare
+# --------------------------------------------------------------------------- #
+def _parse_metric_args(items: Sequence[str] | None) -> dict[str, Any] | None:
+    """``--metric COL``, ``COL=KIND``, ``COL=KIND:DIR`` -> compare's ``metrics`` mapping (None: the default set)."""
+    if not items:
+        return None
+    out: dict[str, Any] = {}
+    for item in items:
+        name, has_kind, spec = (part.strip() for part in item.partition("="))
+        if not name or (has_kind and not spec):
+            raise _InputError(f"--metric {item!r}: expected COLUMN, COLUMN=KIND or COLUMN=KIND:higher|lower")
+        if name in out:
+            raise _InputError(f"--metric {name!r} is given twice")
+        if not has_kind:
+            out[name] = None
+            continue
+        kind, has_direction, direction = (part.strip().lower() for part in spec.partition(":"))
+        if kind not in KINDS:
+            raise _InputError(f"--metric {item!r}: unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
+        if has_direction and direction not in ("higher", "lower", "neither"):
+            raise _InputError(f"--metric {item!r}: the direction must be higher or lower (which is better), got {direction!r}")
+        out[name] = (kind, direction) if has_direction else kind
+    return out
+
+
+def _parse_guardrail_args(items: Sequence[str] | None) -> list[str] | None:
+    """``--guardrail "tokens:p95<=+10%"`` -> compare's list of "metric: rule" (the rule is checked by compare)."""
+    if not items:
+        return None
+    out = []
+    for item in items:
+        metric, colon, rule = item.partition(":")
+        if not colon or not metric.strip() or not rule.strip():
+            raise _InputError(f"--guardrail {item!r}: expected 'METRIC: STAT OP MARGIN', e.g. 'tokens: p95 <= +10%'")
+        out.append(f"{metric.strip()}:{rule.strip()}")
+    return out
+
+
+def _arm_name(path: Path) -> str:
+    """runs/base.jsonl.gz -> "base"; a folder -> its name."""
+    name = path.name
+    for suffix in (*_TRACE_SUFFIXES, *_TABLE_SUFFIXES):
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _default_names(args: argparse.Namespace, baseline: Path, candidate: Path) -> tuple[str, str]:
+    """The arms named after their files or folders; after the nearest parent folders that differ when those are equal."""
+    if baseline.resolve() == candidate.resolve():
+        raise _InputError(f"{baseline}: BASELINE and CANDIDATE are the same {'folder' if baseline.is_dir() else 'file'}")
+    names = _arm_name(baseline), _arm_name(candidate)
+    if names[0] != names[1]:
+        return names
+    for left, right in zip(baseline.resolve().parents, candidate.resolve().parents):
+        if left.name and right.name and left.name != right.name:
+            _note(args, f"both sources are named {names[0]!r}: the arms are named after their folders, "
+                        f"{left.name!r} and {right.name!r} (--names to choose)")
+            return left.name, right.name
+    raise _InputError(
+        f"{baseline} and {candidate}: both arms would be named {names[0]!r}; name them with --names BASELINE CANDIDATE"
+    )
+
+
+def _arm_conflict(err: Exception, named_by: str, sources: Sequence[Path]) -> _InputError:
+    """The loader's arm conflict, with what to do about it."""
+    return _InputError(
+        f"{err}; the arms were named {named_by}: name them as the records do with --names BASELINE CANDIDATE, "
+        f"or take the arms from the records: agentab compare {' '.join(map(str, sources))} --arm-column arm"
+    )
+
+
+def _runs_column(scores: pd.DataFrame, runs: pd.DataFrame, column: str, where_: str) -> pd.DataFrame:
+    """Add ``column`` to the scores: a runs column, or a key of the runs' metadata."""
+    if column in scores.columns:
+        return scores
+    run_ids = runs["run_id"].astype(str)
+    if column in runs.columns:
+        values = dict(zip(run_ids, runs[column]))
+    else:
+        def lookup(text: Any) -> Any:
+            if not isinstance(text, str):
+                return None
+            try:
+                meta = json.loads(text)
+            except json.JSONDecodeError:
+                return None
+            value = meta.get(column) if isinstance(meta, dict) else None
+            return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+        values = dict(zip(run_ids, runs["metadata"].map(lookup))) if "metadata" in runs.columns else {}
+        if not any(pd.notna(v) for v in values.values()):
+            shown = [c for c in runs.columns if c not in ("metadata", "line")]
+            raise _InputError(
+                f"{where_}: --arm-column {column!r} is neither a runs column nor a metadata key "
+                f"(columns: {', '.join(map(str, shown))})"
+            )
+    scores = scores.copy()
+    scores[column] = scores["run_id"].astype(str).map(values)
+    return scores
+
+
+def _check_arms(data: pd.DataFrame, column: str, names: Sequence[str] | None, where_: str) -> None:
+    """Every run has an arm; --names are arms of the column; without them, exactly two arms."""
+    if column not in data.columns:
+        raise _InputError(f"{where_}: no column {column!r} (columns: {', '.join(map(str, data.columns))})")
+    missing = data[column].isna()
+    if missing.all():
+        hint = (" (the records have no `arm` field): give two sources, BASELINE CANDIDATE, or the column holding "
+                "the arms with --arm-column") if column == "arm" else ""
+        raise _InputError(f"{where_}: no run has a value in column {column!r}{hint}")
+    if missing.any():
+        raise _InputError(f"{where_}: {int(missing.sum()):,} of {len(data):,} runs have no value in column {column!r}")
+    arms = list(dict.fromkeys(str(a) for a in pd.unique(data[column])))
+    if names:
+        for name in names:
+            if name not in arms:
+                raise _InputError(f"--names: no arm {name!r} in column {column!r} (arms: {', '.join(arms)})")
+    elif len(arms) < 2:
+        raise _InputError(
+            f"{where_}: column {column!r} has one arm ({arms[0]}); give two sources, BASELINE CANDIDATE, or an "
+            "--arm-column with two arms"
+        )
+    elif len(arms) > 2:
+        raise _InputError(
+            f"{where_}: column {column!r} has {len(arms)} arms ({', '.join(arms)}); pick two with --names BASELINE CANDIDATE"
+        )
+
+
+def _compare_data(args: argparse.Namespace, progress: _Progress) -> tuple[pd.DataFrame, Traces | None, str, str | None, str | None]:
+    """The runs to compare: (scores, traces or None, arm column, baseline, candidate)."""
+    sources = list(args.sources)
+    tables = [p.suffix.lower() in _TABLE_SUFFIXES for p in sources]
+    if any(tables) and not all(tables):
+        raise _InputError("give trace files/folders or scores tables (.csv/.parquet), not both")
+    names = tuple(args.names) if args.names else None
+    if names and names[0] == names[1]:
+        raise _InputError(f"--names: baseline and candidate must differ, got {names[0]!r} twice")
+    where_ = ", ".join(map(str, sources))
+    if args.arm_column is not None or len(sources) == 1:
+        column = args.arm_column or "arm"
+        if all(tables):
+            frames = [_read_table(p) for p in sources]
+            data, traces = (frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)), None
+        else:
+            spec = _read_spec(args.spec)
+            traces = _load(sources, args, progress)
+            data = _runs_column(_score(traces, spec, progress), traces.runs, column, where_)
+        _check_arms(data, column, names, where_)
+        return data, traces, column, *(names or (None, None))
+    if len(sources) != 2:
+        raise _InputError(
+            f"give two sources, BASELINE CANDIDATE (got {len(sources)}), or take the arms from a column with --arm-column COL"
+        )
+    names = names or _default_names(args, *sources)
+    named_by = "by --names" if args.names else "after the files or folders"
+    if all(tables):
+        frames = []
+        for path, name in zip(sources, names):
+            frame = _read_table(path)
+            if "arm" in frame.columns and frame["arm"].notna().any():
+                own = [str(a) for a in pd.unique(frame["arm"].dropna())]
+                if own != [name]:
+                    raise _InputError(
+                        f"{path}: the table's arm column says {', '.join(map(repr, own))}, but this arm is named {name!r} "
+                        f"({named_by}): name the arms with --names BASELINE CANDIDATE, or compare by that column: agentab compare "
+                        f"{' '.join(map(str, sources))} --arm-column arm"
+                    )
+            frames.append(frame.assign(arm=name))
+        return pd.concat(frames, ignore_index=True), None, "arm", *names
+    spec = _read_spec(args.spec)
+    try:
+        traces = _load(dict(zip(names, map(str, sources))), args, progress)
+    except TraceError as err:
+        if err.field == "arm":
+            raise _arm_conflict(err, named_by, sources) from err
+        raise
+    counts = traces.runs["arm"].astype(str).value_counts()
+    for path, name in zip(sources, names):
+        if counts.get(name, 0) == 0:
+            message = f"{path}: no valid runs for arm {name!r}: every record was rejected"
+            if len(traces.rejected):
+                first = traces.rejected.iloc[0]
+                message += f" (e.g. {where(first['source'], first['line'])}: {first['reason']})"
+                if first["field"] == "arm":
+                    raise _arm_conflict(_InputError(message), named_by, sources)
+            raise _InputError(message)
+    return _score(traces, spec, progress), traces, "arm", *names
+
+
+def _default_metrics(data: pd.DataFrame, column: str, baseline: str | None, candidate: str | None) -> list[str]:
+    """The default metrics the scores have, with values in both arms (arg_accuracy needs a reference, say)."""
+    arms = data[column].astype(str)
+    compared = arms.isin([baseline, candidate]) if baseline and candidate else pd.Series(True, index=data.index)
+    out = []
+    for name in DEFAULT_METRICS:
+        if name in data.columns:
+            present = data.loc[compared, name].notna().groupby(arms[compared]).any()
+            if len(present) and present.all():
+                out.append(name)
+    return out
+
+
+def _check_report_path(path: Path | None) -> None:
+    if path is not None and path.suffix.lower() not in _REPORT_SUFFIXES:
+        raise _InputError(f"--report {path}: the report must end in .html or .md")
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    progress = _Progress.for_args(args)
+    # Everything that can be checked without the data is checked before loading it.
+    metrics = _parse_metric_args(args.metric)
+    guardrails = _parse_guardrail_args(args.guardrail)
+    _check_report_path(args.report)
+    if not 0 < args.alpha < 1:
+        raise _InputError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    if args.n_resamples < 99:
+        raise _InputError(f"--n-resamples must be at least 99, got {args.n_resamples}")
+    if args.seed < 0:
+        raise _InputError(f"--seed must be a non-negative integer, got {args.seed}")
+    min_effect = None if args.min_effect is None else _number(args.min_effect, "--min-effect")
+    cluster = None if args.cluster.lower() == "none" else args.cluster
+    if cluster is None and args.paired == "yes":
+        raise _InputError("--paired yes needs a task column (--cluster COL): runs are never paired by their order")
+    data, traces, column, baseline, candidate = _compare_data(args, progress)
+    if traces is not None:
+        _print_rejected(traces, quiet=args.quiet, file=sys.stderr)
+    if metrics is None:
+        metrics = _default_metrics(data, column, baseline, candidate)
+    for name in metrics:
+        if name not in data.columns:
+            known = [str(c) for c in metric_kinds(data).index if c != column]
+            raise _InputError(f"--metric {name!r}: no such column in the scores (metrics: {', '.join(known)})")
+    with progress.phase("comparing", unit=" metrics") as tick:
+        result = compare(
+            data, arm=column, baseline=baseline, candidate=candidate, metrics=metrics, primary=args.primary,
+            guardrails=guardrails, cluster=cluster, paired={"auto": "auto", "yes": True, "no": False}[args.paired],
+            alpha=args.alpha, n_resamples=args.n_resamples, seed=args.seed, min_effect=min_effect, progress=tick,
+        )
+    text = json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else str(result)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `agentab compare ... | head`: the report and the exit code still follow
+        _silence_stdout()
+    if args.report is not None:
+        import agentab  # the public API (agentab.report), imported when first needed
+
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        with progress.phase("writing the report", total=1):
+            written = agentab.report(result, args.report, traces=traces, seed=args.seed)
+        _note(args, f"report written to {written}")
+    return FAIL_ON.get(args.fail_on, {}).get(result.verdict, EXIT_OK)
+
+
+def _silence_stdout() -> None:
+    """Send what is left of stdout to /dev/null once its reader has gone (no error at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+# --------------------------------------------------------------------------- #
+# Entry point
+# --------------------------------------------------------------------------- #
+_BAD_INPUT = (TraceError, SpecError, CompareError, PowerError, ReportError, _InputError, OSError, KeyError, pd.errors.ParserError)
+
+
+def _message(err: BaseException) -> str:
+    """One line: the file and the problem."""
+    if isinstance(err, KeyError) and err.args:
+        return str(err.args[0])
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror[0].lower()}{err.strerror[1:]}"
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``agentab`` command line; returns the exit code."""
+    """Run the ``agentab`` command line; returns the exit code (see the module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -434,19 +1005,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`agentab ... | head`): nothing left to say
         sys.stderr.close()
         return EXIT_OK
-    except (TraceError, SpecError, CompareError, PowerError, OSError, KeyError, pd.errors.ParserError) as err:
+    except _BAD_INPUT as err:
         if args.debug:
             raise
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"agentab: error: {message}", file=sys.stderr)
+        print(f"agentab: error: {_message(err)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except Exception as err:  # noqa: BLE001 - last resort: no traceback without --debug
+    except KeyboardInterrupt:
         if args.debug:
             raise
-        print(f"agentab: internal error: {type(err).__name__}: {err} (run with --debug for details)",
+        print("agentab: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # last resort: no traceback without --debug
+        if args.debug:
+            raise
+        print(f"agentab: internal error: {type(err).__name__}: {_message(err)} (run with --debug for details)",
               file=sys.stderr)
         return EXIT_INTERNAL
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
-    print(f"agentab: warning: {message}", file=sys.stderr)
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"agentab: warning: {' '.join(str(message).split())}", file=sys.stderr)

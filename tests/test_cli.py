@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -19,7 +20,7 @@ def run(capsys, *argv):
 
 def test_every_command_is_documented(capsys):
     parser = build_parser()
-    commands = parser._subparsers._group_actions[0].choices  # noqa: SLF001 - introspect argparse
+    commands = parser._subparsers._group_actions[0].choices
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
     assert exit_info.value.code == 0
@@ -28,7 +29,7 @@ def test_every_command_is_documented(capsys):
         assert name in top, name
         assert f"agentab {name}" in top, f"no example for {name}"
         assert sub.description, name
-        for action in sub._actions:  # noqa: SLF001
+        for action in sub._actions:
             if action.dest != "help":
                 assert action.help, f"{name} {action.dest} has no help"
 
@@ -52,7 +53,7 @@ def test_example_then_summary(tmp_path, capsys):
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     path = write_jsonl(tmp_path / "runs.jsonl", [make_record("a"), make_record("b", seed="x")])
-    code, out, err = run(capsys, "summary", str(path))
+    code, _out, err = run(capsys, "summary", str(path))
     assert code == EXIT_BAD_INPUT
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("agentab: error: ") and "runs.jsonl, line 2, field seed: expected int, got str" in err
@@ -159,7 +160,7 @@ def test_power_cost_from_a_sample_file(tmp_path, capsys):
     ],
 )
 def test_power_bad_input_is_one_line(capsys, argv, needle):
-    code, out, err = run(capsys, *argv)
+    code, _out, err = run(capsys, *argv)
     assert code == EXIT_BAD_INPUT
     assert err.count("\n") == 1 and err.startswith("agentab: error:") and needle in err
 
@@ -195,3 +196,341 @@ def test_demo_ends_with_the_plan(capsys):
     tail = out[out.index("Planning the next experiment"):]
     assert "Plan for outcome (binary), paired design: detect +5.0 points" in tail
     assert "Recommended:" in tail and "task-to-task variation of the effect measured" in tail
+
+
+# --------------------------------------------------------------------------- compare
+
+FAST = ("--n-resamples", "499")
+
+
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory):
+    """The example experiment, small: runs/baseline.jsonl and runs/candidate.jsonl (12 tasks x 2 seeds)."""
+    out = tmp_path_factory.mktemp("example") / "runs"
+    assert main(["example", "--out", str(out), "--tasks", "12", "--seeds", "2"]) == 0
+    return out
+
+
+def _arm_records(prefix: str, successes: int, n_tasks: int = 20, arm: str | None = None) -> list[dict]:
+    """Two seeds of n_tasks tasks; the first `successes` tasks succeed. No `arm` field unless given."""
+    records = []
+    for task in range(n_tasks):
+        for seed in range(2):
+            record = make_record(f"{prefix}-{task}-{seed}", task_id=f"t{task:02d}", seed=seed, outcome=task < successes)
+            del record["arm"]
+            if arm is not None:
+                record["arm"] = arm
+            records.append(record)
+    return records
+
+
+@pytest.fixture(scope="module")
+def verdict_runs(tmp_path_factory):
+    """Three arms with known verdicts against `low` (4 of 20 tasks succeed): `high` (16 of 20) ships, `low` vs
+    `high` is don't ship, `same` (4 of 20 again) is inconclusive."""
+    folder = tmp_path_factory.mktemp("verdicts")
+    for name, successes in (("low", 4), ("high", 16), ("same", 4)):
+        write_jsonl(folder / f"{name}.jsonl", _arm_records(name, successes))
+    return folder
+
+
+def test_compare_two_files_prints_the_decision(example_runs, capsys):
+    code, out, err = run(capsys, "compare", str(example_runs / "baseline.jsonl"), str(example_runs / "candidate.jsonl"), *FAST)
+    assert code == 0, err
+    assert out.startswith("agentab comparison: candidate (sonnet-4 + react-v2) vs baseline (sonnet-4 + react-v1)")
+    assert "VERDICT: inconclusive" in out and "499 resamples; seed 0" in out
+    rows = [line.split()[0] for line in out.splitlines() if line.endswith("no evidence")]
+    assert {"outcome", "rubric", "loop", "cap_hit", "non_terminated"} <= set(rows)
+    assert "arg_accuracy" not in out  # no reference in the (empty) spec: no values, left out of the default set
+    assert err == ""
+
+
+def test_compare_one_folder_takes_the_records_arms(example_runs, capsys):
+    code, out, err = run(capsys, "compare", str(example_runs), *FAST)
+    assert code == 0, err
+    assert "candidate (sonnet-4 + react-v2) vs baseline" in out
+    code, out, err = run(capsys, "compare", str(example_runs), "--names", "candidate", "baseline", *FAST)
+    assert code == 0, err
+    assert out.startswith("agentab comparison: baseline (sonnet-4 + react-v1) vs candidate")
+
+
+@pytest.mark.parametrize(
+    ("pair", "fail_on", "verdict", "expected"),
+    [
+        (("low", "high"), None, "ship", 0),
+        (("low", "high"), "inconclusive", "ship", 0),
+        (("high", "low"), None, "don't ship", 0),
+        (("high", "low"), "dont-ship", "don't ship", 3),
+        (("high", "low"), "inconclusive", "don't ship", 3),
+        (("low", "same"), "dont-ship", "inconclusive", 0),
+        (("low", "same"), "inconclusive", "inconclusive", 4),
+    ],
+)
+def test_compare_exit_codes(verdict_runs, capsys, pair, fail_on, verdict, expected):
+    argv = ["compare", *(str(verdict_runs / f"{name}.jsonl") for name in pair), *FAST]
+    code, out, err = run(capsys, *argv, *(["--fail-on", fail_on] if fail_on else []))
+    assert code == expected, err
+    assert f"VERDICT: {verdict}\n" in out
+    assert out.startswith(f"agentab comparison: {pair[1]} (sonnet-4 + react-v1) vs {pair[0]} (")
+
+
+def test_exit_code_constants():
+    from agentab import cli
+
+    assert (cli.EXIT_OK, cli.EXIT_INTERNAL, cli.EXIT_BAD_INPUT, cli.EXIT_DONT_SHIP, cli.EXIT_INCONCLUSIVE) == (0, 1, 2, 3, 4)
+
+
+def test_compare_json_schema_and_stability(example_runs, capsys):
+    argv = ["compare", str(example_runs), "--json", *FAST, "--guardrail", "tokens:p95<=+10%"]
+    code, first, err = run(capsys, *argv)
+    assert code == 0, err
+
+    def no_nan(text):
+        raise AssertionError(f"{text} in the JSON")
+
+    data = json.loads(first, parse_constant=no_nan)
+    assert {"schema", "verdict", "reasons", "explanations", "baseline", "candidate", "arms", "design", "settings",
+            "metrics", "guardrails", "notes"} <= set(data)
+    assert data["schema"] == "agentab.comparison/1"
+    assert data["verdict"] in ("ship", "don't ship", "inconclusive")
+    assert (data["baseline"], data["candidate"]) == ("baseline", "candidate")
+    assert all(isinstance(r, str) for r in data["reasons"] + data["explanations"] + data["notes"])
+    assert data["settings"]["seed"] == 0 and data["settings"]["n_resamples"] == 499
+    assert data["metrics"][0]["metric"] == "outcome" and data["metrics"][0]["role"] == "primary"
+    for row in data["metrics"]:
+        assert isinstance(row["metric"], str)
+        assert row["p_value"] is None or isinstance(row["p_value"], float)
+    assert [g["rule"] for g in data["guardrails"]] == ["tokens p95 <= +10%"]
+    assert data["guardrails"][0]["status"] in ("holds", "breached", "unresolved")
+    code, second, _ = run(capsys, *argv)
+    assert code == 0 and second == first  # same seed, same bytes
+    code, third, _ = run(capsys, *argv[:-1], "tokens: p95 <= +10%", "--seed", "7")
+    assert code == 0 and json.loads(third)["settings"]["seed"] == 7
+
+
+def test_compare_options_reach_compare(example_runs, capsys):
+    argv = ["compare", str(example_runs), "--json", *FAST]
+    code, out, err = run(capsys, *argv, "--metric", "outcome", "--metric", "tokens=cost", "--metric",
+                         "latency_s=continuous:lower", "--alpha", "0.1", "--paired", "no", "--min-effect", "10%")
+    assert code == 0, err
+    data = json.loads(out)
+    assert [r["metric"] for r in data["metrics"]] == [
+        "outcome", "outcome pass^2", "tokens p50", "tokens p95", "tokens mean", "latency_s"]
+    latency = next(r for r in data["metrics"] if r["metric"] == "latency_s")
+    assert latency["kind"] == "continuous" and latency["direction"] == "lower"
+    assert data["settings"]["alpha"] == 0.1 and data["settings"]["paired"] is False
+    assert "minimum effect of interest" in data["reasons"][-1]
+    code, out, err = run(capsys, *argv, "--primary", "tokens p50", "--metric", "tokens", "--cluster", "none")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["primary"] == "tokens p50" and data["settings"]["cluster"] is None
+
+
+def test_compare_same_file_names_use_their_folders(tmp_path, capsys):
+    for folder, successes in (("v1", 4), ("v2", 16)):
+        (tmp_path / folder).mkdir()
+        write_jsonl(tmp_path / folder / "traces.jsonl", _arm_records(folder, successes))
+    code, out, err = run(capsys, "compare", str(tmp_path / "v1" / "traces.jsonl"), str(tmp_path / "v2" / "traces.jsonl"), *FAST)
+    assert code == 0, err
+    assert out.startswith("agentab comparison: v2 (sonnet-4 + react-v1) vs v1 (")
+    assert "named after their folders, 'v1' and 'v2'" in err
+    code, out, err = run(capsys, "compare", str(tmp_path / "v1" / "traces.jsonl"), str(tmp_path / "v2" / "traces.jsonl"),
+                         *FAST, "--names", "old", "new", "--quiet")
+    assert code == 0 and out.startswith("agentab comparison: new (sonnet-4 + react-v1) vs old (") and err == ""
+
+
+def test_compare_arm_column_and_metadata_key(tmp_path, capsys):
+    records = []
+    for arm, successes in (("a", 4), ("b", 16), ("c", 10)):
+        for record in _arm_records(arm, successes):
+            record["metadata"] = {**record["metadata"], "variant": f"v-{arm}"}
+            records.append(record)
+    path = write_jsonl(tmp_path / "all.jsonl", records)
+    code, _, err = run(capsys, "compare", str(path), "--arm-column", "variant", *FAST)
+    assert code == EXIT_BAD_INPUT and "has 3 arms (v-a, v-b, v-c); pick two with --names" in err
+    code, out, err = run(capsys, "compare", str(path), "--arm-column", "variant", "--names", "v-a", "v-b", *FAST)
+    assert code == 0, err
+    assert out.startswith("agentab comparison: v-b (sonnet-4 + react-v1) vs v-a") and "VERDICT: ship" in out
+    code, _, err = run(capsys, "compare", str(path), "--arm-column", "colour", *FAST)
+    assert code == EXIT_BAD_INPUT and "'colour' is neither a runs column nor a metadata key" in err
+    code, _, err = run(capsys, "compare", str(path), *FAST)  # one source: the records' arm field, absent here
+    assert code == EXIT_BAD_INPUT and "no run has a value in column 'arm'" in err and "--arm-column" in err
+
+
+def test_compare_scores_tables(example_runs, tmp_path, capsys):
+    both = tmp_path / "scores.csv"
+    assert run(capsys, "score", str(example_runs), "-o", str(both))[0] == 0
+    code, out, err = run(capsys, "compare", str(both), *FAST)
+    assert code == 0, err
+    assert "candidate (sonnet-4 + react-v2) vs baseline" in out and "rubric" in out
+    code, out, err = run(capsys, "compare", str(both), "--arm-column", "harness", *FAST)
+    assert code == 0 and out.startswith("agentab comparison: react-v2")
+    base, cand = tmp_path / "base.parquet", tmp_path / "cand.csv"
+    run(capsys, "score", str(example_runs / "baseline.jsonl"), "-o", str(base))
+    run(capsys, "score", str(example_runs / "candidate.jsonl"), "-o", str(cand))
+    code, _, err = run(capsys, "compare", str(base), str(cand), *FAST)
+    assert code == EXIT_BAD_INPUT and "arm column says 'baseline', but this arm is named 'base'" in err
+    code, out, err = run(capsys, "compare", str(base), str(cand), "--names", "baseline", "candidate", *FAST)
+    assert code == 0, err
+    code, _, err = run(capsys, "compare", str(base), str(example_runs), *FAST)
+    assert code == EXIT_BAD_INPUT and "not both" in err
+
+
+def _bad_inputs(root, example_runs):
+    base, cand = str(example_runs / "baseline.jsonl"), str(example_runs / "candidate.jsonl")
+    broken = write_jsonl(root / "broken.jsonl", [*_arm_records("b", 1, n_tasks=1)[:1], '{"run_id": "b", "task_id"'])
+    (root / "old").mkdir(exist_ok=True)
+    renamed = root / "old" / "v1.jsonl"
+    renamed.write_bytes((example_runs / "baseline.jsonl").read_bytes())
+    return [
+        (["compare", str(root / "missing.jsonl"), cand], "missing.jsonl: no such file or directory"),
+        (["compare", str(broken), cand], "broken.jsonl, line 2"),
+        (["compare", base, cand, "--metric", "nope"], "--metric 'nope': no such column in the scores (metrics: "),
+        (["compare", base, cand, "--metric", "tokens=weird"], "unknown kind 'weird' (kinds: binary, ordinal"),
+        (["compare", base, cand, "--metric", "tokens=cost:up"], "the direction must be higher or lower"),
+        (["compare", base, cand, "--guardrail", "tokens p95 <= 10%"], "expected 'METRIC: STAT OP MARGIN'"),
+        (["compare", base, cand, "--guardrail", "tokens: p95 < 10%"], "is not '<statistic> <op> <margin>'"),
+        (["compare", base, cand, "--guardrail", "loop: p95 <= +10%"], "need a cost or count metric"),
+        (["compare", base, cand, "--primary", "tokens"], "name a quantile, e.g. 'tokens p50'"),
+        (["compare", base, base], "BASELINE and CANDIDATE are the same file"),
+        (["compare", base, str(example_runs / "baseline.json")], "both arms would be named 'baseline'"),
+        (["compare", base, cand, "--names", "x", "x"], "must differ"),
+        (["compare", str(renamed), cand], "record says arm 'baseline', but this source was given as arm 'v1'"),
+        (["compare", str(renamed), cand, "--lenient"], "no valid runs for arm 'v1': every record was rejected"),
+        (["compare", base, cand, str(broken)], "give two sources, BASELINE CANDIDATE (got 3)"),
+        (["compare", base, cand, "--report", str(root / "r.pdf")], "must end in .html or .md"),
+        (["compare", base, cand, "--alpha", "1.5"], "--alpha must be between 0 and 1"),
+        (["compare", base, cand, "--n-resamples", "10"], "--n-resamples must be at least 99"),
+        (["compare", base, cand, "--spec", str(root / "nospec.json")], "nospec.json: no such file or directory"),
+        (["compare", base, cand, "--min-effect", "big"], "--min-effect must be a number"),
+        (["compare", base, cand, "--paired", "yes", "--cluster", "none"], "--paired yes needs a task column"),
+        (["compare", base, cand, "--cluster", "suite"], "no cluster column 'suite'"),
+        (["compare", str(example_runs), "--names", "baseline", "nope"], "--names: no arm 'nope' in column 'arm'"),
+    ]
+
+
+def test_compare_bad_input_is_one_line_and_exit_2(example_runs, tmp_path, capsys):
+    for argv, needle in _bad_inputs(tmp_path, example_runs):
+        code, out, err = run(capsys, argv[0], *FAST, *argv[1:])
+        assert code == EXIT_BAD_INPUT, (argv, err)
+        assert err.startswith("agentab: error: ") and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+        assert needle in err, (argv, err)
+        assert out == "", argv
+
+
+def test_compare_arm_conflict_says_what_to_do(example_runs, tmp_path, capsys):
+    renamed = tmp_path / "v1.jsonl"
+    renamed.write_bytes((example_runs / "baseline.jsonl").read_bytes())
+    code, _, err = run(capsys, "compare", str(renamed), str(example_runs / "candidate.jsonl"), *FAST)
+    assert code == EXIT_BAD_INPUT
+    assert "--names BASELINE CANDIDATE" in err and "--arm-column arm" in err
+    code, _out, err = run(capsys, "compare", str(renamed), str(example_runs / "candidate.jsonl"), "--arm-column", "arm", *FAST)
+    assert code == 0, err
+
+
+def test_compare_lenient_lists_rejections_on_stderr(example_runs, tmp_path, capsys):
+    records = _arm_records("x", 10)
+    records[3] = {**records[3], "seed": "three"}
+    path = write_jsonl(tmp_path / "x.jsonl", records)
+    argv = ["compare", str(example_runs / "baseline.jsonl"), str(path), "--names", "baseline", "x", "--json", "--lenient", *FAST]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    json.loads(out)  # stdout stays JSON
+    assert "1 of 64 records rejected:" in err and "x.jsonl, line 4, field seed" in err
+    code, out, err = run(capsys, *argv, "--quiet")
+    assert code == 0 and err.strip() == "1 of 64 records rejected"
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_before_or_after_the_command_shows_the_traceback(example_runs, where):
+    argv = ["compare", str(example_runs), "--metric", "tokens=weird", *FAST]
+    argv = ["--debug", *argv] if where == "before" else [*argv, "--debug"]
+    with pytest.raises(ValueError, match="unknown kind 'weird'"):
+        main(argv)
+
+
+def test_every_command_takes_debug_after_it(tmp_path):
+    path = write_jsonl(tmp_path / "runs.jsonl", [make_record(seed="x")])
+    for command in ("summary", "score", "diagnose"):
+        with pytest.raises(Exception, match="field seed"):
+            main([command, str(path), "--debug"])
+    with pytest.raises(Exception, match="field seed"):
+        main(["plan", str(path), "--metric", "outcome", "--effect", "0.1", "--debug"])
+    with pytest.raises(Exception, match="--effect is required"):
+        main(["power", "--metric", "binary", "--baseline", "0.5", "--debug"])
+
+
+def test_internal_error_exits_1(example_runs, capsys, monkeypatch):
+    from agentab import cli
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "compare", broken)
+    code, _out, err = run(capsys, "compare", str(example_runs), *FAST)
+    assert code == cli.EXIT_INTERNAL
+    assert err == "agentab: internal error: RuntimeError: boom (run with --debug for details)\n"
+
+
+BAR = "%|"  # tqdm's "  0%|####| 0/1"
+
+
+def test_progress_bars_only_on_a_terminal_and_never_when_quiet(example_runs, capsys, monkeypatch):
+    argv = ["compare", str(example_runs), "--json", *FAST]
+    code, out, err = run(capsys, *argv)  # capsys: stderr is not a terminal
+    assert code == 0 and err == "" and "\r" not in err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and json.loads(out)["verdict"] == "inconclusive"  # stdout untouched by the bars
+    assert BAR in err and "scoring 48 runs" in err and "comparing" in err and "loading" in err
+    code, out, err = run(capsys, *argv, "--quiet")
+    assert code == 0 and err == ""
+    for command in (["summary", str(example_runs)], ["score", str(example_runs)], ["diagnose", str(example_runs)]):
+        code, _, err = run(capsys, *command)
+        assert code == 0 and "loading" in err and "\r" in err, command
+        code, _, err = run(capsys, *command, "-q")
+        assert code == 0 and err == "", command
+
+
+def test_progress_bars_silent_in_a_pipe(example_runs):
+    done = subprocess.run(
+        [sys.executable, "-m", "agentab", "compare", str(example_runs), *FAST, "--fail-on", "inconclusive"],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 4
+    assert done.stderr == "" and "VERDICT: inconclusive" in done.stdout
+
+
+def test_compare_report(example_runs, tmp_path, capsys):
+    import agentab
+
+    if not hasattr(agentab, "report"):
+        pytest.skip("agentab.report is not there yet")
+    target = tmp_path / "out" / "report.html"
+    code, out, err = run(capsys, "compare", str(example_runs), *FAST, "--report", str(target), "--fail-on", "dont-ship")
+    assert code == 0, err
+    text = target.read_text()
+    assert "<html" in text and "Verdict: inconclusive" in text
+    assert "VERDICT: inconclusive" in out and f"report written to {target}" in err
+
+
+def test_documented_guardrails_parse(example_runs, capsys):
+    rules = ["tokens: p95 <= +10%", "cost_usd:p50<=+5%", "loop: rate <= +0.02", "rubric: delta >= -0.05"]
+    argv = ["compare", str(example_runs), "--json", *FAST]
+    for rule in rules:
+        argv += ["--guardrail", rule]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    checks = json.loads(out)["guardrails"]
+    assert [g["rule"] for g in checks] == ["tokens p95 <= +10%", "cost_usd p50 <= +5%", "loop rate <= +0.02",
+                                           "rubric delta >= -0.05"]
+
+
+def test_quiet_before_the_command_and_the_rejected_count(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "runs.jsonl", [make_record("a"), make_record("b", seed="x")])
+    for argv in (["-q", "summary", str(path), "--lenient"], ["summary", str(path), "--lenient", "--quiet"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0 and err == ""
+        assert out.rstrip().endswith("1 of 2 records rejected") and "line 2" not in out
+    code, out, _ = run(capsys, "-q", "power", "--metric", "continuous", "--mde", "--n", "64")
+    assert code == 0 and "d = +0.499" in out
