@@ -580,7 +580,7 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
     scope = "(the same tasks in both arms)" if paired else "per arm"
     return (
         f"a new experiment of about {p.tasks:,} tasks x {seeds} seed(s) {scope} would detect {what} "
-        f"({p.effect_text()}) with 80% power (agentab.power.plan lists the options); adding tasks to this one "
+        f"({p.effect_text()}) with 80% power (agentab.power.plan, or agentab plan, lists the options); adding tasks to this one "
         "and testing again inflates false positives"
     ), p
 
@@ -701,7 +701,7 @@ def compare(
     verdict: inconclusive
       - primary metric: no significant difference at alpha = 0.05: outcome (rate): 52.2% -> 62.2% (+10.0%, 95% CI +0.0% to +20.0%), p = 0.108
       - guardrail tokens p95 <= +10%: unresolved (ratio 0.8822, CI 0.5215 to 1.18; bound 1.1)
-      - a new experiment of about 97 tasks x 3 seed(s) (the same tasks in both arms) would detect the observed effect (+10.0 points of success rate) with 80% power (agentab.power.plan lists the options); adding tasks to this one and testing again inflates false positives
+      - a new experiment of about 97 tasks x 3 seed(s) (the same tasks in both arms) would detect the observed effect (+10.0 points of success rate) with 80% power (agentab.power.plan, or agentab plan, lists the options); adding tasks to this one and testing again inflates false positives
     >>> result.table[["metric", "statistic", "design"]].head(3)
                metric      statistic                     design
     0         outcome           rate  paired by task (30 tasks)
