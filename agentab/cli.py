@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import __version__, datasets
@@ -54,6 +55,7 @@ from .errors import (
     TraceWarning,
     where,
 )
+from .report import FORMATS as REPORT_FORMATS
 from .score import metric_kinds, score
 from .summary import format_summary, summarize, summarize_scores
 from .traces import Traces, load_traces
@@ -89,7 +91,7 @@ DEMO_PLAN_EFFECT = 0.05
 
 _TRACE_SUFFIXES = (".jsonl.gz", ".ndjson.gz", ".json.gz", ".jsonl", ".ndjson", ".json")
 _TABLE_SUFFIXES = (".csv", ".parquet")
-_REPORT_SUFFIXES = (".html", ".htm", ".md", ".markdown")
+_REPORT_SUFFIXES = tuple(REPORT_FORMATS)
 
 _EPILOG = """\
 examples:
@@ -416,7 +418,7 @@ def _add_compare_parser(commands: Any) -> None:
                       help="the metric that decides (default outcome); a cost/count metric with its quantile: 'tokens p50'")
     what.add_argument("--metric", action="append", metavar="COL[=KIND[:DIR]]",
                       help="compare this column (repeatable; replaces the default set); KIND binary, ordinal, "
-                      "count, cost or continuous, DIR higher or lower (better); without KIND, the score's own")
+                      "count, cost or continuous, DIR higher or lower (which is better) or neither; without KIND, the score's own")
     what.add_argument("--guardrail", action="append", metavar="RULE",
                       help="a bound the candidate must be shown to respect (repeatable): 'tokens: p95 <= +10%%'")
     what.add_argument("--min-effect", metavar="E",
@@ -737,7 +739,7 @@ def _parse_metric_args(items: Sequence[str] | None) -> dict[str, Any] | None:
         if kind not in KINDS:
             raise _InputError(f"--metric {item!r}: unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
         if has_direction and direction not in ("higher", "lower", "neither"):
-            raise _InputError(f"--metric {item!r}: the direction must be higher or lower (which is better), got {direction!r}")
+            raise _InputError(f"--metric {item!r}: the direction must be higher or lower (which is better) or neither, got {direction!r}")
         out[name] = (kind, direction) if has_direction else kind
     return out
 
@@ -766,8 +768,6 @@ def _arm_name(path: Path) -> str:
 
 def _default_names(args: argparse.Namespace, baseline: Path, candidate: Path) -> tuple[str, str]:
     """The arms named after their files or folders; after the nearest parent folders that differ when those are equal."""
-    if baseline.resolve() == candidate.resolve():
-        raise _InputError(f"{baseline}: BASELINE and CANDIDATE are the same {'folder' if baseline.is_dir() else 'file'}")
     names = _arm_name(baseline), _arm_name(candidate)
     if names[0] != names[1]:
         return names
@@ -778,14 +778,6 @@ def _default_names(args: argparse.Namespace, baseline: Path, candidate: Path) ->
             return left.name, right.name
     raise _InputError(
         f"{baseline} and {candidate}: both arms would be named {names[0]!r}; name them with --names BASELINE CANDIDATE"
-    )
-
-
-def _arm_conflict(err: Exception, named_by: str, sources: Sequence[Path]) -> _InputError:
-    """The loader's arm conflict, with what to do about it."""
-    return _InputError(
-        f"{err}; the arms were named {named_by}: name them as the records do with --names BASELINE CANDIDATE, "
-        f"or take the arms from the records: agentab compare {' '.join(map(str, sources))} --arm-column arm"
     )
 
 
@@ -871,9 +863,11 @@ def _compare_data(args: argparse.Namespace, progress: _Progress) -> tuple[pd.Dat
         raise _InputError(
             f"give two sources, BASELINE CANDIDATE (got {len(sources)}), or take the arms from a column with --arm-column COL"
         )
-    names = names or _default_names(args, *sources)
-    named_by = "by --names" if args.names else "after the files or folders"
+    if sources[0].resolve() == sources[1].resolve():
+        raise _InputError(f"{sources[0]}: BASELINE and CANDIDATE are the same {'folder' if sources[0].is_dir() else 'file'}")
     if all(tables):
+        names = names or _default_names(args, *sources)
+        named_by = "by --names" if args.names else "after the files or folders"
         frames = []
         for path, name in zip(sources, names):
             frame = _read_table(path)
@@ -888,23 +882,57 @@ def _compare_data(args: argparse.Namespace, progress: _Progress) -> tuple[pd.Dat
             frames.append(frame.assign(arm=name))
         return pd.concat(frames, ignore_index=True), None, "arm", *names
     spec = _read_spec(args.spec)
-    try:
-        traces = _load(dict(zip(names, map(str, sources))), args, progress)
-    except TraceError as err:
-        if err.field == "arm":
-            raise _arm_conflict(err, named_by, sources) from err
-        raise
-    counts = traces.runs["arm"].astype(str).value_counts()
-    for path, name in zip(sources, names):
-        if counts.get(name, 0) == 0:
+    traces = _load([str(p) for p in sources], args, progress)  # the records' own arms, if any, are kept
+    position = _source_positions(traces.runs["source"], sources)
+    names = _position_names(args, traces.runs["arm"], position, sources)
+    for i, (path, name) in enumerate(zip(sources, names)):
+        if not (position == i).any():
             message = f"{path}: no valid runs for arm {name!r}: every record was rejected"
             if len(traces.rejected):
                 first = traces.rejected.iloc[0]
                 message += f" (e.g. {where(first['source'], first['line'])}: {first['reason']})"
-                if first["field"] == "arm":
-                    raise _arm_conflict(_InputError(message), named_by, sources)
             raise _InputError(message)
-    return _score(traces, spec, progress), traces, "arm", *names
+    scores = _score(traces, spec, progress)
+    arm_of = pd.Series([names[i] for i in position], index=traces.runs["run_id"].astype(str).to_numpy())
+    scores["arm"] = arm_of.reindex(scores["run_id"].astype(str)).to_numpy()
+    return scores, traces, "arm", *names
+
+
+def _source_positions(files: pd.Series, sources: Sequence[Path]) -> np.ndarray:
+    """0 for the runs read from BASELINE (a file, or a file under the folder), 1 for CANDIDATE's."""
+    where_from = {}
+    for name in pd.unique(files.astype(str)):
+        path = Path(name)
+        where_from[name] = next(i for i, src in enumerate(sources) if path == src or path.is_relative_to(src))
+    return np.array([where_from[name] for name in files.astype(str)], dtype=int)
+
+
+def _position_names(args: argparse.Namespace, arms: pd.Series, position: Any, sources: Sequence[Path]) -> tuple[str, str]:
+    """The arms' names: --names; else the records' own arm field, one per source; else the files or folders."""
+    own = [sorted(set(arms[position == i].dropna().astype(str))) for i in (0, 1)]
+    if args.names:
+        replaced = [f"{src}: {', '.join(o)}" for src, o, name in zip(sources, own, args.names) if o and o != [name]]
+        if replaced:
+            _note(args, f"the records' own arm field is replaced by --names ({'; '.join(replaced)})")
+        return tuple(args.names)
+    if not own[0] and not own[1]:
+        return _default_names(args, *sources)
+    hint = (f"name the arms with --names BASELINE CANDIDATE, or take them from the records: agentab compare "
+            f"{' '.join(map(str, sources))} --arm-column arm")
+    for src, o, i in zip(sources, own, (0, 1)):
+        if len(o) > 1:
+            raise _InputError(f"{src}: its records name {len(o)} arms ({', '.join(o)}); {hint}")
+        if not o:
+            raise _InputError(f"{src}: its records have no arm field, while the other source's records do; {hint}")
+        missing = int(arms[position == i].isna().sum())
+        if missing:
+            raise _InputError(f"{src}: {missing} of its records have no arm field and the others say {o[0]!r}; {hint}")
+    if own[0] == own[1]:
+        raise _InputError(f"{sources[0]} and {sources[1]}: the records of both name the arm {own[0][0]!r}; {hint}")
+    names = own[0][0], own[1][0]
+    if names != (_arm_name(sources[0]), _arm_name(sources[1])):
+        _note(args, f"the arms are named as their records name them: {names[0]!r} and {names[1]!r} (--names to rename)")
+    return names
 
 
 def _default_metrics(data: pd.DataFrame, column: str, baseline: str | None, candidate: str | None) -> list[str]:
@@ -921,8 +949,17 @@ def _default_metrics(data: pd.DataFrame, column: str, baseline: str | None, cand
 
 
 def _check_report_path(path: Path | None) -> None:
-    if path is not None and path.suffix.lower() not in _REPORT_SUFFIXES:
+    """Before any work: a report name that agentab.report will take, in a folder that exists or can be made."""
+    if path is None:
+        return
+    if path.suffix.lower() not in _REPORT_SUFFIXES:
         raise _InputError(f"--report {path}: the report must end in .html or .md")
+    if path.is_dir():
+        raise _InputError(f"--report {path}: a folder; give the report's file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _InputError(f"--report {path}: cannot make its folder {path.parent}: {err.strerror or err}") from err
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -965,7 +1002,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.report is not None:
         import agentab  # the public API (agentab.report), imported when first needed
 
-        args.report.parent.mkdir(parents=True, exist_ok=True)
         with progress.phase("writing the report", total=1):
             written = agentab.report(result, args.report, traces=traces, seed=args.seed)
         _note(args, f"report written to {written}")

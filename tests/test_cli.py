@@ -393,10 +393,10 @@ def _bad_inputs(root, example_runs):
         (["compare", base, cand, "--guardrail", "loop: p95 <= +10%"], "need a cost or count metric"),
         (["compare", base, cand, "--primary", "tokens"], "name a quantile, e.g. 'tokens p50'"),
         (["compare", base, base], "BASELINE and CANDIDATE are the same file"),
-        (["compare", base, str(example_runs / "baseline.json")], "both arms would be named 'baseline'"),
+        (["compare", base, str(example_runs / "baseline.json")], "baseline.json: no such file or directory"),
         (["compare", base, cand, "--names", "x", "x"], "must differ"),
-        (["compare", str(renamed), cand], "record says arm 'baseline', but this source was given as arm 'v1'"),
-        (["compare", str(renamed), cand, "--lenient"], "no valid runs for arm 'v1': every record was rejected"),
+        (["compare", str(renamed), str(write_jsonl(root / "b.jsonl", _arm_records("b", 3, arm="baseline")))],
+         "the records of both name the arm 'baseline'"),
         (["compare", base, cand, str(broken)], "give two sources, BASELINE CANDIDATE (got 3)"),
         (["compare", base, cand, "--report", str(root / "r.pdf")], "must end in .html or .md"),
         (["compare", base, cand, "--alpha", "1.5"], "--alpha must be between 0 and 1"),
@@ -418,14 +418,44 @@ def test_compare_bad_input_is_one_line_and_exit_2(example_runs, tmp_path, capsys
         assert out == "", argv
 
 
-def test_compare_arm_conflict_says_what_to_do(example_runs, tmp_path, capsys):
-    renamed = tmp_path / "v1.jsonl"
-    renamed.write_bytes((example_runs / "baseline.jsonl").read_bytes())
-    code, _, err = run(capsys, "compare", str(renamed), str(example_runs / "candidate.jsonl"), *FAST)
-    assert code == EXIT_BAD_INPUT
-    assert "--names BASELINE CANDIDATE" in err and "--arm-column arm" in err
-    code, _out, err = run(capsys, "compare", str(renamed), str(example_runs / "candidate.jsonl"), "--arm-column", "arm", *FAST)
+def test_compare_names_arms_after_the_records_when_they_carry_one_arm_each(example_runs, tmp_path, capsys):
+    # The issue's "two folders of traces": folders named otherwise than the records' own arm field.
+    for name, arm in (("old", "baseline"), ("new", "candidate")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "runs.jsonl").write_bytes((example_runs / f"{arm}.jsonl").read_bytes())
+    code, out, err = run(capsys, "compare", str(tmp_path / "old"), str(tmp_path / "new"), "--json", *FAST)
     assert code == 0, err
+    result = json.loads(out)
+    assert (result["baseline"], result["candidate"]) == ("baseline", "candidate")
+    assert "named as their records name them: 'baseline' and 'candidate'" in err
+    # --names wins, with a note that the records' arms were replaced; the order is the sources' order.
+    code, out, err = run(capsys, "compare", str(tmp_path / "new"), str(tmp_path / "old"), "--names", "v2", "v1", "--json", *FAST)
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["baseline"], result["candidate"]) == ("v2", "v1")
+    assert [a["runs"] for a in result["arms"]] == [len((example_runs / "candidate.jsonl").read_text().splitlines())] * 2
+    assert "replaced by --names" in err
+
+
+def test_compare_arm_fields_that_cannot_name_the_arms_say_what_to_do(example_runs, tmp_path, capsys):
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", _arm_records("m", 5, arm="a") + _arm_records("n", 5, arm="b"))
+    plain = write_jsonl(tmp_path / "plain.jsonl", _arm_records("p", 5))
+    half = write_jsonl(tmp_path / "half.jsonl", _arm_records("h", 5, arm="c") + _arm_records("k", 5))
+    cases = [
+        ([mixed, plain], "mixed.jsonl: its records name 2 arms (a, b)"),
+        ([write_jsonl(tmp_path / "c.jsonl", _arm_records("c", 5, arm="c")), plain],
+         "plain.jsonl: its records have no arm field, while the other source's records do"),
+        ([half, plain], "half.jsonl: 40 of its records have no arm field and the others say 'c'"),
+    ]
+    for sources, needle in cases:
+        code, _, err = run(capsys, "compare", *map(str, sources), *FAST)
+        assert code == EXIT_BAD_INPUT and needle in err, err
+        assert "--names BASELINE CANDIDATE" in err and "--arm-column arm" in err
+    # Without arm fields, the arms are named after the files.
+    other = write_jsonl(tmp_path / "other.jsonl", _arm_records("o", 15))
+    code, out, err = run(capsys, "compare", str(plain), str(other), "--json", *FAST)
+    assert code == 0, err
+    assert (json.loads(out)["baseline"], json.loads(out)["candidate"]) == ("plain", "other")
 
 
 def test_compare_lenient_lists_rejections_on_stderr(example_runs, tmp_path, capsys):
