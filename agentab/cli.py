@@ -154,7 +154,8 @@ delta (ordinal); judged on the confidence interval: holds, breached (don't ship)
   harness, runs, tasks), design, settings (alpha, n_resamples, seed, cluster, paired, primary, ...),
   metrics (one object per table row: metric, kind, statistic, role, effect, ci_low, ci_high, p_value,
   p_adjusted, assessment, ...), levels, guardrails (rule, status, estimate, ci_low, ci_high, bound),
-  notes. Keys may be added within a schema version, never renamed or removed.
+  notes, plan (the next experiment of an inconclusive verdict: tasks, seeds_per_task, ...; else null).
+  Keys may be added within a schema version, never renamed or removed.
 
 exit codes: 0 success; 1 internal error; 2 bad input (one line on stderr); with --fail-on dont-ship,
 3 when the verdict is "don't ship"; with --fail-on inconclusive, 3 for "don't ship" and 4 for

@@ -401,6 +401,26 @@ def _tail_note(known: np.ndarray) -> str:
 def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float]) -> tuple[list[dict], dict, Any]:
     x, y = _arm_values(inp, metric.name, metric.kind)
     known = np.r_[x[~np.isnan(x)], y[~np.isnan(y)]]
+    if metric.kind == "binary" and not np.isin(known, (0.0, 1.0)).all():
+        other = known[~np.isin(known, (0.0, 1.0))]
+        raise CompareError(
+            f"metric {metric.name!r} is compared as binary but has {len(other)} value(s) other than 0/1 (or booleans), "
+            f"e.g. {float(other[0]):g}: declare its kind (count, cost, ordinal or continuous)"
+        )
+    if metric.kind in ("cost", "count") and (known < 0).any():
+        raise CompareError(
+            f"metric {metric.name!r} is compared as {metric.kind} but has {int((known < 0).sum())} negative value(s): "
+            "declare it continuous"
+        )
+    try:
+        return _route(inp, metric, quantiles, x, y, known)
+    except ValueError as err:  # what the arrays cannot support (e.g. pass^k without seeds): named by metric
+        raise CompareError(f"metric {metric.name!r} ({metric.kind}): {err}") from err
+
+
+def _route(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float], x: np.ndarray, y: np.ndarray,
+           known: np.ndarray) -> tuple[list[dict], dict, Any]:
+    """The tests of one metric's kind, as table rows."""
     if np.isnan(x).all() or np.isnan(y).all():
         arm = inp.baseline if np.isnan(x).all() else inp.candidate
         message = f"metric {metric.name!r} has no values in arm {arm!r}"
@@ -788,6 +808,15 @@ def compare(
         settings,
         tuple(inp.notes),
         results,
-        inp.data.loc[inp.base_rows | inp.cand_rows],
+        _compared_runs(inp, design["kind"]),
         next_plan,
     )
+
+
+def _compared_runs(inp: _CompareInput, design_kind: str) -> pd.DataFrame:
+    """The runs of the two arms that were analysed: with a paired design, those of the tasks both arms ran."""
+    runs = inp.data.loc[inp.base_rows | inp.cand_rows]
+    if design_kind != "paired" or inp.cluster is None:
+        return runs
+    shared = pd.Index(pd.unique(inp.base[inp.cluster])).intersection(pd.Index(pd.unique(inp.cand[inp.cluster])))
+    return runs[runs[inp.cluster].isin(shared)]

@@ -47,8 +47,9 @@ class Comparison:
     results : dict
         The scipy-style result of every test, by metric (see :meth:`metric`).
     data : pandas.DataFrame
-        The runs of the two arms that were compared (the rows of ``compare``'s
-        input), for plots and reports.
+        The runs of the two arms that were compared (rows of ``compare``'s
+        input; with a paired design, only those of the tasks both arms ran),
+        for plots and reports.
     plan : agentab.power.Plan or None
         When the verdict is inconclusive because the primary metric is not
         significant: the plan of a new experiment that would detect the
@@ -104,13 +105,16 @@ class Comparison:
 
         Keys: ``schema``, ``verdict``, ``reasons`` and ``explanations``
         (lists of sentences), ``baseline`` and ``candidate`` (arm names),
-        ``primary``, ``arms`` (per arm: name, model, harness, runs, tasks),
+        ``primary``, ``arms`` (per arm: arm, model, harness, runs, tasks),
         ``design`` (kind, label, seeds, dropped_tasks, dropped_runs),
         ``settings`` (alpha, n_resamples, seed, cluster, paired, primary, arm),
         ``metrics`` (one object per table row, keys :data:`TABLE_COLUMNS`),
         ``levels`` (ordinal level shares: metric, level, baseline,
         candidate, shift), ``guardrails`` (rule, metric, row, status,
-        estimate, ci_low, ci_high, bound, note), ``notes``.
+        estimate, ci_low, ci_high, bound, relative, note), ``notes``, and
+        ``plan`` (the next experiment of an inconclusive verdict: metric,
+        effect, design, tasks, seeds_per_task, runs_per_arm, power, alpha;
+        None otherwise).
 
         Examples
         --------
@@ -144,6 +148,11 @@ class Comparison:
             "levels": self.levels.to_dict(orient="records"),
             "guardrails": checks,
             "notes": list(self.notes),
+            "plan": None if self.plan is None else {
+                "metric": self.plan.metric, "effect": self.plan.effect, "effect_text": self.plan.effect_text(),
+                "design": self.plan.design, "tasks": self.plan.tasks, "seeds_per_task": self.plan.seeds_per_task,
+                "runs_per_arm": self.plan.runs_per_arm, "power": self.plan.power, "alpha": self.plan.alpha,
+            },
         })
 
     def __repr__(self) -> str:

@@ -40,8 +40,15 @@ __all__ = [
 #: Okabe-Ito colours: blue, orange, bluish green, vermillion, reddish purple, sky blue, yellow, black.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 BETTER, WORSE, NEUTRAL = "#009E73", "#D55E00", "#6f6f6f"
-#: Ordered levels of an ordinal metric, worst first (vermillion to blue).
-LEVEL_COLOURS = ("#D55E00", "#E69F00", "#56B4E9", "#0072B2", "#009E73", "#CC79A7")
+#: Ordered levels of an ordinal metric (up to 4), worst first: vermillion, orange, sky blue, blue.
+LEVEL_COLOURS = ("#D55E00", "#E69F00", "#56B4E9", "#0072B2")
+
+
+def level_colours(n: int) -> list[Any]:
+    """``n`` colours in level order, worst first: the four Okabe-Ito ones, or cividis (ordered, CVD-safe) for more."""
+    if n <= len(LEVEL_COLOURS):
+        return [LEVEL_COLOURS[i] for i in ((3,), (0, 3), (0, 1, 3), (0, 1, 2, 3))[n - 1]]
+    return [matplotlib.colormaps["cividis"](v) for v in np.linspace(0.0, 0.95, n)]
 
 _STYLE = {
     "font.size": 9,
@@ -152,14 +159,16 @@ def level_shares(comparison: Any, metric: str) -> Figure:
     fig = Figure(figsize=(7.5, 2.2))
     ax = fig.subplots()
     arms = [comparison.baseline, comparison.candidate]
+    colours = level_colours(len(shares))
     for y, (arm, column) in enumerate(zip(arms, ["baseline", "candidate"])):
         left = 0.0
         for i, (level, share) in enumerate(zip(shares["level"], shares[column])):
-            colour = LEVEL_COLOURS[i % len(LEVEL_COLOURS)]
-            ax.barh(y, share, left=left, color=colour, edgecolor="white", label=str(level) if y == 0 else None)
+            ax.barh(y, share, left=left, color=colours[i], edgecolor="white", label=str(level) if y == 0 else None)
             if share >= 0.06:
+                r, g, b = matplotlib.colors.to_rgb(colours[i])
+                dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
                 ax.text(left + share / 2, y, f"{share:.0%}", ha="center", va="center", fontsize=8,
-                        color="white" if i in (0, 3) else "black")
+                        color="white" if dark else "black")
             left += share
     ax.set_yticks([0, 1], labels=arms)
     ax.invert_yaxis()
@@ -167,7 +176,8 @@ def level_shares(comparison: Any, metric: str) -> Figure:
     ax.set_xlabel("share of runs (tasks weighted equally)")
     ax.set_ylabel("arm")
     ax.set_title(f"{metric}: level shares by arm")
-    ax.legend(title="level", ncols=len(shares), loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=8)
+    ax.legend(title="level (worst first)", ncols=min(len(shares), 8), loc="upper center", bbox_to_anchor=(0.5, -0.3),
+              fontsize=8)
     return fig
 
 
@@ -233,9 +243,10 @@ def ecdf(comparison: Any, metric: str) -> Figure:
     ax.set_ylim(0, 1.05)
     zero_note = "; ".join(f"{n}: {z} at 0" for n, z in zeros.items() if z)
     ax.set_xlabel(f"{metric} (log scale{'; runs at 0 counted at the left end: ' + zero_note if zero_note else ''})")
-    ax.set_ylabel("share of runs at or below")
+    ax.set_ylabel("share of runs at or below\n(tasks weighted equally)")
     ax.set_title(f"{metric}: distribution by arm (o p50, ^ p95)")
-    ax.legend(loc="upper left")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left")
     return fig
 
 
@@ -252,11 +263,16 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = SHIFT_Q
     the distributions differ, not only whether. The change is relative
     (candidate / baseline - 1, in %), so the tail and the body share one
     readable axis; when a baseline quantile is 0 the ratio is unbounded and
-    the plot shows differences instead. Computed with
+    the plot shows differences instead (an interval whose upper bound is
+    unbounded, because some resampled baseline quantile is 0, ends in an
+    arrow at the top). Computed with
     :func:`agentab.stats.quantile_difference` on the comparison's design
     (tasks resampled whole, paired when the comparison was), intervals only.
-    Quantiles whose interval excludes no change are coloured by the
-    metric's direction (green better). ``n_resamples`` defaults to the
+    The intervals are simultaneous: each at confidence 1 - alpha / (number
+    of quantiles) (Bonferroni), so that colouring the quantiles whose
+    interval excludes no change (green better, by the metric's direction)
+    does not claim more than the comparison's own tests; they are wider
+    than the table's interval for the same quantile. ``n_resamples`` defaults to the
     comparison's (at most 1999) and ``seed`` to its seed.
     """
     from . import stats
@@ -270,13 +286,19 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = SHIFT_Q
         base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float), list(q),
         x_strata=None if cluster is None else base[cluster].to_numpy(),
         y_strata=None if cluster is None else cand[cluster].to_numpy(),
-        paired=paired, confidence_level=1 - comparison.settings["alpha"], n_resamples=n, rng=rng, test=False,
+        paired=paired, confidence_level=1 - comparison.settings["alpha"] / len(q), n_resamples=n, rng=rng, test=False,
     )
     qs = np.atleast_1d(res.q)
     ratio = np.atleast_1d(res.ratio), np.atleast_1d(res.ratio_interval.low), np.atleast_1d(res.ratio_interval.high)
-    relative = all(np.isfinite(r).all() for r in ratio)
+    relative = bool(np.isfinite(ratio[0]).all())
+    unbounded = np.zeros(len(qs), dtype=bool)
     if relative:
         est, lo, hi = (100 * (r - 1) for r in ratio)
+        # A resampled baseline quantile of 0 makes the ratio unbounded: draw to the top edge, with an arrow.
+        unbounded = ~np.isfinite(hi)
+        if unbounded.any():
+            finite = np.r_[est, lo[np.isfinite(lo)], hi[np.isfinite(hi)]]
+            hi = np.where(unbounded, max(finite.max(), 0) + 0.25 * (finite.max() - finite.min() + 1), hi)
     else:
         est = np.atleast_1d(res.statistic)
         lo, hi = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
@@ -289,17 +311,16 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = SHIFT_Q
         colour = NEUTRAL if not excludes[k] or direction == "neither" else BETTER if good else WORSE
         ax.plot([qs[k], qs[k]], [lo[k], hi[k]], color=colour, linewidth=2)
         ax.plot([qs[k]], [est[k]], marker="o", color=colour, linestyle="none")
+        if unbounded[k]:
+            ax.plot([qs[k]], [hi[k]], marker="^", color=colour, linestyle="none")
     ax.plot(qs, est, color="#444444", linewidth=0.8)
     ax.axhline(0, color="#333333", linewidth=0.8)
     ax.set_xticks(qs, labels=[f"p{100 * v:g}" for v in qs])
     ax.set_xlabel("quantile")
     ax.set_ylabel(f"{metric}: candidate vs baseline, % change" if relative else f"{metric}: candidate minus baseline")
-    ax.set_title(f"{metric}: quantile shift, with {1 - comparison.settings['alpha']:.0%} bootstrap CI")
+    ax.set_title(f"{metric}: quantile shift, {1 - comparison.settings['alpha']:.0%} simultaneous bootstrap CIs "
+                 f"(Bonferroni over {len(qs)} quantiles)")
     return fig
-
-
-def _group_colours(groups: Sequence[Any], baseline: Any, candidate: Any) -> dict[Any, str]:
-    return arm_colours(list(groups), baseline, candidate)
 
 
 def _grouped_bars(ax: Any, table: pd.DataFrame, colours: dict[Any, str], *, horizontal: bool) -> None:
@@ -324,9 +345,10 @@ def step_buckets(diagnosis: Any, *, baseline: Any = None, candidate: Any = None)
     are written on the bars; a rate on few runs is noisy.
     """
     table = diagnosis.tables["steps"]
-    rates = table["success_rate"].unstack(0)
-    runs = table["runs"].unstack(0)
-    colours = _group_colours(rates.columns, baseline, candidate)
+    order = pd.unique(table.index.get_level_values("steps"))  # buckets in step order (unstack sorts labels as text)
+    rates = table["success_rate"].unstack(0).reindex(order)
+    runs = table["runs"].unstack(0).reindex(order)
+    colours = arm_colours(list(rates.columns), baseline, candidate)
     fig = Figure(figsize=(7.5, 3.2))
     ax = fig.subplots()
     _grouped_bars(ax, rates.fillna(0.0), colours, horizontal=False)
@@ -359,7 +381,7 @@ def failure_rates(diagnosis: Any, *, baseline: Any = None, candidate: Any = None
     present = [c for c in FAILURE_RATES if c in rates]
     table = rates[present].T.astype(float)
     table.index = [FAILURE_RATES[c] for c in present]
-    colours = _group_colours(table.columns, baseline, candidate)
+    colours = arm_colours(list(table.columns), baseline, candidate)
     fig = Figure(figsize=(7.5, 0.8 + 0.45 * len(table)))
     ax = fig.subplots()
     _grouped_bars(ax, table.fillna(0.0), colours, horizontal=True)
@@ -379,7 +401,7 @@ def tool_choice(diagnosis: Any, *, top: int = 12, baseline: Any = None, candidat
         raise KeyError("this diagnosis has no tool-choice table: diagnose the traces (they hold the steps)")
     table = diagnosis.tables["tool_choice"].astype(float)
     table = table.loc[table.max(axis=1).sort_values(ascending=False).index[:top]]
-    colours = _group_colours(table.columns, baseline, candidate)
+    colours = arm_colours(list(table.columns), baseline, candidate)
     fig = Figure(figsize=(7.5, 0.8 + 0.4 * len(table)))
     ax = fig.subplots()
     _grouped_bars(ax, table, colours, horizontal=True)
@@ -393,12 +415,15 @@ def tool_choice(diagnosis: Any, *, top: int = 12, baseline: Any = None, candidat
 
 
 @_styled
-def task_outcomes(profile: pd.DataFrame, *, baseline: str, candidate: str, metric: str = "outcome") -> Figure:
-    """Each task's success rate in the baseline (x) against the candidate (y).
+def task_outcomes(profile: pd.DataFrame, *, baseline: str, candidate: str, metric: str = "outcome",
+                  direction: str = "higher") -> Figure:
+    """Each task's rate in the baseline (x) against the candidate (y).
 
-    ``profile`` is :func:`agentab.report.task_profile`'s table. Above the
-    diagonal the candidate did better on that task; the marker's area counts
-    the tasks at that point (with a few seeds per task, rates repeat).
+    ``profile`` is :func:`agentab.task_profile`'s table. The colour says
+    on which side of the diagonal the candidate did better on that task, by
+    the metric's ``direction`` ("higher" or "lower" is better; "neither":
+    grey); the marker's area counts the tasks at that point (with a few
+    seeds per task, rates repeat).
     """
     x = profile[f"{metric} {baseline}"].to_numpy(dtype=float)
     y = profile[f"{metric} {candidate}"].to_numpy(dtype=float)
@@ -406,8 +431,10 @@ def task_outcomes(profile: pd.DataFrame, *, baseline: str, candidate: str, metri
     points = pd.DataFrame({"x": x[keep], "y": y[keep]}).value_counts().reset_index(name="tasks")
     fig = Figure(figsize=(4.6, 4.2))
     ax = fig.subplots()
-    side = np.sign(points["y"] - points["x"])
+    side = np.sign(points["y"] - points["x"]) * (-1 if direction == "lower" else 1)
     colour = np.where(side > 0, BETTER, np.where(side < 0, WORSE, NEUTRAL))
+    if direction == "neither":
+        colour[:] = NEUTRAL
     ax.scatter(points["x"], points["y"], s=25 + 35 * points["tasks"], c=colour, alpha=0.75, edgecolors="black",
                linewidths=0.4)
     ax.plot([0, 1], [0, 1], color="#333333", linewidth=0.8)

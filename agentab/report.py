@@ -36,13 +36,12 @@ FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "mar
 # --------------------------------------------------------------------------- #
 @dataclass
 class _Block:
-    kind: str  # h1 h2 p list table figure pre verdict details
+    kind: str  # h1 h2 h3 p list table figure pre verdict details
     text: str = ""
     items: list[str] = field(default_factory=list)
     table: pd.DataFrame | None = None
     figure: Any = None
     children: list[_Block] = field(default_factory=list)
-    css: str = ""
 
 
 def task_profile(comparison: Any, metric: str | None = None) -> pd.DataFrame:
@@ -64,8 +63,10 @@ def task_profile(comparison: Any, metric: str | None = None) -> pd.DataFrame:
         metric; the range for others), and when the scores have them
         ``path valid A`` (share of runs matching the reference path),
         ``side effects A`` (forbidden plus unexpected, summed), ``cost A``
-        (median ``cost_usd``, else ``tokens``). ``change`` is candidate minus
-        baseline; rows are sorted by it, regressions first.
+        (median ``cost_usd``, else ``tokens``), unless no run has them.
+        ``change`` is candidate minus baseline; rows are sorted regressions
+        first, by the metric's direction (for a metric where lower is
+        better, the largest rise first).
 
     Examples
     --------
@@ -110,13 +111,28 @@ def task_profile(comparison: Any, metric: str | None = None) -> pd.DataFrame:
             part[f"{extra} {name}"] = group[extra].agg(how)
         parts.append(part)
     table = pd.concat(parts, axis=1)
+    table = table.drop(columns=[c for c in table.columns if table[c].isna().all()])
     table["change"] = table[f"{metric} {comparison.candidate}"] - table[f"{metric} {comparison.baseline}"]
     table.index.name = cluster
-    return table.sort_values(["change", f"{metric} {comparison.baseline}"], kind="stable", na_position="last")
+    worse_first = table["change"] * (-1 if _direction(comparison, metric) == "lower" else 1)
+    order = pd.DataFrame({"w": worse_first, "b": table[f"{metric} {comparison.baseline}"]}).sort_values(
+        ["w", "b"], kind="stable", na_position="last").index
+    return table.loc[order]
+
+
+def _direction(comparison: Any, metric: str) -> str:
+    directions = comparison.metrics["direction"]
+    return str(directions[metric]) if metric in directions.index else "higher"
+
+
+def _primary_metric(comparison: Any) -> str:
+    """The primary metric's column (``"tokens p50"`` -> ``"tokens"``)."""
+    primary = str(comparison.settings["primary"])
+    return primary if primary in comparison.metrics.index else primary.rsplit(" p", 1)[0]
 
 
 def _profile_metric(comparison: Any) -> str | None:
-    primary = str(comparison.settings["primary"]).rsplit(" p", 1)[0]
+    primary = _primary_metric(comparison)
     kinds = comparison.metrics["kind"]
     if primary in kinds.index and kinds[primary] in ("binary", "ordinal", "continuous"):
         return primary
@@ -174,7 +190,7 @@ def _levels(comparison: Any, plots: Any) -> list[_Block]:
 
 def _cost(comparison: Any, plots: Any, seed: Any) -> list[_Block]:
     kinds = comparison.metrics["kind"]
-    named = {str(comparison.settings["primary"]).rsplit(" p", 1)[0]}
+    named = {_primary_metric(comparison)}
     named |= {check.guardrail.metric for check in comparison.decision.guardrails}
     metrics = [m for m, k in kinds.items() if k == "cost" or (k == "count" and (m in named or m == "n_steps"))]
     metrics = [m for m in metrics if m in comparison.data]
@@ -186,6 +202,9 @@ def _cost(comparison: Any, plots: Any, seed: Any) -> list[_Block]:
                           "whether (Doksum 1974).")]
     for metric in metrics:
         blocks.append(_Block("h3", metric))
+        if not (pd.to_numeric(comparison.data[metric], errors="coerce") > 0).any():
+            blocks.append(_Block("p", f"Every run's {metric} is 0 (or missing): nothing to plot."))
+            continue
         blocks.append(_Block("figure", f"Distribution of {metric} by arm", figure=plots.ecdf(comparison, metric)))
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -232,19 +251,32 @@ def _tasks(comparison: Any, plots: Any) -> list[_Block]:
     if metric is None:
         return []
     profile = task_profile(comparison, metric)
+    direction = _direction(comparison, metric)
     blocks = [_Block("h2", "Per task"),
               _Block("p", "Each task's result in each arm, the spread across its seeds, path validity, side effects "
                           "and cost. A profile says more than a rank: look at the tasks that moved.")]
     base, cand = profile[f"{metric} {comparison.baseline}"], profile[f"{metric} {comparison.candidate}"]
-    if base.between(0, 1).all() and cand.between(0, 1).all():
+    if base.dropna().between(0, 1).all() and cand.dropna().between(0, 1).all():
         blocks.append(_Block("figure", "Per-task outcome, baseline against candidate", figure=plots.task_outcomes(
-            profile, baseline=comparison.baseline, candidate=comparison.candidate, metric=metric)))
-    changed = profile["change"].fillna(0) != 0
-    blocks.append(_Block("p", f"{int((profile['change'] > 0).sum())} tasks improved, {int((profile['change'] < 0).sum())} "
-                              f"regressed, {int((~changed).sum())} unchanged (or run by one arm only)."))
-    blocks.append(_Block("details", f"All {len(profile)} tasks, regressions first",
-                         children=[_Block("table", table=profile.reset_index())]))
+            profile, baseline=comparison.baseline, candidate=comparison.candidate, metric=metric, direction=direction)))
+    better = profile["change"] * (-1 if direction == "lower" else 1)
+    if direction == "neither":
+        blocks.append(_Block("p", f"{int((profile['change'] > 0).sum())} tasks rose, {int((profile['change'] < 0).sum())} "
+                                  f"fell, {int((profile['change'] == 0).sum())} unchanged."))
+    else:
+        blocks.append(_Block("p", f"{int((better > 0).sum())} tasks improved, {int((better < 0).sum())} regressed, "
+                                  f"{int((better == 0).sum())} unchanged ({metric}: {direction} is better)."))
+    shown, title = profile, f"All {len(profile)} tasks, regressions first"
+    if len(profile) > 2 * TASKS_SHOWN:
+        shown = pd.concat([profile.head(TASKS_SHOWN), profile.tail(TASKS_SHOWN)])
+        title = (f"The {TASKS_SHOWN} largest regressions and the {TASKS_SHOWN} largest improvements of {len(profile)} "
+                 "tasks (all of them: agentab.task_profile(comparison))")
+    blocks.append(_Block("details", title, children=[_Block("table", table=shown.reset_index())]))
     return blocks
+
+
+#: A report's per-task table shows every task up to twice this, else this many at each end.
+TASKS_SHOWN = 30
 
 
 def _next_experiment(comparison: Any, plots: Any) -> list[_Block]:

@@ -392,6 +392,7 @@ def _bad_inputs(root, example_runs):
         (["compare", base, cand, "--guardrail", "tokens: p95 < 10%"], "is not '<statistic> <op> <margin>'"),
         (["compare", base, cand, "--guardrail", "loop: p95 <= +10%"], "need a cost or count metric"),
         (["compare", base, cand, "--primary", "tokens"], "name a quantile, e.g. 'tokens p50'"),
+        (["compare", base, cand, "--metric", "tokens=binary"], "'tokens' is compared as binary but has"),
         (["compare", base, base], "BASELINE and CANDIDATE are the same file"),
         (["compare", base, str(example_runs / "baseline.json")], "baseline.json: no such file or directory"),
         (["compare", base, cand, "--names", "x", "x"], "must differ"),

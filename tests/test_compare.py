@@ -497,3 +497,17 @@ def test_no_sample_size_advice_when_the_primary_is_already_significant():
     assert result.verdict == "inconclusive"  # the primary improved; the tight guardrail is unresolved
     assert result.table.iloc[0]["p_value"] < 0.05
     assert not any("80% power" in r for r in result.decision.reasons)
+
+
+def test_a_kind_the_values_cannot_have_is_a_compare_error():
+    frame = pd.DataFrame({
+        "arm": ["baseline", "candidate"] * 10,
+        "task_id": [f"t{i // 2}" for i in range(20)],
+        "outcome": [True, False] * 10,
+        "tokens": list(range(20)),
+        "delta": [-1.0, 1.0] * 10,
+    })
+    with pytest.raises(CompareError, match=r"metric 'tokens' is compared as binary but has 18 value\(s\) other than 0/1"):
+        agentab.compare(frame, metrics={"outcome": "binary", "tokens": "binary"}, n_resamples=99, seed=0)
+    with pytest.raises(CompareError, match=r"metric 'delta' is compared as cost but has 10 negative value\(s\)"):
+        agentab.compare(frame, metrics={"outcome": "binary", "delta": "cost"}, n_resamples=99, seed=0)

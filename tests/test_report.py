@@ -610,9 +610,14 @@ def test_task_profile_matches_a_manual_groupby(small):
     assert np.all(np.diff(change) >= 0), "regressions first"
 
 
-def test_task_profile_task_run_by_one_arm_goes_last(scores):
+def test_task_profile_task_run_by_one_arm(scores):
     one_armed = scores[~((scores["arm"] == "candidate") & (scores["task_id"] == "t003"))]
+    # Paired: the task is left out of the analysis, so out of the data, the figures and the profile.
     result = agentab.compare(one_armed, metrics=["outcome"], n_resamples=99, seed=0)
+    assert result.design["kind"] == "paired" and "t003" not in agentab.task_profile(result).index
+    assert "t003" not in set(result.data["task_id"])
+    # Independent tasks: the task counts, and goes last with no change.
+    result = agentab.compare(one_armed, metrics=["outcome"], paired=False, n_resamples=99, seed=0)
     profile = agentab.task_profile(result)
     assert profile.index[-1] == "t003"
     assert pd.isna(profile.loc["t003", "change"]) and pd.isna(profile.loc["t003", "outcome candidate"])
@@ -844,3 +849,73 @@ def test_diagnose_one_arm_of_the_scores_with_all_traces(scores, traces):
 def test_tool_choice_columns_are_named_by_the_grouping(scores, traces):
     table = agentab.diagnose(scores, traces=traces).tables["tool_choice"]
     assert table.columns.name == "arm"
+
+
+# --------------------------------------------------------------------------- #
+# Review fixes: step order, direction, simultaneous shift intervals, many levels, many tasks
+# --------------------------------------------------------------------------- #
+def test_step_bucket_figure_is_in_step_order(figures, diagnosis):
+    ax = figures["step_buckets"].axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == list(pd.unique(diagnosis.tables["steps"].index.get_level_values("steps")))
+    assert labels[:3] == ["0-4", "5-9", "10-14"]
+
+
+def _colour_counts(ax) -> dict[str, int]:
+    colours = [_hex(c).lower() for c in ax.collections[0].get_facecolors()]
+    return {c: colours.count(c) for c in set(colours)}
+
+
+def test_task_view_follows_the_metric_direction(scores):
+    # loop: lower is better. A task with more loops in the candidate regressed.
+    result = agentab.compare(scores, metrics=["outcome", "loop"], primary="loop", n_resamples=99, seed=0)
+    profile = agentab.task_profile(result)
+    assert profile["change"].iloc[0] == profile["change"].max() > 0  # the largest rise first: a regression
+    fig = agentab.plots.task_outcomes(profile, baseline="baseline", candidate="candidate", metric="loop",
+                                      direction="lower")
+    x, y = profile["loop baseline"].to_numpy(), profile["loop candidate"].to_numpy()
+    points = pd.DataFrame({"x": x, "y": y}).value_counts().reset_index()
+    counts = _colour_counts(fig.axes[0])
+    assert counts.get("#d55e00", 0) == int((points["y"] > points["x"]).sum())  # rises: worse
+    assert counts.get("#009e73", 0) == int((points["y"] < points["x"]).sum())  # falls: better
+
+
+def test_quantile_shift_intervals_are_simultaneous(small, figures):
+    ax = figures["quantile_shift"].axes[0]
+    assert "Bonferroni over 10 quantiles" in ax.get_title()
+    # The p95 interval (as % change) contains the table's own (pointwise) interval for tokens p95.
+    row = small.table.set_index("metric").loc["tokens p95"]
+    segments = [line for line in ax.get_lines() if len(line.get_xdata()) == 2 and np.allclose(line.get_xdata(), 0.95)]
+    low, high = sorted(segments[0].get_ydata())
+    assert low <= 100 * (row["ratio_low"] - 1) + 1e-9 and high >= 100 * (row["ratio_high"] - 1) - 1e-9
+
+
+def test_many_ordinal_levels_get_distinct_ordered_colours():
+    from matplotlib.colors import to_hex
+
+    for n in range(1, 10):
+        colours = [to_hex(c) for c in agentab.plots.level_colours(n)]
+        assert len(set(colours)) == n
+    assert agentab.plots.level_colours(2) == ["#D55E00", "#0072B2"]  # worst vermillion, best blue
+
+
+def test_per_task_table_of_many_tasks_shows_both_ends(tmp_path):
+    rng = np.random.default_rng(0)
+    n_tasks = 70
+    frame = pd.DataFrame({
+        "arm": np.repeat(["baseline", "candidate"], n_tasks * 2),
+        "task_id": np.tile(np.repeat([f"t{i:02d}" for i in range(n_tasks)], 2), 2),
+        "outcome": rng.random(n_tasks * 4) < 0.5,
+    })
+    result = agentab.compare(frame, metrics=["outcome"], n_resamples=99, seed=0)
+    text = agentab.report(result, tmp_path / "many.md").read_text()
+    assert "The 30 largest regressions and the 30 largest improvements of 70 tasks" in text
+    table = text.split("The 30 largest regressions")[1].split("\n\n")[1]
+    assert len(table.splitlines()) == 2 + 60
+
+
+def test_to_dict_carries_the_plan_of_an_inconclusive_verdict(small, ship):
+    out = small.to_dict()
+    assert out["plan"]["tasks"] == small.plan.tasks and out["plan"]["seeds_per_task"] == small.plan.seeds_per_task
+    assert ship.to_dict()["plan"] is None
+    json.dumps(out, allow_nan=False)
