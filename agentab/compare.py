@@ -228,7 +228,8 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
     if cluster is not None and cluster not in data.columns:
         if cluster != "task_id":
             raise CompareError(f"no cluster column {cluster!r} in the data")
-        notes.append("no task_id column: runs are treated as independent (say cluster= if tasks are in another column)")
+        notes.append("no task_id column: runs are treated as independent (if tasks are in another column, name it: "
+                     "cluster= in Python, --cluster on the command line)")
         cluster = None
     if cluster is None and paired is True:
         raise CompareError("paired=True needs a task column (cluster=); runs are never paired by row order")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .decide import Decision, format_value
+from .decide import Decision, format_value, html_items
 from .stats import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 
 __all__ = ["Comparison"]
@@ -231,9 +231,6 @@ class Comparison:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        def items(texts: list[str] | tuple[str, ...]) -> str:
-            return "".join(f"<li>{html.escape(t)}</li>" for t in texts)
-
         head = "".join(f"<div>{html.escape(line)}</div>" for line in self._header())
         parts = [f"<div>{head}", self.decision._repr_html_()]
         parts.append(self.summary_table().to_html(index=False, escape=True, border=0))
@@ -241,7 +238,7 @@ class Comparison:
         if len(self.levels):
             parts.append(f"<p>{'<br>'.join(html.escape(line) for line in self._level_lines())}</p>")
         if self._warning_lines() or self.notes:
-            parts.append(f"<details><summary>Warnings and notes</summary><ul>{items(self._warning_lines() + list(self.notes))}</ul></details>")
+            parts.append(f"<details><summary>Warnings and notes</summary><ul>{html_items(self._warning_lines() + list(self.notes))}</ul></details>")
         parts.append("</div>")
         return "".join(parts)
 

@@ -39,7 +39,6 @@ given as strings ``"metric: statistic op margin"`` (``"tokens: p95 <= +10%"``).
 from __future__ import annotations
 
 import html
-
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -236,17 +235,19 @@ class Decision:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        def items(texts: tuple[str, ...]) -> str:
-            return "".join(f"<li>{html.escape(t)}</li>" for t in texts)
-
         colour = {"ship": "#1b7837", "don't ship": "#b2182b"}.get(self.verdict, "#595959")
-        parts = [f"<h3 style='color:{colour}'>Verdict: {html.escape(self.verdict)}</h3><ul>{items(self.reasons)}</ul>"]
+        parts = [f"<h3 style='color:{colour}'>Verdict: {html.escape(self.verdict)}</h3><ul>{html_items(self.reasons)}</ul>"]
         if self.explanations:
             parts.append(
                 "<details><summary>What changed (explains, does not decide)</summary>"
-                f"<ul>{items(self.explanations)}</ul></details>"
+                f"<ul>{html_items(self.explanations)}</ul></details>"
             )
         return "".join(parts)
+
+
+def html_items(texts: Sequence[str]) -> str:
+    """HTML list items of plain texts (escaped)."""
+    return "".join(f"<li>{html.escape(t)}</li>" for t in texts)
 
 
 def format_value(value: float, kind: str, signed: bool = False) -> str:
