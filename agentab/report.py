@@ -198,8 +198,8 @@ def _cost(comparison: Any, plots: Any, seed: Any) -> list[_Block]:
         return []
     blocks = [_Block("h2", "Cost and other long-tailed metrics"),
               _Block("p", "Distributions on a log axis with p50 and p95 marked, then the quantile shift: the "
-                          "difference between the arms at each decile, where the distributions differ and not only "
-                          "whether (Doksum 1974).")]
+                          "candidate's change at each decile and at p95, where the distributions differ and not only "
+                          "whether (Doksum 1974), with simultaneous intervals (Bonferroni over the quantiles).")]
     for metric in metrics:
         blocks.append(_Block("h3", metric))
         if not (pd.to_numeric(comparison.data[metric], errors="coerce") > 0).any():
