@@ -45,6 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import formats
 from ._decode import RecordDecoder, Rejection
 from ._parallel import (BOM, JSON_SPACE, PARALLEL_MIN_BYTES, default_workers, open_trace_file, read_lines,
                         read_parallel)
@@ -57,7 +58,7 @@ Source = Union[PathLike, Mapping[str, Any], Sequence[Any]]
 
 #: File name endings read from a directory, and what each holds.
 SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjson.gz": "lines",
-            ".json": "array", ".json.gz": "array"}
+            ".json": "array", ".json.gz": "array", ".eval": "archive"}
 
 _RUN_CATEGORIES = ("run_id", "task_id", "arm", "model", "harness", "source")
 _TEXT = pd.Index(["text"]).dtype  # the default dtype of text categories in this pandas
@@ -82,6 +83,9 @@ class Traces:
         Records read: always ``len(runs) + len(rejected)``.
     sources : tuple of str
         The files (or ``"<records>"``) read, in order.
+    formats : tuple of (str, str)
+        Each file's (or record list's) format, as given or detected by
+        ``load_traces(format="auto")``.
 
     Examples
     --------
@@ -101,6 +105,7 @@ class Traces:
     rejected: pd.DataFrame
     n_read: int
     sources: tuple[str, ...] = field(default=())
+    formats: tuple[tuple[str, str], ...] = field(default=())
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -195,8 +200,9 @@ def _run_record(row: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- #
 # Loading
 # --------------------------------------------------------------------------- #
-def load_traces(source: Source, *, arm: str | None = None, strict: bool = True,
-                workers: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> Traces:
+def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, str] | None = None,
+                arm: str | None = None, strict: bool = True, workers: int | None = None,
+                progress: Callable[[str, int, int], None] | None = None) -> Traces:
     """Load agent run traces into a :class:`Traces` (runs and steps tables).
 
     Parameters
@@ -208,6 +214,18 @@ def load_traces(source: Source, *, arm: str | None = None, strict: bool = True,
         file under it, recursively, in sorted order); a list of paths; a list
         of record dicts; or a dict ``{arm_name: source}`` giving each source's
         arm. The record format is documented in :mod:`agentab.record`.
+    format : str
+        ``"auto"`` (default): each file's format is detected from its first
+        bytes (and a list of dicts from its first dict); the choice is in
+        ``Traces.formats``. Or one of :func:`agentab.formats.available`:
+        ``"record"`` (agentab's own), and the formats converted to it (see
+        :mod:`agentab.formats`).
+    fields : mapping, optional
+        For converted formats: agentab's name of a run-level field
+        (``run_id``, ``task_id``, ``seed``, ``arm``, ``model``, ``harness``,
+        ``outcome``, ``cost_usd``, ``latency_s``) -> the format's name for
+        it (an attribute, a key, a dotted path), replacing the format's
+        default. Not used by agentab's own record.
     arm : str, optional
         Arm of every run in ``source`` (not with a dict source). A record
         whose own ``arm`` differs is an error.
@@ -260,8 +278,9 @@ def load_traces(source: Source, *, arm: str | None = None, strict: bool = True,
     _load_traces_iv(source, arm, strict, workers)
     if progress is not None and not callable(progress):
         raise TypeError(f"`progress` must be callable as progress(path, done, total), got {progress!r}")
+    _formats_iv(format, fields)
     decoder = RecordDecoder(strict=strict)
-    reader = _Reader(decoder, default_workers() if workers is None else workers, progress)
+    reader = _Reader(decoder, default_workers() if workers is None else workers, progress, format, fields)
     if progress is not None:
         reader.total = sum(1 for _ in _paths(source))
     if isinstance(source, Mapping):
@@ -275,7 +294,7 @@ def load_traces(source: Source, *, arm: str | None = None, strict: bool = True,
         raise TraceError(f"no trace records found in {_describe(sources, source)}")
     runs, steps = _frames(runs_table, steps_table, rejected)
     return Traces(runs=runs, steps=steps, rejected=_rejected_frame(rejected),
-                  n_read=decoder.n_read, sources=tuple(sources))
+                  n_read=decoder.n_read, sources=tuple(sources), formats=tuple(reader.chosen))
 
 
 def _load_traces_iv(source: Any, arm: Any, strict: Any, workers: Any) -> None:
@@ -300,6 +319,17 @@ def _load_traces_iv(source: Any, arm: Any, strict: Any, workers: Any) -> None:
         )
 
 
+def _formats_iv(format: Any, fields: Any) -> None:
+    if not isinstance(format, str) or (format != "auto" and format not in formats.available()):
+        raise TypeError(f"`format` == {format!r}: must be 'auto' or one of {', '.join(formats.available())}")
+    if fields is not None:
+        if not isinstance(fields, Mapping):
+            raise TypeError(f"`fields` must be a mapping {{agentab field: the format's name}}, got {type(fields).__name__}")
+        if format == "record":
+            raise TypeError("`fields` renames the fields of converted formats; agentab's own record has fixed names")
+        formats.resolve_fields({}, fields, formats.RUN_FIELDS)  # unknown names and empty values are errors here
+
+
 def _describe(sources: list[str], source: Any) -> str:
     if sources:
         return ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
@@ -307,16 +337,20 @@ def _describe(sources: list[str], source: Any) -> str:
 
 
 class _Reader:
-    """Sends every record of a source to the decoder, remembering the files read."""
+    """Sends every record of a source to the decoder, remembering the files read and their formats."""
 
     def __init__(self, decoder: RecordDecoder, workers: int,
-                 progress: Callable[[str, int, int], None] | None = None) -> None:
+                 progress: Callable[[str, int, int], None] | None = None, format: str = "auto",
+                 fields: Mapping[str, str] | None = None) -> None:
         self.decoder = decoder
         self.workers = workers
         self.sources: list[str] = []
         self.progress = progress
         self.total = 0
         self.done = 0
+        self.format = format
+        self.fields = fields
+        self.chosen: list[tuple[str, str]] = []  # (source, format) in reading order
 
     def feed(self, source: Any, arm: str | None) -> None:
         if isinstance(source, (str, os.PathLike)):
@@ -328,8 +362,15 @@ class _Reader:
                     self.progress(str(path), self.done, self.total)
         elif isinstance(source, (list, tuple)):
             name = "<records>" if arm is None else f"<{arm} records>"
+            records = [item for item in source if isinstance(item, Mapping)]
+            fmt = self._objects_format(name, records[0]) if records else formats.RECORD
+            if fmt.name != "record":
+                self.sources.append(name)
+                self._convert(name, fmt, arm, lambda fields: fmt.read_objects(records, name, fields))
             for position, item in enumerate(source, start=1):
                 if isinstance(item, Mapping):
+                    if fmt.name != "record":
+                        continue
                     if name not in self.sources:
                         self.sources.append(name)
                     _add_object(name, item, position, arm, self.decoder)
@@ -343,10 +384,62 @@ class _Reader:
         else:
             raise TypeError(f"cannot read traces from a {type(source).__name__}")
 
+    def _objects_format(self, name: str, first: Mapping[str, Any]) -> formats.Format:
+        """The format of in-memory records: the one asked for, or detected from the first record."""
+        if self.format != "auto":
+            fmt = formats.get(self.format)
+        elif "steps" in first and "run_id" in first:
+            fmt = formats.RECORD
+        else:
+            try:
+                head = json.dumps(first, default=_json_default).encode()[: formats.HEAD_BYTES]
+            except (TypeError, ValueError):
+                head = b""
+            detected = formats.detect(head, name)
+            fmt = formats.RECORD if detected is None else formats.get(detected)
+        if fmt.name != "record" and fmt.read_objects is None:
+            raise TypeError(f"format {fmt.name!r} reads files, not records in memory: give the file's path")
+        self.chosen.append((name, fmt.name))
+        return fmt
+
+    def _file_format(self, path: Path) -> formats.Format:
+        """The format of a file: the one asked for, or detected from its first bytes."""
+        if self.format != "auto":
+            fmt = formats.get(self.format)
+        else:
+            with open_trace_file(path) as fh:
+                head = fh.read(formats.HEAD_BYTES)
+            detected = formats.detect(head, path.name)
+            if detected is None and head.lstrip(BOM + JSON_SPACE)[:1] in (b"", b"{", b"["):
+                detected = "record"  # empty, or JSON that fits no other format: our decoder says what is wrong
+            if detected is None:
+                tried = ", ".join(formats.available())
+                raise TraceError(f"cannot tell the trace format from the file's content (tried {tried}); "
+                                 "say which with format=", source=str(path))
+            fmt = formats.get(detected)
+        self.chosen.append((str(path), fmt.name))
+        return fmt
+
+    def _convert(self, name: str, fmt: formats.Format, arm: str | None, read: Callable[[Any], Any]) -> None:
+        """Send a converted format's items to the decoder: records to validate, rejections to count."""
+        fields = formats.resolve_fields(fmt.fields, self.fields, formats.RUN_FIELDS)
+        for item in read(fields):
+            where_from = item.source or name
+            if item.record is not None:
+                _add_object(where_from, item.record, item.line, arm, self.decoder)
+            else:
+                self.decoder.reject(where_from, item.line, item.field, item.reason or "cannot be converted")
+
     def read_file(self, path: Path, arm: str | None) -> None:
         name = str(path)
         try:
-            if _kind(path) == "array":
+            fmt = self._file_format(path)
+            if fmt.name != "record":
+                self._convert(name, fmt, arm, lambda fields: fmt.read_file(path, fields))
+            elif _kind(path) == "archive":
+                raise TraceError("an archive is not agentab's record (an Inspect .eval log? format='inspect')",
+                                 source=name)
+            elif _kind(path) == "array":
                 with open_trace_file(path) as fh:
                     _read_array(name, fh.read(), arm, self.decoder)
             elif (self.workers > 1 and not name.lower().endswith(".gz")

@@ -1,0 +1,64 @@
+"""Trace formats: agentab's own record, and the formats agents and eval frameworks already write.
+
+========== ==================================================================
+name       what
+========== ==================================================================
+record     agentab's trace record (:mod:`agentab.record`), JSON Lines or JSON
+========== ==================================================================
+
+Every other format is converted, run by run, to the trace record and then
+validated by the same decoder, so scoring, comparison, power and reports work
+unchanged on any of them. :func:`detect` picks a file's format from its first
+bytes; :func:`agentab.load_traces` (``format="auto"``) uses it and records
+its choice in ``Traces.formats``.
+"""
+
+from __future__ import annotations
+
+from ._base import FieldMap, Format, Item, resolve_fields
+
+__all__ = ["Format", "Item", "FieldMap", "RUN_FIELDS", "HEAD_BYTES", "available", "get", "detect", "resolve_fields"]
+
+#: The run-level fields a ``fields=`` mapping may rename.
+RUN_FIELDS = ("run_id", "task_id", "seed", "arm", "model", "harness", "outcome", "cost_usd", "latency_s")
+#: Bytes of a file (decompressed) that format detection looks at.
+HEAD_BYTES = 65536
+
+_OTHERS = (b'"resourceSpans"', b'"tool_use"', b'"tool_result"', b'"messages"', b'"traj"', b'"samples"')
+
+
+def _record_sniff(head: bytes, name: str) -> bool:
+    """Our record: ``run_id`` and ``steps`` keys, and none of the other formats' signature keys."""
+    return b'"steps"' in head and b'"run_id"' in head and not any(key in head for key in _OTHERS)
+
+
+RECORD = Format(
+    name="record",
+    summary="agentab's trace record (agentab.record): one JSON object per run, JSON Lines or a JSON array",
+    example='{"run_id": "r1", "task_id": "t1", "seed": 0, "outcome": true, "steps": '
+    '[{"index": 0, "tool": "ls", "args": {"path": "."}, "observation": {"status": "ok"}}]}',
+    fields={},
+    sniff=_record_sniff,
+    read_file=None,  # agentab.traces reads its own record (fast paths, parallel decoding)
+)
+
+
+def available() -> dict[str, Format]:
+    """Every format by name, in the order :func:`detect` tries them."""
+    return {"record": RECORD}
+
+
+def get(name: str) -> Format:
+    """The format called ``name``; a ValueError listing the formats otherwise."""
+    formats = available()
+    if name not in formats:
+        raise ValueError(f"unknown trace format {name!r}; formats: auto, {', '.join(formats)}")
+    return formats[name]
+
+
+def detect(head: bytes, name: str = "") -> str | None:
+    """The name of the format whose signature ``head`` (a file's first bytes) shows, or None."""
+    for fmt in available().values():
+        if fmt.sniff(head, name):
+            return fmt.name
+    return None

@@ -1,0 +1,90 @@
+"""What a trace-format reader gives back: agentab trace records (dicts) or rejections, with where they came from.
+
+A reader converts one input file (or in-memory objects) of its format into
+:class:`Item` s, one per *record read*: a run converted to the agentab trace
+record (:mod:`agentab.record`; validated afterwards by the same decoder as
+our own JSON Lines), or a rejection saying which field of which record is at
+fault and why. Counting one item per record read is what keeps
+``len(runs) + len(rejected) == n_read`` for every format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Item", "Format", "FieldMap", "resolve_fields"]
+
+#: agentab's name of a run-level field -> the format's name for it (an attribute, a key, a dotted path).
+FieldMap = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One record read: ``record`` (a trace-record dict) or, if it could not be converted, ``reason``.
+
+    ``line`` is where the record is: the line of a JSON Lines file, the
+    position in a JSON array (1-based), or for formats whose runs span
+    several records (OpenTelemetry spans) the line of the run's first
+    record. ``source`` overrides the file name (e.g. the member of a zip
+    archive: ``"log.eval:samples/3_epoch_1.json"``). ``field`` names the
+    field at fault, as a path into the input (``"messages[3].tool_call_id"``).
+    """
+
+    line: int
+    record: dict[str, Any] | None = None
+    field: str | None = None
+    reason: str | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class Format:
+    """A trace format agentab reads.
+
+    Attributes
+    ----------
+    name : str
+        The name given to ``load_traces(..., format=name)``.
+    summary : str
+        One line: what the format is.
+    example : str
+        One line of input in the format (shown by ``agentab formats``).
+    fields : mapping
+        Default run-level field mapping (agentab name -> the format's name);
+        ``load_traces(fields=...)`` overrides entries.
+    sniff : callable
+        ``sniff(head, name) -> bool``: whether a file whose first bytes
+        (decompressed, up to 64 KiB) are ``head`` is in this format.
+    read_file : callable or None
+        ``read_file(path, fields) -> Iterator[Item]`` (None for agentab's
+        own record, which :mod:`agentab.traces` reads itself).
+    read_objects : callable or None
+        ``read_objects(objects, name, fields) -> Iterator[Item]`` for
+        in-memory input (a list of dicts); None if the format has none.
+    suffixes : tuple of str
+        File name endings read when a folder is given (besides .json, .jsonl, .gz).
+    """
+
+    name: str
+    summary: str
+    example: str
+    fields: FieldMap
+    sniff: Callable[[bytes, str], bool]
+    read_file: Callable[[Path, FieldMap], Iterator[Item]] | None
+    read_objects: Callable[[Sequence[Any], str, FieldMap], Iterator[Item]] | None = None
+    suffixes: tuple[str, ...] = field(default=())
+
+
+def resolve_fields(defaults: FieldMap, given: Mapping[str, Any] | None, known: Sequence[str]) -> dict[str, str]:
+    """The field mapping: the format's defaults with the user's entries; unknown agentab names are an error."""
+    out = dict(defaults)
+    for key, value in (given or {}).items():
+        if key not in known:
+            raise ValueError(f"`fields` has {key!r}, not a run-level field agentab maps; known: {', '.join(known)}")
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"`fields[{key!r}]` must be a non-empty name, got {value!r}")
+        out[key] = value
+    return out
