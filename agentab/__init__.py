@@ -3,6 +3,7 @@
 The data flow reads top to bottom:
 
 - :mod:`agentab.record` -- the trace record (one JSON object per agent run);
+- :mod:`agentab.formats` -- the trace formats read besides the record (OpenTelemetry, message lists, Inspect);
 - :mod:`agentab.traces` -- :func:`load_traces` into run and step tables;
 - :mod:`agentab.trajectory` -- scoring one run on its trajectory (:func:`score_run`);
 - :mod:`agentab.score` -- :func:`score`: every run of an experiment, vectorised, with metric kinds;
@@ -17,7 +18,7 @@ The data flow reads top to bottom:
 - :mod:`agentab.cli` -- the ``agentab`` command.
 """
 
-from . import datasets, plots, power, stats
+from . import datasets, formats, plots, power, stats
 from .compare import Comparison, compare
 from .decide import Decision
 from .diagnose import Diagnosis, Finding, diagnose
@@ -59,6 +60,7 @@ __all__ = [
     "TraceError",
     "TraceWarning",
     "datasets",
+    "formats",
     "load_traces",
     "read_traces",
     "summarize",

@@ -98,6 +98,7 @@ examples:
   agentab demo                         the embedded example experiment: summary, scores, findings, decision
   agentab example --out runs/          write the example as runs/baseline.jsonl, runs/candidate.jsonl
   agentab summary runs/                per-arm summary of every .jsonl/.json(.gz) file under runs/
+  agentab formats                      the trace formats --format takes, with an example of each
   agentab summary a.jsonl b.jsonl --lenient
                                        load what is valid, report what was rejected
   agentab score runs/ --spec spec.json -o scores.csv
@@ -245,12 +246,35 @@ def _common(quiet: bool) -> list[argparse.ArgumentParser]:
 
 
 def _add_traces_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("traces", nargs="+", type=Path, help=".jsonl/.json(.gz) files or folders of them")
+    parser.add_argument("traces", nargs="+", type=Path, help="trace files or folders of them (any format: see --format)")
     parser.add_argument(
         "--lenient",
         action="store_true",
         help="load the valid runs and list the rejected records, instead of stopping at the first problem",
     )
+    _add_format_arguments(parser)
+
+
+def _add_format_arguments(parser: Any) -> None:
+    """--format and --field, for every command that reads traces."""
+    parser.add_argument("--format", default="auto", metavar="FORMAT",
+                        help="the traces' format: auto (default: detected per file), or one of `agentab formats`")
+    parser.add_argument("--field", action="append", metavar="NAME=KEY",
+                        help="converted formats: read a run-level field (task_id, seed, arm, outcome, ...) from KEY "
+                        "(an attribute, key or dotted path; repeatable), e.g. --field outcome=reward")
+
+
+def _fields(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--field NAME=KEY ...`` as load_traces' ``fields`` mapping."""
+    if not getattr(args, "field", None):
+        return None
+    out = {}
+    for item in args.field:
+        name, eq, key = (part.strip() for part in item.partition("="))
+        if not eq or not name or not key:
+            raise _InputError(f"--field {item!r}: expected NAME=KEY, e.g. --field outcome=reward")
+        out[name] = key
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -290,6 +314,16 @@ def build_parser() -> argparse.ArgumentParser:
     example.add_argument("--tasks", type=_positive_int, default=60, help="number of tasks (default 60)")
     example.add_argument("--seeds", type=_positive_int, default=5, help="seeds per task and arm (default 5)")
     example.set_defaults(func=_cmd_example)
+
+    formats_cmd = commands.add_parser(
+        "formats",
+        parents=_common(quiet=False),
+        help="list the trace formats agentab reads, with an example of each",
+        description="List the trace formats --format takes (every command that reads traces has it; the default, "
+        "auto, detects each file's format from its content), with a one-line example of each and the run-level "
+        "fields --field can remap.",
+    )
+    formats_cmd.set_defaults(func=_cmd_formats)
 
     summary = commands.add_parser(
         "summary",
@@ -382,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_cmd.add_argument("--simulate", type=_positive_int, metavar="N",
                           help="also check the recommendation on N simulated experiments")
     plan_cmd.add_argument("--lenient", action="store_true", help="load valid runs, report rejected records")
+    _add_format_arguments(plan_cmd)
     _add_power_settings(plan_cmd)
     plan_cmd.set_defaults(func=_cmd_plan)
     return parser
@@ -412,6 +447,7 @@ def _add_compare_parser(commands: Any) -> None:
     data.add_argument("--arm-column", metavar="COL",
                       help="take the arms from this runs column or metadata key (default for one source: arm)")
     data.add_argument("--spec", type=Path, help="trajectory spec (JSON), as for `agentab score`")
+    _add_format_arguments(data)
     data.add_argument("--lenient", action="store_true",
                       help="leave out invalid records (listed on stderr) instead of stopping at the first")
     what = cmd.add_argument_group("what decides")
@@ -494,8 +530,19 @@ def _read_table(path: Path) -> pd.DataFrame:
 
 
 def _load(source: Any, args: argparse.Namespace, progress: _Progress) -> Traces:
-    with progress.phase("loading", unit=" files") as tick:
-        return load_traces(source, strict=not args.lenient, progress=tick)
+    fields = _fields(args)
+    try:
+        with progress.phase("loading", unit=" files") as tick:
+            traces = load_traces(source, format=getattr(args, "format", "auto"), fields=fields,
+                                 strict=not args.lenient, progress=tick)
+    except (TypeError, ValueError) as err:  # a bad --format or --field: the loader's message names it
+        if isinstance(err, TraceError):
+            raise
+        raise _InputError(str(err).replace("`format` ==", "--format").replace("`fields`", "--field")) from err
+    converted = sorted({fmt for _, fmt in traces.formats if fmt != "record"})
+    if converted and getattr(args, "format", "auto") == "auto":
+        _note(args, f"read as {', '.join(converted)} (detected; --format to choose)")
+    return traces
 
 
 def _score(traces: Traces, spec: Any, progress: _Progress) -> pd.DataFrame:
@@ -595,6 +642,20 @@ def _cmd_example(args: argparse.Namespace) -> int:
     paths = datasets.write_example(args.out, seed=args.seed, n_tasks=args.tasks, n_seeds=args.seeds)
     for arm, path in paths.items():
         print(f"{arm}: {path}")
+    return EXIT_OK
+
+
+def _cmd_formats(args: argparse.Namespace) -> int:
+    from . import formats
+
+    for fmt in formats.available().values():
+        print(f"{fmt.name}: {fmt.summary}")
+        print(f"  example: {fmt.example}")
+        if fmt.fields:
+            mapping = ", ".join(f"{name} <- {key}" for name, key in fmt.fields.items())
+            print(f"  run-level fields (--field NAME=KEY to change): {mapping}")
+        print()
+    print("--format auto (the default) detects each file's format from its first bytes.")
     return EXIT_OK
 
 

@@ -565,3 +565,34 @@ def test_quiet_before_the_command_and_the_rejected_count(tmp_path, capsys):
         assert out.rstrip().endswith("1 of 2 records rejected") and "line 2" not in out
     code, out, _ = run(capsys, "-q", "power", "--metric", "continuous", "--mde", "--n", "64")
     assert code == 0 and "d = +0.499" in out
+
+
+def test_formats_lists_every_format_with_an_example(capsys):
+    from agentab import formats
+
+    code, out, _ = run(capsys, "formats")
+    assert code == 0
+    for fmt in formats.available().values():
+        assert f"{fmt.name}: {fmt.summary}" in out and f"  example: {fmt.example}" in out
+
+
+@pytest.mark.parametrize("command", ["summary", "score", "diagnose"])
+def test_format_and_field_on_commands_that_read_traces(example_runs, capsys, command):
+    code, out, err = run(capsys, command, str(example_runs), "--format", "record")
+    assert code == 0, err
+    code, _, err = run(capsys, command, str(example_runs), "--format", "nope")
+    assert code == 2 and err.strip() == "agentab: error: --format 'nope': must be 'auto' or one of " + ", ".join(
+        __import__("agentab").formats.available())
+    code, _, err = run(capsys, command, str(example_runs), "--field", "task")
+    assert code == 2 and "--field 'task': expected NAME=KEY" in err
+    code, _, err = run(capsys, command, str(example_runs), "--field", "tusk=x")
+    assert code == 2 and "--field has 'tusk', not a run-level field" in err
+
+
+def test_compare_and_plan_take_format(example_runs, capsys):
+    code, _, err = run(capsys, "compare", str(example_runs / "baseline.jsonl"), str(example_runs / "candidate.jsonl"),
+                       "--format", "record", *FAST)
+    assert code == 0, err
+    code, _, err = run(capsys, "plan", str(example_runs / "baseline.jsonl"), "--metric", "outcome", "--effect", "0.1",
+                       "--format", "nope")
+    assert code == 2 and "--format 'nope'" in err
