@@ -366,7 +366,7 @@ class _Reader:
             fmt = self._objects_format(name, records[0]) if records else formats.RECORD
             if fmt.name != "record":
                 self.sources.append(name)
-                self._convert(name, fmt, arm, lambda fields: fmt.read_objects(records, name, fields))
+                self._convert(name, fmt, arm, lambda fields: fmt.read_objects(records, name, fields), parsed=False)
             for position, item in enumerate(source, start=1):
                 if isinstance(item, Mapping):
                     if fmt.name != "record":
@@ -420,13 +420,14 @@ class _Reader:
         self.chosen.append((str(path), fmt.name))
         return fmt
 
-    def _convert(self, name: str, fmt: formats.Format, arm: str | None, read: Callable[[Any], Any]) -> None:
+    def _convert(self, name: str, fmt: formats.Format, arm: str | None, read: Callable[[Any], Any],
+                 parsed: bool) -> None:
         """Send a converted format's items to the decoder: records to validate, rejections to count."""
         fields = formats.resolve_fields(fmt.fields, self.fields, formats.RUN_FIELDS)
         for item in read(fields):
             where_from = item.source or name
             if item.record is not None:
-                _add_object(where_from, item.record, item.line, arm, self.decoder)
+                _add_object(where_from, item.record, item.line, arm, self.decoder, parsed=parsed)
             else:
                 self.decoder.reject(where_from, item.line, item.field, item.reason or "cannot be converted")
 
@@ -435,7 +436,7 @@ class _Reader:
         try:
             fmt = self._file_format(path)
             if fmt.name != "record":
-                self._convert(name, fmt, arm, lambda fields: fmt.read_file(path, fields))
+                self._convert(name, fmt, arm, lambda fields: fmt.read_file(path, fields), parsed=True)
             elif _kind(path) == "archive":
                 raise TraceError("an archive is not agentab's record (an Inspect .eval log? format='inspect')",
                                  source=name)
@@ -587,11 +588,21 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON-serialisable")
 
 
+_encode = msgspec.json.Encoder(enc_hook=_json_default).encode
+
+
 def _add_object(name: str, item: Mapping[str, Any], position: int, arm: str | None,
-                decoder: RecordDecoder) -> None:
+                decoder: RecordDecoder, parsed: bool = False) -> None:
+    """Send one record dict to the decoder.
+
+    ``parsed``: the record was built from JSON text by a format reader (no
+    NaN or infinity can be in it: JSON has none), so msgspec's encoder,
+    which writes NaN as null, is safe and fast. A record built in Python may
+    hold NaN, which ``json.dumps`` keeps for the decoder to reject by name.
+    """
     try:
-        raw = json.dumps(item, default=_json_default, allow_nan=True).encode()
-    except (TypeError, ValueError, RecursionError) as err:
+        raw = _encode(item) if parsed else json.dumps(item, default=_json_default, allow_nan=True).encode()
+    except (TypeError, ValueError, RecursionError, msgspec.EncodeError) as err:
         decoder.reject(name, position, None, f"record is not JSON-serialisable: {err}")
         return
     decoder.add(name, position, raw, arm)

@@ -4,6 +4,8 @@
 name       what
 ========== ==================================================================
 record     agentab's trace record (:mod:`agentab.record`), JSON Lines or JSON
+openai     records with a Chat Completions message list (:mod:`.messages`)
+anthropic  records with a Messages API content-block list (:mod:`.messages`)
 ========== ==================================================================
 
 Every other format is converted, run by run, to the trace record and then
@@ -20,7 +22,7 @@ from ._base import FieldMap, Format, Item, resolve_fields
 __all__ = ["Format", "Item", "FieldMap", "RUN_FIELDS", "HEAD_BYTES", "available", "get", "detect", "resolve_fields"]
 
 #: The run-level fields a ``fields=`` mapping may rename.
-RUN_FIELDS = ("run_id", "task_id", "seed", "arm", "model", "harness", "outcome", "cost_usd", "latency_s")
+RUN_FIELDS = ("run_id", "task_id", "seed", "arm", "model", "harness", "outcome", "cost_usd", "latency_s", "messages")
 #: Bytes of a file (decompressed) that format detection looks at.
 HEAD_BYTES = 65536
 
@@ -45,7 +47,9 @@ RECORD = Format(
 
 def available() -> dict[str, Format]:
     """Every format by name, in the order :func:`detect` tries them."""
-    return {"record": RECORD}
+    from .messages import ANTHROPIC, OPENAI
+
+    return {"record": RECORD, "anthropic": ANTHROPIC, "openai": OPENAI}
 
 
 def get(name: str) -> Format:
