@@ -1,0 +1,243 @@
+"""Benchmark: loading the same runs from every trace format, against agentab's own JSON Lines record.
+
+The embedded example experiment (``example_records(seed=0, n_tasks=T,
+n_seeds=5)``, two arms: 10,000 runs and about 108,000 tool calls at the
+default T = 1,000) is written once in each format, the way each producer
+writes it:
+
+- ``record``: agentab's JSON Lines (``Traces.to_jsonl``), the reference;
+- ``openai``: one run per line, a Chat Completions message list (assistant
+  ``tool_calls`` with JSON-text arguments, ``tool`` messages with
+  ``tool_call_id``, per-message ``usage``);
+- ``anthropic``: the same with Messages API content blocks (``tool_use`` /
+  ``tool_result`` with ``is_error``, ``usage.input_tokens``/``output_tokens``);
+- ``otel``: OTLP JSON, one ``{"resourceSpans": [...]}`` batch per 100 runs
+  (an ``invoke_agent`` span per run, a ``chat`` span and an ``execute_tool``
+  span per tool call, attributes in OTLP's typed form);
+- ``inspect``: an Inspect AI ``.eval`` zip (``header.json`` plus one sample
+  file per task and epoch; one archive per arm).
+
+Each is loaded with ``load_traces(path, format=...)`` (best of ``--repeat``)
+and checked: the same runs, steps, tools and outcomes as the reference. The
+ratio format / record is the number to read (the issue asks for at most 3).
+
+Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import agentab
+
+FORMATS = ("record", "openai", "anthropic", "otel", "inspect")
+
+
+def _messages_openai(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "user", "content": f"task {rec['task_id']}"}]
+    for step in rec["steps"]:
+        call_id = f"call_{step['index']}"
+        out.append({
+            "role": "assistant", "content": None,
+            "tool_calls": [{"id": call_id, "type": "function",
+                            "function": {"name": step["tool"], "arguments": json.dumps(step["args"])}}],
+            "usage": {"prompt_tokens": step.get("tokens_in", 0), "completion_tokens": step.get("tokens_out", 0)},
+        })
+        obs = step.get("observation")
+        if obs is not None:
+            error = obs.get("status") == "error"
+            out.append({"role": "tool", "tool_call_id": call_id,
+                        "content": json.dumps(obs), **({"error": str(obs.get("error", "error"))} if error else {})})
+    return out
+
+
+def _messages_anthropic(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "user", "content": f"task {rec['task_id']}"}]
+    for step in rec["steps"]:
+        call_id = f"toolu_{step['index']}"
+        out.append({
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": call_id, "name": step["tool"], "input": step["args"]}],
+            "usage": {"input_tokens": step.get("tokens_in", 0), "output_tokens": step.get("tokens_out", 0)},
+        })
+        obs = step.get("observation")
+        if obs is not None:
+            out.append({"role": "user", "content": [{
+                "type": "tool_result", "tool_use_id": call_id, "content": json.dumps(obs),
+                "is_error": obs.get("status") == "error"}]})
+    return out
+
+
+def _run_fields(rec: dict[str, Any]) -> dict[str, Any]:
+    """The run-level fields (the example keeps model and harness in its metadata)."""
+    out = {k: rec[k] for k in ("run_id", "task_id", "seed", "arm", "outcome") if k in rec}
+    return {**out, "model": rec["metadata"]["model"], "harness": rec["metadata"]["harness"]}
+
+
+def _attr(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    if isinstance(value, float):
+        return {"key": key, "value": {"doubleValue": value}}
+    return {"key": key, "value": {"stringValue": str(value)}}
+
+
+def _otel_spans(rec: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    rec = {**rec, **_run_fields(rec)}
+    trace_id = f"{n + 1:032x}"
+    root = f"{(n + 1) << 20:016x}"
+    t = 1_700_000_000_000_000_000 + n * 1_000_000_000
+    spans = [{
+        "traceId": trace_id, "spanId": root, "name": f"invoke_agent {rec['harness']}", "kind": 1,
+        "startTimeUnixNano": str(t), "endTimeUnixNano": str(t + 900_000_000),
+        "attributes": [_attr("gen_ai.operation.name", "invoke_agent"), _attr("agentab.task_id", rec["task_id"]),
+                       _attr("agentab.seed", rec["seed"]), _attr("agentab.arm", rec["arm"]),
+                       _attr("agentab.outcome", bool(rec["outcome"])), _attr("gen_ai.conversation.id", rec["run_id"]),
+                       _attr("gen_ai.request.model", rec["model"]), _attr("gen_ai.agent.name", rec["harness"])],
+        "status": {},
+    }]
+    for step in rec["steps"]:
+        k = step["index"]
+        start = t + 1_000 + k * 1_000_000
+        spans.append({
+            "traceId": trace_id, "spanId": f"{((n + 1) << 20) + 2 * k + 1:016x}", "parentSpanId": root,
+            "name": f"chat {rec['model']}", "kind": 3, "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(start + 400_000),
+            "attributes": [_attr("gen_ai.operation.name", "chat"),
+                           _attr("gen_ai.usage.input_tokens", step.get("tokens_in", 0)),
+                           _attr("gen_ai.usage.output_tokens", step.get("tokens_out", 0))],
+            "status": {},
+        })
+        obs = step.get("observation")
+        tool = {
+            "traceId": trace_id, "spanId": f"{((n + 1) << 20) + 2 * k + 2:016x}", "parentSpanId": root,
+            "name": f"execute_tool {step['tool']}", "kind": 1, "startTimeUnixNano": str(start + 500_000),
+            "attributes": [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", step["tool"]),
+                           _attr("gen_ai.tool.call.arguments", json.dumps(step["args"]))],
+            "status": {"code": 2, "message": str(obs.get("error", "error"))} if obs and obs.get("status") == "error" else {},
+        }
+        if obs is not None:
+            tool["endTimeUnixNano"] = str(start + 900_000)
+            tool["attributes"].append(_attr("gen_ai.tool.call.result", json.dumps(obs)))
+        spans.append(tool)
+    return spans
+
+
+def _inspect_sample(rec: dict[str, Any]) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": f"task {rec['task_id']}"}]
+    for step in rec["steps"]:
+        call_id = f"call_{step['index']}"
+        messages.append({"role": "assistant", "content": "",
+                         "tool_calls": [{"id": call_id, "function": step["tool"], "arguments": step["args"],
+                                         "type": "function"}]})
+        obs = step.get("observation")
+        if obs is not None:
+            error = {"type": "unknown", "message": str(obs.get("error", "error"))} if obs.get("status") == "error" else None
+            messages.append({"role": "tool", "tool_call_id": call_id, "function": step["tool"],
+                             "content": json.dumps(obs), "error": error})
+    tokens_in = sum(s.get("tokens_in", 0) for s in rec["steps"])
+    tokens_out = sum(s.get("tokens_out", 0) for s in rec["steps"])
+    return {
+        "id": rec["task_id"], "epoch": rec["seed"] + 1, "input": f"task {rec['task_id']}", "target": "",
+        "messages": messages, "scores": {"check": {"value": "C" if rec["outcome"] else "I"}},
+        "model_usage": {rec["model"]: {"input_tokens": tokens_in, "output_tokens": tokens_out,
+                                       "total_tokens": tokens_in + tokens_out}},
+        "metadata": {},
+    }
+
+
+def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Path]]:
+    """The records in every format; the paths of each format's files."""
+    paths: dict[str, list[Path]] = {}
+    traces = agentab.load_traces(records)
+    paths["record"] = [traces.to_jsonl(folder / "runs.jsonl")]
+    for name, convert in (("openai", _messages_openai), ("anthropic", _messages_anthropic)):
+        path = folder / f"{name}.jsonl"
+        with path.open("w") as fh:
+            for rec in records:
+                fh.write(json.dumps({**_run_fields(rec), "messages": convert(rec)}) + "\n")
+        paths[name] = [path]
+    path = folder / "otel.jsonl"
+    with path.open("w") as fh:
+        for start in range(0, len(records), 100):
+            spans = [s for n, rec in enumerate(records[start:start + 100], start=start) for s in _otel_spans(rec, n)]
+            batch = {"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "bench")]},
+                                        "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}
+            fh.write(json.dumps(batch) + "\n")
+    paths["otel"] = [path]
+    paths["inspect"] = []
+    for arm in sorted({rec["arm"] for rec in records}):
+        path = folder / f"{arm}.eval"
+        arm_records = [{**rec, **_run_fields(rec)} for rec in records if rec["arm"] == arm]
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            header = {"version": 2, "status": "success",
+                      "eval": {"run_id": f"bench-{arm}", "eval_id": f"bench-{arm}", "task": "bench",
+                               "task_id": "bench", "model": arm_records[0]["model"], "solver": arm_records[0]["harness"],
+                               "created": "2026-11-30T00:00:00+00:00"},
+                      "plan": {"name": "plan", "steps": [{"solver": arm_records[0]["harness"], "params": {}}]},
+                      "results": {"scores": [{"name": "check", "scorer": "check", "metrics": {}}]}}
+            zf.writestr("header.json", json.dumps(header))
+            for rec in arm_records:
+                zf.writestr(f"samples/{rec['task_id']}_epoch_{rec['seed'] + 1}.json", json.dumps(_inspect_sample(rec)))
+        paths["inspect"].append(path)
+    return paths
+
+
+def load(name: str, paths: list[Path]) -> agentab.Traces:
+    if name == "inspect":
+        arms = {p.stem: p for p in paths}
+        return agentab.load_traces(arms, format="inspect")
+    return agentab.load_traces(paths[0], format=name)
+
+
+def same_runs(reference: agentab.Traces, other: agentab.Traces) -> str:
+    """'identical' or what differs: runs per (task, seed, arm), steps per run, tools and outcomes."""
+    def summary(t: agentab.Traces) -> Any:
+        runs = t.runs.assign(key=t.runs["task_id"].astype(str) + "/" + t.runs["seed"].astype(str) + "/"
+                             + t.runs["arm"].astype(str))
+        key = dict(zip(runs["run_id"].astype(str), runs["key"]))
+        steps = t.steps.assign(key=t.steps["run_id"].astype(str).map(key))
+        tools = steps.groupby("key")["tool"].agg(lambda s: tuple(s.astype(str)))
+        return (sorted(runs["key"]), runs.set_index("key")["n_steps"].sort_index().tolist(),
+                tools.sort_index().tolist(), runs.set_index("key")["outcome"].astype(float).sort_index().tolist())
+    names = ("runs", "steps per run", "tools", "outcomes")
+    diffs = [n for n, a, b in zip(names, summary(reference), summary(other)) if a != b]
+    return "identical" if not diffs else "DIFFERENT " + ", ".join(diffs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=1000, help="tasks per arm (5 seeds each; default 1000)")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N (default 3)")
+    args = parser.parse_args()
+    records = list(agentab.datasets.example_records(seed=0, n_tasks=args.tasks, n_seeds=5))
+    folder = Path(tempfile.mkdtemp())
+    paths = write_all(records, folder)
+    n_steps = sum(len(r["steps"]) for r in records)
+    print(f"{len(records):,} runs, {n_steps:,} tool calls; best of {args.repeat}")
+    print(f"{'format':>10} {'MB':>7} {'seconds':>8} {'x record':>9}  check")
+    reference, base = None, None
+    for name in (f for f in FORMATS if f in agentab.formats.available()):
+        size = sum(p.stat().st_size for p in paths[name]) / 1e6
+        times = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            traces = load(name, paths[name])
+            times.append(time.perf_counter() - start)
+        best = min(times)
+        if name == "record":
+            reference, base = traces, best
+        check = same_runs(reference, traces)
+        print(f"{name:>10} {size:>7.1f} {best:>8.2f} {best / base:>9.2f}  {check}")
+
+
+if __name__ == "__main__":
+    main()
