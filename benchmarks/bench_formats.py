@@ -198,10 +198,13 @@ def load(name: str, paths: list[Path]) -> agentab.Traces:
     return agentab.load_traces(paths[0], format=name)
 
 
-def same_runs(reference: agentab.Traces, other: agentab.Traces) -> str:
-    """'identical' or what differs: runs per (task, seed, arm), steps per run, tools and outcomes."""
-    def summary(t: agentab.Traces) -> Any:
-        runs = t.runs.assign(key=t.runs["task_id"].astype(str) + "/" + t.runs["seed"].astype(str) + "/"
+def same_runs(reference: agentab.Traces, other: agentab.Traces, seed_offset: int = 0) -> str:
+    """'identical' or what differs: runs per (task, seed, arm), steps per run, tools and outcomes.
+
+    ``seed_offset``: subtracted from ``other``'s seeds (Inspect numbers epochs, its seeds, from 1).
+    """
+    def summary(t: agentab.Traces, offset: int) -> Any:
+        runs = t.runs.assign(key=t.runs["task_id"].astype(str) + "/" + (t.runs["seed"] - offset).astype(str) + "/"
                              + t.runs["arm"].astype(str))
         key = dict(zip(runs["run_id"].astype(str), runs["key"]))
         steps = t.steps.assign(key=t.steps["run_id"].astype(str).map(key))
@@ -209,7 +212,7 @@ def same_runs(reference: agentab.Traces, other: agentab.Traces) -> str:
         return (sorted(runs["key"]), runs.set_index("key")["n_steps"].sort_index().tolist(),
                 tools.sort_index().tolist(), runs.set_index("key")["outcome"].astype(float).sort_index().tolist())
     names = ("runs", "steps per run", "tools", "outcomes")
-    diffs = [n for n, a, b in zip(names, summary(reference), summary(other)) if a != b]
+    diffs = [n for n, a, b in zip(names, summary(reference, 0), summary(other, seed_offset)) if a != b]
     return "identical" if not diffs else "DIFFERENT " + ", ".join(diffs)
 
 
@@ -235,7 +238,7 @@ def main() -> None:
         best = min(times)
         if name == "record":
             reference, base = traces, best
-        check = same_runs(reference, traces)
+        check = same_runs(reference, traces, seed_offset=1 if name == "inspect" else 0)
         print(f"{name:>10} {size:>7.1f} {best:>8.2f} {best / base:>9.2f}  {check}")
 
 

@@ -4,8 +4,10 @@
 name       what
 ========== ==================================================================
 record     agentab's trace record (:mod:`agentab.record`), JSON Lines or JSON
+otel       OpenTelemetry GenAI spans as OTLP JSON (:mod:`.otel`)
 openai     records with a Chat Completions message list (:mod:`.messages`)
 anthropic  records with a Messages API content-block list (:mod:`.messages`)
+inspect    Inspect AI eval logs, ``.eval`` archives and ``.json`` (:mod:`.inspect_ai`)
 ========== ==================================================================
 
 Every other format is converted, run by run, to the trace record and then
@@ -46,10 +48,12 @@ RECORD = Format(
 
 
 def available() -> dict[str, Format]:
-    """Every format by name, in the order :func:`detect` tries them."""
+    """Every format by name."""
+    from .inspect_ai import FORMAT as INSPECT
     from .messages import ANTHROPIC, OPENAI
+    from .otel import FORMAT as OTEL
 
-    return {"record": RECORD, "anthropic": ANTHROPIC, "openai": OPENAI}
+    return {"record": RECORD, "otel": OTEL, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT}
 
 
 def get(name: str) -> Format:
@@ -61,8 +65,13 @@ def get(name: str) -> Format:
 
 
 def detect(head: bytes, name: str = "") -> str | None:
-    """The name of the format whose signature ``head`` (a file's first bytes) shows, or None."""
-    for fmt in available().values():
+    """The name of the format whose signature ``head`` (a file's first bytes) shows, or None.
+
+    The converted formats are tried first: their signatures are specific, while a
+    header of theirs can look like our record's (``run_id`` and ``steps`` keys).
+    """
+    formats = available()
+    for fmt in [*(f for f in formats.values() if f.name != "record"), formats["record"]]:
         if fmt.sniff(head, name):
             return fmt.name
     return None

@@ -1,0 +1,999 @@
+"""OpenTelemetry traces (OTLP/JSON) following the GenAI semantic conventions.
+
+Input
+-----
+What OpenTelemetry's file and JSON exporters write (the Collector's ``file``
+exporter, the OTLP file exporters of the SDKs): one ``{"resourceSpans": [...]}``
+batch (an ``ExportTraceServiceRequest``) per line, or one JSON document (a
+batch, or a list of batches), optionally gzip-compressed. The OTLP/JSON
+encoding is that of the OTLP specification: ``traceId``/``spanId``/
+``parentSpanId`` as hex text (base64, what protobuf's own JSON printer gives,
+is accepted too and turned into hex), times as unix nanoseconds
+(``startTimeUnixNano``/``endTimeUnixNano``, text or number), attributes as
+``[{"key": k, "value": {"stringValue" | "intValue" | "doubleValue" |
+"boolValue" | "arrayValue" | "kvlistValue" | "bytesValue": ...}}]`` (an
+``intValue`` is text), status ``{"code": 2}`` or ``{"code":
+"STATUS_CODE_ERROR"}``. Unknown fields (events, links, kind, flags...) are
+ignored; the pre-1.0 ``instrumentationLibrarySpans`` is read like
+``scopeSpans``. All batches of a file are read before runs are built, so a
+run whose spans were exported in several batches (lines) is whole; a run
+split across *files* is not (its spans in the other file are orphans).
+
+Spans to runs (GenAI semantic conventions, ``gen_ai.*`` attributes)
+-------------------------------------------------------------------
+The conventions: https://opentelemetry.io/docs/specs/semconv/gen-ai/ (agent
+spans: ``gen-ai-agent-spans``; since 2025 maintained in the
+open-telemetry/semantic-conventions-genai repository, ``docs/gen-ai/``). The
+deprecated names below are the ones the semantic-conventions registry
+(``opentelemetry-semantic-conventions`` 0.66b2,
+``opentelemetry.semconv._incubating.attributes.gen_ai_attributes``) lists as
+replaced: ``gen_ai.system`` -> ``gen_ai.provider.name``,
+``gen_ai.usage.prompt_tokens`` -> ``gen_ai.usage.input_tokens``,
+``gen_ai.usage.completion_tokens`` -> ``gen_ai.usage.output_tokens``; plus
+the names other instrumentations still emit: OpenLLMetry's older
+``llm.usage.prompt_tokens``/``llm.usage.completion_tokens`` and
+OpenInference's (Arize, ``spec/semantic_conventions.md``)
+``openinference.span.kind`` (``AGENT``/``TOOL``/``LLM``), ``tool.name``,
+``input.value``/``output.value``, ``llm.token_count.prompt``/
+``llm.token_count.completion`` and ``llm.model_name``.
+
+*Span kinds.* ``gen_ai.operation.name`` decides (``invoke_agent``;
+``execute_tool``; ``chat``/``text_completion``/``generate_content`` are model
+calls); without it, ``openinference.span.kind`` (``AGENT``/``TOOL``/``LLM``);
+without either, the span name's first word (``invoke_agent ...``,
+``execute_tool ...``, ``chat ...``; a leading ``gen_ai.`` is ignored).
+
+*Runs.* Spans are grouped into trees by ``parentSpanId``. A tree's root is a
+span without a parent, or an *orphan*: a span whose parent is not in the
+file. Every outermost ``invoke_agent`` span of a tree is a run (a trace may
+hold several; an ``invoke_agent`` span inside another, a sub-agent, belongs
+to the outer run). A tree without one is a run when its root has no parent
+(a plain root span, e.g. an agent instrumented by hand); an orphan tree
+without one is a rejection ("span tree with no run"). Trees without any GenAI
+span (no ``gen_ai.*``/``llm.*``/``openinference.*``/``agentab.*``/``tool.name``
+attribute, no GenAI span name, no mapped task id on the root or its
+resource), e.g. HTTP spans exported alongside, are not agent runs and are
+skipped. A span id seen twice in a trace is read once (the first).
+
+*Steps.* Every tool span in the run's subtree (sub-agents' ones included) is
+a step, in order of start time (ties: order in the file):
+
+==================  ==========================================================
+step field          from
+==================  ==========================================================
+``tool``            ``gen_ai.tool.name``, ``tool.name``, else the span name
+                    after ``execute_tool``
+``args``            ``gen_ai.tool.call.arguments``, ``tool.arguments``,
+                    ``input.value``: JSON text of an object (or a kvlist);
+                    ``{}`` when none is recorded (the conventions make it
+                    opt-in); malformed JSON or a non-object is a rejection
+``observation``     ``{"status": "error"`` if the span status is ERROR else
+                    ``"ok"``, ``"result"``: ``gen_ai.tool.call.result`` /
+                    ``tool.result`` / ``output.value`` (JSON text parsed;
+                    other text kept as text) when recorded, ``"error"``: the
+                    status message, else ``error.type``, when failed ``}``;
+                    ``null`` when the span has no end time (a call never
+                    answered: kept as a non-terminated step)
+``started_at``,     the span's start and end, ISO-8601 UTC text with
+``ended_at``        nanoseconds
+``metadata``        ``span_id``; ``tool_call_id`` from ``gen_ai.tool.call.id``
+==================  ==========================================================
+
+*Tokens* (``gen_ai.usage.input_tokens`` / ``gen_ai.usage.prompt_tokens`` /
+``llm.usage.prompt_tokens`` / ``llm.token_count.prompt``, and the ``output``
+/ ``completion`` counterparts) are counted once, at the lowest level they are
+recorded: a span's usage counts only if no span below it (in the run) records
+usage of that kind (input and output are decided separately). So when the
+agent span carries the total and its ``chat`` children carry their own, the
+children's sum is used; the agent span's own only when no child records
+usage; a sub-agent's total is likewise replaced by its model calls'. Each
+counted usage goes to one step: the innermost step whose span contains it
+(a model call made inside a tool, e.g. an agent used as a tool), else the
+first step that starts at or after it starts (the model call that chose the
+tool), else the last step (the final answer after the last tool call). Steps
+that receive none get 0, so the steps' sum is the run's total. A run where
+no span records usage of a kind has that kind unknown (``null``) on every
+step. A run without steps cannot hold its tokens in steps: its totals are
+kept in ``metadata.tokens_in``/``tokens_out`` (given on every run whose
+usage is known).
+
+*Run-level fields* come from the run span's attributes, else its ancestors'
+(nearest first: e.g. an evaluation harness's span around several runs), else
+its resource's attributes; ``fields={"task_id": "my.attribute", ...}``
+replaces an attribute name (keys: run_id, task_id, seed, arm, model, harness,
+outcome, cost_usd, latency_s):
+
+==============  ======================================  =====================
+record field    default attribute                       also read (defaults)
+==============  ======================================  =====================
+``run_id``      ``gen_ai.conversation.id``              the trace id
+``task_id``     ``agentab.task_id``
+``seed``        ``agentab.seed`` (integer)
+``arm``         ``agentab.arm``
+``outcome``     ``agentab.outcome`` (bool or number)
+model           ``gen_ai.request.model``                ``gen_ai.response.model``,
+                                                        ``llm.model_name``, then
+                                                        the run's first model call
+harness         ``gen_ai.agent.name``                   the span name after
+                                                        ``invoke_agent``
+provider        ``gen_ai.provider.name`` (fixed)        ``gen_ai.system``
+``cost_usd``    none (no convention records cost)
+``latency_s``   none: the run span's duration
+==============  ======================================  =====================
+
+Model, harness and provider go to ``metadata`` (with ``trace_id``,
+``span_id``, ``conversation_id``, ``started_at``/``ended_at`` of the run
+span); ``latency_s`` is the run span's duration. With the default ``run_id``,
+an id shared by several runs of the file (several runs in one trace, or
+several turns of one conversation) is qualified with the run span's id:
+``<trace id>:<span id>``, ``<conversation id>:<span id>``. A missing or ill-typed task_id, seed or outcome is
+a rejection naming the span (trace id / span id) and the attribute.
+
+Each run is one :class:`~agentab.formats._base.Item` (``line``: the line, or
+1-based position in a list of batches, of the batch holding the run span);
+each orphan tree without a run, malformed JSON line and line that is not an
+OTLP batch is one rejection.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import gc
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from agentab._parallel import open_trace_file
+from agentab.formats._base import FieldMap, Format, Item
+
+__all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "sniff"]
+
+#: Default run-level field mapping: agentab name -> span/resource attribute.
+FIELDS: dict[str, str] = {
+    "run_id": "gen_ai.conversation.id",
+    "task_id": "agentab.task_id",
+    "seed": "agentab.seed",
+    "arm": "agentab.arm",
+    "outcome": "agentab.outcome",
+    "model": "gen_ai.request.model",
+    "harness": "gen_ai.agent.name",
+}
+
+# Names read after the default one (only while the default is in use).
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "gen_ai.request.model": ("gen_ai.request.model", "gen_ai.response.model", "llm.model_name"),
+}
+_PROVIDER = ("gen_ai.provider.name", "gen_ai.system")
+_TOOL_NAME = ("gen_ai.tool.name", "tool.name")
+_TOOL_ARGS = ("gen_ai.tool.call.arguments", "tool.arguments", "input.value")
+_TOOL_RESULT = ("gen_ai.tool.call.result", "tool.result", "output.value")
+_TOKENS_IN = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.usage.prompt_tokens",
+              "llm.token_count.prompt")
+_TOKENS_OUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.usage.completion_tokens",
+               "llm.token_count.completion")
+_USAGE = frozenset(_TOKENS_IN + _TOKENS_OUT)
+_OPERATION = "gen_ai.operation.name"
+_OPENINFERENCE_KIND = "openinference.span.kind"
+_MODEL_OPS = frozenset({"chat", "text_completion", "generate_content"})
+_OPENINFERENCE_KINDS = {"AGENT": "agent", "TOOL": "tool", "LLM": "model"}
+_GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.", "agentab.", "tool.name")
+_STATUS_ERROR = frozenset({2, "STATUS_CODE_ERROR", "2"})
+
+_AGENT, _TOOL, _MODEL = "agent", "tool", "model"
+
+
+# ---------------------------------------------------------------- OTLP/JSON types
+
+
+class _AnyValue(msgspec.Struct, rename="camel", gc=False):
+    string_value: str | None = None
+    bool_value: bool | None = None
+    int_value: int | str | None = None
+    double_value: float | str | None = None
+    array_value: _ArrayValue | None = None
+    kvlist_value: _KvList | None = None
+    bytes_value: str | None = None
+
+
+class _KeyValue(msgspec.Struct, gc=False):
+    key: str
+    value: _AnyValue | None = None
+
+
+class _ArrayValue(msgspec.Struct, gc=False):
+    values: list[_AnyValue] = []
+
+
+class _KvList(msgspec.Struct, gc=False):
+    values: list[_KeyValue] = []
+
+
+class _Status(msgspec.Struct, gc=False):
+    code: int | str | None = None
+    message: str | None = None
+
+
+def _internal(name: str) -> Any:
+    """A field filled in after decoding, under a JSON name no input has."""
+    return msgspec.field(default=None, name=f"(agentab internal) {name}")
+
+
+class _Span(msgspec.Struct, rename="camel", gc=False):
+    """A span as decoded; the fields after ``status`` are filled in by :func:`_collect`.
+
+    ``trace_id``, ``span_id`` and ``parent_span_id`` are rewritten as hex;
+    ``attrs`` is the attributes by key (raw values); ``start``/``end`` are
+    unix nanoseconds or None; ``up`` the parent span when it is in the file.
+    The structs are not tracked by the garbage collector: spans refer to
+    their parents only, never in a cycle.
+    """
+
+    trace_id: str = ""
+    span_id: str = ""
+    parent_span_id: str | None = None
+    name: str = ""
+    start_time_unix_nano: int | str | None = None
+    end_time_unix_nano: int | str | None = None
+    attributes: list[_KeyValue] | None = None
+    status: _Status | None = None
+    attrs: dict[str, _AnyValue | None] | None = _internal("attrs")
+    res: dict[str, _AnyValue | None] | None = _internal("res")
+    start: int | None = _internal("start")
+    end: int | None = _internal("end")
+    kind: str | None = _internal("kind")
+    line: int | None = _internal("line")
+    order: int | None = _internal("order")
+    up: _Span | None = _internal("up")
+
+
+class _ScopeSpans(msgspec.Struct, gc=False):
+    spans: list[_Span] | None = None
+
+
+class _Resource(msgspec.Struct, gc=False):
+    attributes: list[_KeyValue] | None = None
+
+
+class _ResourceSpans(msgspec.Struct, rename="camel", gc=False):
+    resource: _Resource | None = None
+    scope_spans: list[_ScopeSpans] | None = None
+    instrumentation_library_spans: list[_ScopeSpans] | None = None
+
+
+class _Batch(msgspec.Struct, rename="camel", gc=False):
+    resource_spans: list[_ResourceSpans]
+
+
+_BATCH = msgspec.json.Decoder(_Batch)
+_BATCHES = msgspec.json.Decoder(list[msgspec.Raw])
+_JSON = msgspec.json.Decoder()
+_NON_SPACE = re.compile(rb"\S")
+
+
+def _value(v: _AnyValue | None) -> Any:
+    """An OTLP ``AnyValue`` as a Python value (None when empty)."""
+    if v is None:
+        return None
+    if v.string_value is not None:
+        return v.string_value
+    if v.int_value is not None:
+        if isinstance(v.int_value, int):
+            return v.int_value
+        try:
+            return int(v.int_value)
+        except ValueError:
+            return v.int_value
+    if v.bool_value is not None:
+        return v.bool_value
+    if v.double_value is not None:
+        try:
+            return float(v.double_value)
+        except ValueError:
+            return v.double_value
+    if v.array_value is not None:
+        return [_value(x) for x in v.array_value.values]
+    if v.kvlist_value is not None:
+        return {kv.key: _value(kv.value) for kv in v.kvlist_value.values}
+    return v.bytes_value
+
+
+def _hex_id(raw: str | None, cache: dict[str, str]) -> str:
+    """A trace or span id as lowercase hex; base64 ids (protobuf's JSON printer) are converted."""
+    if not raw:
+        return ""
+    out = raw.lower()
+    if raw.endswith("=") and len(raw) in (12, 24):  # base64 of 8 / 16 bytes (padded); hex has no "="
+        try:
+            out = base64.b64decode(raw, validate=True).hex()
+        except (binascii.Error, ValueError):
+            pass
+    cache[raw] = out
+    return out
+
+
+def _nanos(raw: int | str | None) -> int | None:
+    """Unix nanoseconds, None when absent or zero (an unset time)."""
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+_SECONDS: dict[int, str] = {}
+
+
+def _iso(ns: int | None) -> str | None:
+    """Unix nanoseconds as ISO-8601 UTC text with nanoseconds."""
+    if ns is None:
+        return None
+    seconds, frac = divmod(ns, 1_000_000_000)
+    text = _SECONDS.get(seconds)
+    if text is None:
+        if len(_SECONDS) > 100_000:
+            _SECONDS.clear()
+        text = _SECONDS[seconds] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{text}.{frac:09d}Z"
+
+
+# ---------------------------------------------------------------- spans in memory
+
+
+def _get(span: _Span, name: str) -> Any:
+    return _value(span.attrs.get(name))
+
+
+def _first(span: _Span, names: Sequence[str]) -> tuple[str, Any] | None:
+    """The first of ``names`` a span records, as (name, value)."""
+    attrs = span.attrs
+    for name in names:
+        if name in attrs:
+            value = _value(attrs[name])
+            if value is not None:
+                return name, value
+    return None
+
+
+def _where(span: _Span) -> str:
+    return f"trace {span.trace_id}, span {span.span_id} ({span.name or 'unnamed'})"
+
+
+def _kind(name: str, attrs: dict[str, _AnyValue | None]) -> str | None:
+    op = attrs.get(_OPERATION)
+    if op is not None and op.string_value:
+        op = op.string_value
+        if op == "invoke_agent":
+            return _AGENT
+        if op == "execute_tool":
+            return _TOOL
+        return _MODEL if op in _MODEL_OPS else None
+    if _OPENINFERENCE_KIND in attrs:
+        found = _OPENINFERENCE_KINDS.get(str(_value(attrs[_OPENINFERENCE_KIND])).upper())
+        if found:
+            return found
+    word = name.removeprefix("gen_ai.")
+    if word.startswith("invoke_agent"):
+        return _AGENT
+    if word.startswith("execute_tool"):
+        return _TOOL
+    return _MODEL if word.split(" ", 1)[0] in _MODEL_OPS else None
+
+
+def _genai(span: _Span) -> bool:
+    """Whether a span is GenAI-related (a kind, or an attribute of a GenAI vocabulary)."""
+    return span.kind is not None or any(key.startswith(_GENAI_PREFIXES) for key in span.attrs)
+
+
+class _Reject(Exception):
+    def __init__(self, field: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _batches_of_bytes(data: bytes) -> Iterator[tuple[int, _Batch | None, str | None]]:
+    """``(line, batch, None)`` or ``(line, None, reason)`` for every batch of a file's bytes.
+
+    JSON Lines unless the text is one document: it starts with ``[`` (a list
+    of batches, numbered by position), or its first non-blank line does not
+    end with ``}`` (a pretty-printed batch, line 1).
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    found = _NON_SPACE.search(data)
+    if found is None:
+        return
+    begin = found.start()
+    end = data.find(b"\n", begin)
+    first_line = data[begin:end if end >= 0 else len(data)].rstrip()
+    if first_line.startswith(b"["):
+        try:
+            raws = _BATCHES.decode(data)
+        except msgspec.DecodeError as exc:
+            yield 1, None, f"malformed JSON: {exc}"
+            return
+        for position, raw in enumerate(raws, start=1):
+            yield (position, *_decode_batch(raw))
+        return
+    if not first_line.endswith(b"}"):
+        yield (1, *_decode_batch(data))
+        return
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            yield (number, *_decode_batch(line))
+
+
+def _decode_batch(raw: bytes | msgspec.Raw) -> tuple[_Batch | None, str | None]:
+    try:
+        return _BATCH.decode(raw), None
+    except msgspec.ValidationError as exc:
+        return None, f"not an OTLP trace batch ({{\"resourceSpans\": [...]}}): {exc}"
+    except msgspec.DecodeError as exc:
+        return None, f"malformed JSON: {exc}"
+
+
+def _collect(batches: Iterator[tuple[int, _Batch | None, str | None]]) -> tuple[list[_Span], list[Item]]:
+    """All spans of the batches (their internal fields filled in), and the rejections of unreadable batches."""
+    spans: list[_Span] = []
+    bad: list[Item] = []
+    ids: dict[str, str] = {}
+    get_id = ids.get
+    for line, batch, reason in batches:
+        if batch is None:
+            bad.append(Item(line=line, reason=reason))
+            continue
+        for rs in batch.resource_spans:
+            res = {kv.key: kv.value for kv in rs.resource.attributes or ()} if rs.resource is not None else {}
+            for scope in (rs.scope_spans or []) + (rs.instrumentation_library_spans or []):
+                for span in scope.spans or ():
+                    raw = span.trace_id
+                    span.trace_id = get_id(raw) or _hex_id(raw, ids)
+                    raw = span.span_id
+                    span.span_id = get_id(raw) or _hex_id(raw, ids)
+                    raw = span.parent_span_id
+                    span.parent_span_id = (get_id(raw) or _hex_id(raw, ids)) if raw else ""
+                    kvs = span.attributes
+                    span.attrs = attrs = {kv.key: kv.value for kv in kvs} if kvs else {}
+                    span.attributes = None
+                    span.res = res
+                    span.start = _nanos(span.start_time_unix_nano)
+                    span.end = _nanos(span.end_time_unix_nano)
+                    span.kind = _kind(span.name, attrs)
+                    span.line = line
+                    span.order = len(spans)
+                    span.up = None
+                    spans.append(span)
+    return spans, bad
+
+
+def _read(batches: Iterator[tuple[int, _Batch | None, str | None]], fields: FieldMap | None) -> list[Item]:
+    """Every item of a file, with the garbage collector paused.
+
+    Reading creates hundreds of thousands of small objects, none in a cycle;
+    collections triggered meanwhile would only scan them again and again
+    (they took two thirds of the reading time).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        spans, bad = _collect(batches)
+        return _items(spans, bad, fields)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _items(spans: list[_Span], bad: list[Item], fields: FieldMap | None) -> list[Item]:
+    """Runs and rejections of a file's spans, in order of where they were read."""
+    mapping = {**FIELDS, **(fields or {})}
+    index: dict[tuple[str, str], _Span] = {}
+    kept: list[_Span] = []
+    for span in spans:
+        key = (span.trace_id, span.span_id)
+        if key not in index:
+            index[key] = span
+            kept.append(span)
+    roots: list[_Span] = []
+    children: dict[int, list[_Span]] = {}  # by the parent's order
+    for span in kept:
+        parent = index.get((span.trace_id, span.parent_span_id)) if span.parent_span_id else None
+        if parent is None:
+            roots.append(span)
+        else:
+            span.up = parent
+            siblings = children.get(parent.order)
+            if siblings is None:
+                children[parent.order] = [span]
+            else:
+                siblings.append(span)
+
+    out: list[tuple[int, int, Item | _Span]] = []  # (line, order, item)
+    runs: list[_Span] = []
+    trees: dict[int, list[_Span]] = {}  # the subtree of a run that is a tree's root, by its order
+    seen = 0
+    for root in roots:
+        found, tree = _runs_in(root, children)
+        seen += len(tree)
+        if found and found[0] is root or not found and not root.parent_span_id:
+            trees[root.order] = tree
+        if found:
+            runs.extend(found)
+            continue
+        if not any(_genai(span) for span in tree) and not _task_attribute(root, mapping):
+            continue  # not an agent's spans (e.g. HTTP spans exported alongside)
+        if not root.parent_span_id:
+            runs.append(root)
+            continue
+        tools = sum(span.kind == _TOOL for span in tree)
+        out.append((root.line, root.order, Item(
+            line=root.line, field="parentSpanId",
+            reason=f"span tree with no run: {_where(root)} has parent {root.parent_span_id}, which is not in the "
+                   f"file, and no invoke_agent span below it ({len(tree)} span(s), {tools} tool call(s)); "
+                   "a run's spans must be in one file")))
+    if seen < len(kept):  # spans on a parent cycle are reachable from no root
+        first = min((s for s in kept if not _reachable(s)), key=lambda s: s.order)
+        out.append((first.line, first.order, Item(
+            line=first.line, field="parentSpanId",
+            reason=f"span tree with no run: {_where(first)} is on a cycle of parentSpanId links")))
+
+    per_trace: dict[str, int] = {}
+    for run in runs:
+        per_trace[run.trace_id] = per_trace.get(run.trace_id, 0) + 1
+    converted: list[tuple[_Span, dict[str, Any] | _Reject, str | None]] = []
+    ids: dict[str, int] = {}
+    for run in runs:
+        try:
+            record, source = _record(run, mapping, trees.get(run.order) or _subtree(run, children))
+        except _Reject as exc:
+            converted.append((run, exc, None))
+            continue
+        converted.append((run, record, source))
+        if source is not None:
+            ids[record["run_id"]] = ids.get(record["run_id"], 0) + 1
+    for run, record, source in converted:
+        if isinstance(record, _Reject):
+            out.append((run.line, run.order, Item(line=run.line, field=record.field, reason=record.reason)))
+            continue
+        if source is not None and (ids[record["run_id"]] > 1 or (source == "trace" and per_trace[run.trace_id] > 1)):
+            record["run_id"] = (f"{run.trace_id}:{run.span_id}" if source == "trace"
+                                else f"{record['run_id']}:{run.span_id}")
+        out.append((run.line, run.order, Item(line=run.line, record=record)))
+    for span in spans:  # no span outlives the reading with a parent link
+        span.up = None
+    out.extend((item.line, -1, item) for item in bad)
+    out.sort(key=lambda entry: (entry[0], entry[1]))
+    return [item for _, _, item in out]
+
+
+def _reachable(span: _Span) -> bool:
+    seen = set()
+    node: _Span | None = span
+    while node is not None:
+        if id(node) in seen:
+            return False
+        seen.add(id(node))
+        node = node.up
+    return True
+
+
+def _subtree(top: _Span, children: dict[int, list[_Span]]) -> list[_Span]:
+    """``top`` and every span below it, in pre-order (a parent before its descendants)."""
+    out: list[_Span] = []
+    stack = [top]
+    while stack:
+        span = stack.pop()
+        out.append(span)
+        below = children.get(span.order)
+        if below:
+            stack.extend(reversed(below))
+    return out
+
+
+def _runs_in(root: _Span, children: dict[int, list[_Span]]) -> tuple[list[_Span], list[_Span]]:
+    """The outermost agent spans under ``root`` (itself included), and every span of the tree."""
+    tree = _subtree(root, children)
+    runs = [span for span in tree if span.kind == _AGENT and not _inside_run(span, root)]
+    return runs, tree
+
+
+def _inside_run(span: _Span, root: _Span) -> bool:
+    node = span
+    while node is not root and node.up is not None:
+        node = node.up
+        if node.kind == _AGENT:
+            return True
+    return False
+
+
+def _task_attribute(span: _Span, mapping: Mapping[str, str]) -> bool:
+    name = mapping["task_id"]
+    return name in span.attrs or name in span.res
+
+
+# ---------------------------------------------------------------- one run
+
+
+def _lookup(run: _Span, names: Sequence[str]) -> tuple[str, Any, _Span | None] | None:
+    """The first of ``names`` on the run span, its ancestors (nearest first), then its resource."""
+    node: _Span | None = run
+    while node is not None:
+        hit = _first(node, names)
+        if hit is not None:
+            return hit[0], hit[1], node
+        node = node.up
+    for name in names:
+        value = _value(run.res.get(name))
+        if value is not None:
+            return name, value, None
+    return None
+
+
+def _names(mapping: Mapping[str, str], key: str) -> tuple[str, ...]:
+    name = mapping[key]
+    return _ALIASES.get(name, (name,)) if name == FIELDS[key] else (name,)
+
+
+def _missing(run: _Span, key: str, name: str) -> _Reject:
+    return _Reject(name, f"the run span ({_where(run)}) has no attribute {name} for {key} (looked in the span, "
+                         f"its ancestors and its resource); name the attribute with fields={{{key!r}: ...}}")
+
+
+def _ill_typed(run: _Span, key: str, name: str, value: Any, expected: str) -> _Reject:
+    return _Reject(name, f"attribute {name} of the run span ({_where(run)}) gives {key} {value!r}: "
+                         f"expected {expected}")
+
+
+def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tuple[dict[str, Any], str | None]:
+    """The trace record of a run span (``subtree``: it and the spans below it, in pre-order), and where its
+    run_id came from (None: a user-mapped attribute)."""
+
+    # ids and outcome
+    task = _lookup(run, (mapping["task_id"],))
+    if task is None:
+        raise _missing(run, "task_id", mapping["task_id"])
+    task_id = task[1]
+    if isinstance(task_id, float) and task_id.is_integer():
+        task_id = int(task_id)
+    if isinstance(task_id, bool) or not isinstance(task_id, (str, int)) or task_id == "":
+        raise _ill_typed(run, "task_id", task[0], task_id, "text or an integer")
+    seed_hit = _lookup(run, (mapping["seed"],))
+    if seed_hit is None:
+        raise _missing(run, "seed", mapping["seed"])
+    seed = _integer(seed_hit[1])
+    if seed is None:
+        raise _ill_typed(run, "seed", seed_hit[0], seed_hit[1], "an integer")
+    outcome_hit = _lookup(run, (mapping["outcome"],))
+    if outcome_hit is None:
+        raise _missing(run, "outcome", mapping["outcome"])
+    outcome = _outcome(outcome_hit[1])
+    if outcome is None:
+        raise _ill_typed(run, "outcome", outcome_hit[0], outcome_hit[1], "a bool or a number")
+
+    conversation = _get(run, "gen_ai.conversation.id")
+    run_id_hit = _lookup(run, (mapping["run_id"],))
+    source: str | None
+    if run_id_hit is not None:
+        run_id = run_id_hit[1]
+        if isinstance(run_id, bool) or not isinstance(run_id, (str, int)) or run_id == "":
+            raise _ill_typed(run, "run_id", run_id_hit[0], run_id, "text or an integer")
+        run_id = str(run_id)
+        source = "attribute" if mapping["run_id"] == FIELDS["run_id"] else None
+    elif mapping["run_id"] == FIELDS["run_id"]:
+        run_id, source = run.trace_id or run.span_id, "trace"
+    else:
+        raise _missing(run, "run_id", mapping["run_id"])
+
+    record: dict[str, Any] = {"run_id": run_id, "task_id": task_id, "seed": seed}
+    arm_hit = _lookup(run, (mapping["arm"],))
+    if arm_hit is not None:
+        if not isinstance(arm_hit[1], str) or not arm_hit[1]:
+            raise _ill_typed(run, "arm", arm_hit[0], arm_hit[1], "text")
+        record["arm"] = arm_hit[1]
+
+    steps, tokens_in, tokens_out = _steps(run, subtree)
+    record["steps"] = steps
+    record["outcome"] = outcome
+    for key in ("cost_usd", "latency_s"):  # no default attribute: latency is the run span's duration
+        name = mapping.get(key)
+        hit = _lookup(run, (name,)) if name else None
+        if hit is not None:
+            if isinstance(hit[1], bool) or not isinstance(hit[1], (int, float)) or not hit[1] >= 0:
+                raise _ill_typed(run, key, hit[0], hit[1], "a number >= 0")
+            record[key] = hit[1]
+    if "latency_s" not in record and run.start is not None and run.end is not None and run.end >= run.start:
+        record["latency_s"] = (run.end - run.start) / 1e9
+
+    metadata: dict[str, Any] = {}
+    model = _lookup(run, _names(mapping, "model"))
+    if model is None and mapping["model"] == FIELDS["model"]:
+        for span in subtree:
+            if span.kind == _MODEL:
+                hit = _first(span, _ALIASES[FIELDS["model"]])
+                if hit is not None:
+                    model = (*hit, span)
+                    break
+    if model is not None:
+        metadata["model"] = str(model[1])
+    harness = _lookup(run, _names(mapping, "harness"))
+    if harness is not None:
+        metadata["harness"] = str(harness[1])
+    elif mapping["harness"] == FIELDS["harness"] and run.kind == _AGENT:
+        name = run.name.removeprefix("gen_ai.").removeprefix("invoke_agent").strip()
+        if name:
+            metadata["harness"] = name
+    provider = _lookup(run, _PROVIDER)
+    if provider is None:
+        for span in subtree:
+            if span.kind == _MODEL:
+                hit = _first(span, _PROVIDER)
+                if hit is not None:
+                    provider = (*hit, span)
+                    break
+    if provider is not None:
+        metadata["provider"] = str(provider[1])
+    metadata["trace_id"] = run.trace_id
+    metadata["span_id"] = run.span_id
+    if conversation is not None:
+        metadata["conversation_id"] = str(conversation)
+    if run.start is not None:
+        metadata["started_at"] = _iso(run.start)
+    if run.end is not None:
+        metadata["ended_at"] = _iso(run.end)
+    if tokens_in is not None:
+        metadata["tokens_in"] = tokens_in
+    if tokens_out is not None:
+        metadata["tokens_out"] = tokens_out
+    record["metadata"] = metadata
+    return record, source
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _outcome(value: Any) -> bool | int | float | None:
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "false"):
+            return text == "true"
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
+def _tokens(span: _Span, names: Sequence[str]) -> int | None:
+    hit = _first(span, names)
+    if hit is None:
+        return None
+    count = _integer(hit[1])
+    if count is None or count < 0:
+        raise _Reject(hit[0], f"attribute {hit[0]} of {_where(span)} is {hit[1]!r}: expected a token count "
+                              "(an integer >= 0)")
+    return count
+
+
+def _count(span: _Span, names: Sequence[str]) -> int | None:
+    """:func:`_tokens`, fast when the first name present holds an ``intValue``."""
+    attrs = span.attrs
+    for name in names:
+        value = attrs.get(name)
+        if value is not None:
+            raw = value.int_value
+            if raw is not None and value.string_value is None:
+                try:
+                    count = int(raw)
+                except ValueError:
+                    break
+                if count >= 0:
+                    return count
+            break
+    return _tokens(span, names)
+
+
+def _steps(run: _Span, subtree: list[_Span]) -> tuple[list[dict[str, Any]], int | None, int | None]:
+    """The run's steps (tokens attributed), and its input and output token totals (None: not recorded)."""
+    tools = [span for span in subtree if span.kind == _TOOL]
+    tools.sort(key=lambda s: (s.start is None, s.start or 0, s.order))
+    steps = [_step(i, span) for i, span in enumerate(tools)]
+
+    # usage at the lowest level: a span's count is used only if no span below it (in the run) records one
+    counted: dict[str, list[tuple[_Span, int]]] = {"tokens_in": [], "tokens_out": []}
+    below: dict[int, tuple[bool, bool]] = {}  # by order: (input, output) recorded below the span
+    for span in reversed(subtree):  # descendants before their ancestors
+        has_in, has_out = below.get(span.order, (False, False))
+        if not _USAGE.isdisjoint(span.attrs):
+            count_in = _count(span, _TOKENS_IN)
+            count_out = _count(span, _TOKENS_OUT)
+            if count_in is not None and not has_in:
+                counted["tokens_in"].append((span, count_in))
+            if count_out is not None and not has_out:
+                counted["tokens_out"].append((span, count_out))
+            has_in = has_in or count_in is not None
+            has_out = has_out or count_out is not None
+        if (has_in or has_out) and span is not run and span.up is not None:
+            up_in, up_out = below.get(span.up.order, (False, False))
+            below[span.up.order] = (up_in or has_in, up_out or has_out)
+
+    totals: list[int | None] = []
+    position: dict[int, int] | None = None
+    starts: list[float] = []
+    for key in ("tokens_in", "tokens_out"):
+        found = counted[key]
+        if not found:
+            totals.append(None)
+            continue
+        totals.append(sum(count for _, count in found))
+        if not steps:
+            continue
+        if position is None:
+            position = {span.order: i for i, span in enumerate(tools)}
+            starts = [span.start if span.start is not None else float("inf") for span in tools]
+        for step in steps:
+            step[key] = 0
+        for span, count in found:
+            at = _owner(span, run, position)
+            if at is None:
+                at = len(steps) - 1 if span.start is None else min(bisect.bisect_left(starts, span.start),
+                                                                    len(steps) - 1)
+            steps[at][key] += count
+    return steps, totals[0], totals[1]
+
+
+def _owner(span: _Span, run: _Span, position: dict[int, int]) -> int | None:
+    """The index of the innermost step whose span is ``span`` or contains it (within the run)."""
+    node: _Span | None = span
+    while node is not None and node is not run:
+        at = position.get(node.order)
+        if at is not None:
+            return at
+        node = node.up
+    return None
+
+
+def _step(index: int, span: _Span) -> dict[str, Any]:
+    attrs = span.attrs
+    value = attrs.get(_TOOL_NAME[0])  # the usual names first, directly
+    name = value.string_value if value is not None else None
+    if not name:
+        tool = _first(span, _TOOL_NAME)
+        if tool is not None:
+            name = tool[1] if isinstance(tool[1], str) else str(tool[1])
+        else:
+            name = span.name.removeprefix("gen_ai.").removeprefix("execute_tool").strip()
+        if not name:
+            raise _Reject(_TOOL_NAME[0], f"the tool span {_where(span)} names no tool: no attribute "
+                                         f"{' or '.join(_TOOL_NAME)}, and no name after execute_tool in its span "
+                                         "name")
+    args: Any = {}
+    value = attrs.get(_TOOL_ARGS[0])
+    hit = (_TOOL_ARGS[0], value.string_value) if value is not None and value.string_value is not None \
+        else _first(span, _TOOL_ARGS)
+    if hit is not None:
+        attr, raw = hit
+        if isinstance(raw, str):
+            if raw.strip():
+                try:
+                    args = _JSON.decode(raw)
+                except msgspec.DecodeError as exc:
+                    raise _Reject(attr, f"attribute {attr} of the tool span {_where(span)} is not JSON: "
+                                        f"{exc}") from None
+        else:
+            args = raw
+        if not isinstance(args, dict):
+            raise _Reject(attr, f"attribute {attr} of the tool span {_where(span)} is not a JSON object "
+                                f"of arguments: {raw!r}")
+    step: dict[str, Any] = {"index": index, "tool": name, "args": args}
+    status = span.status
+    error = status is not None and status.code in _STATUS_ERROR
+    if span.end is not None:
+        observation: dict[str, Any] = {"status": "error" if error else "ok"}
+        value = attrs.get(_TOOL_RESULT[0])
+        result = (_TOOL_RESULT[0], value.string_value) if value is not None and value.string_value is not None \
+            else _first(span, _TOOL_RESULT)
+        if result is not None:
+            value = result[1]
+            if isinstance(value, str):
+                try:
+                    value = _JSON.decode(value)
+                except msgspec.DecodeError:
+                    pass
+            observation["result"] = value
+        if error:
+            message = status.message or _value(attrs.get("error.type"))
+            if message:
+                observation["error"] = message
+        step["observation"] = observation
+        step["started_at"] = _iso(span.start)
+        step["ended_at"] = _iso(span.end)
+    else:
+        step["observation"] = None
+        step["started_at"] = _iso(span.start)
+    metadata = {"span_id": span.span_id}
+    call_id = attrs.get("gen_ai.tool.call.id")
+    if call_id is not None:
+        metadata["tool_call_id"] = str(_value(call_id))
+    step["metadata"] = metadata
+    return step
+
+
+# ---------------------------------------------------------------- the format
+
+
+def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
+    """The runs (and rejections) of an OTLP/JSON file (JSON Lines or one document; ``.gz`` too)."""
+    with open_trace_file(Path(path)) as fh:
+        data = fh.read()
+    return iter(_read(_batches_of_bytes(data), fields))
+
+
+def read_objects(objects: Sequence[Any], name: str = "", fields: FieldMap | None = None) -> Iterator[Item]:
+    """The runs (and rejections) of in-memory OTLP/JSON batches (dicts), ``line`` = 1-based position."""
+
+    def batches() -> Iterator[tuple[int, _Batch | None, str | None]]:
+        for position, obj in enumerate(objects, start=1):
+            try:
+                yield position, msgspec.convert(obj, _Batch), None
+            except msgspec.ValidationError as exc:
+                yield position, None, f"not an OTLP trace batch ({{\"resourceSpans\": [...]}}): {exc}"
+
+    return iter(_read(batches(), fields))
+
+
+def sniff(head: bytes, name: str = "") -> bool:
+    """Whether a file's first bytes look like OTLP/JSON traces."""
+    return b'"resourceSpans"' in head
+
+
+_EXAMPLE = (
+    '{"resourceSpans":[{"resource":{"attributes":[{"key":"agentab.task_id","value":{"stringValue":"fix-test"}},'
+    '{"key":"agentab.seed","value":{"intValue":"0"}}]},"scopeSpans":[{"spans":['
+    '{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"invoke_agent coder",'
+    '"startTimeUnixNano":"1767225600000000000","endTimeUnixNano":"1767225604000000000","attributes":['
+    '{"key":"gen_ai.operation.name","value":{"stringValue":"invoke_agent"}},'
+    '{"key":"agentab.outcome","value":{"boolValue":true}}]},'
+    '{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b175","parentSpanId":"eee19b7ec3c1b174",'
+    '"name":"execute_tool read_file","startTimeUnixNano":"1767225601000000000",'
+    '"endTimeUnixNano":"1767225601500000000","attributes":['
+    '{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},'
+    '{"key":"gen_ai.tool.name","value":{"stringValue":"read_file"}},'
+    '{"key":"gen_ai.tool.call.arguments","value":{"stringValue":"{\\"path\\": \\"src/main.py\\"}"}}],'
+    '"status":{}}]}]}]}'
+)
+
+FORMAT = Format(
+    name="otel",
+    summary="OpenTelemetry OTLP/JSON trace export (GenAI semantic conventions): "
+            "invoke_agent spans are runs, execute_tool spans are steps",
+    example=_EXAMPLE,
+    fields=FIELDS,
+    sniff=sniff,
+    read_file=read_file,
+    read_objects=read_objects,
+    suffixes=(),
+)
