@@ -359,6 +359,35 @@ class RecordDecoder:
         except RecursionError:
             self._reject(Rejection(ordinal, source, line, None, None, "JSON nested too deeply to read"))
             return
+        self._take(rec, ordinal, source, line, arm)
+
+    def add_parsed(self, source: str, line: int, obj: Any, arm: str | None = None) -> None:
+        """Validate one record given as plain Python values parsed from JSON (a format reader's output).
+
+        ``msgspec.convert`` checks it against the same typed schema without a
+        round trip through JSON text. Only for values parsed from JSON: they
+        hold no NaN or infinity, which JSON text cannot carry and the schema's
+        free-form objects would let through. A record that fails is encoded
+        and decoded as text, so its rejection names the field exactly as for
+        our own JSON Lines.
+        """
+        try:
+            rec = msgspec.convert(obj, Record)
+        except (msgspec.ValidationError, TypeError, RecursionError):
+            try:
+                raw = self._encoder.encode(obj)
+            except (TypeError, msgspec.EncodeError, RecursionError) as err:
+                self.reject(source, line, None, f"record is not JSON-serialisable: {err}")
+                return
+            self.add(source, line, raw, arm)
+            return
+        ordinal = self.next_ordinal
+        self.next_ordinal += 1
+        self.n_read += 1
+        self._take(rec, ordinal, source, line, arm)
+
+    def _take(self, rec: Record, ordinal: int, source: str, line: int, arm: str | None) -> None:
+        """Check a decoded record and append it, or reject it."""
         run_id = str(rec.run_id)
         columns = _step_columns(rec.steps)
         problem = self._check(rec, run_id, arm, columns)

@@ -29,6 +29,7 @@ report); everything downstream reads the two tables built here.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -424,12 +425,20 @@ class _Reader:
                  parsed: bool) -> None:
         """Send a converted format's items to the decoder: records to validate, rejections to count."""
         fields = formats.resolve_fields(fmt.fields, self.fields, formats.RUN_FIELDS)
-        for item in read(fields):
-            where_from = item.source or name
-            if item.record is not None:
-                _add_object(where_from, item.record, item.line, arm, self.decoder, parsed=parsed)
-            else:
-                self.decoder.reject(where_from, item.line, item.field, item.reason or "cannot be converted")
+        # Conversion allocates millions of small containers that live until the file is done: the cyclic
+        # garbage collector would walk them again and again for nothing (none of them form cycles).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for item in read(fields):
+                where_from = item.source or name
+                if item.record is not None:
+                    _add_object(where_from, item.record, item.line, arm, self.decoder, parsed=parsed)
+                else:
+                    self.decoder.reject(where_from, item.line, item.field, item.reason or "cannot be converted")
+        finally:
+            if collecting:
+                gc.enable()
 
     def read_file(self, path: Path, arm: str | None) -> None:
         name = str(path)
@@ -588,21 +597,22 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON-serialisable")
 
 
-_encode = msgspec.json.Encoder(enc_hook=_json_default).encode
-
-
 def _add_object(name: str, item: Mapping[str, Any], position: int, arm: str | None,
                 decoder: RecordDecoder, parsed: bool = False) -> None:
     """Send one record dict to the decoder.
 
     ``parsed``: the record was built from JSON text by a format reader (no
-    NaN or infinity can be in it: JSON has none), so msgspec's encoder,
-    which writes NaN as null, is safe and fast. A record built in Python may
-    hold NaN, which ``json.dumps`` keeps for the decoder to reject by name.
+    NaN or infinity can be in it: JSON has none), so it is checked against
+    the schema directly (:meth:`RecordDecoder.add_parsed`). A record built
+    in Python may hold NaN, which ``json.dumps`` keeps for the decoder to
+    reject by name.
     """
+    if parsed:
+        decoder.add_parsed(name, position, item, arm)
+        return
     try:
-        raw = _encode(item) if parsed else json.dumps(item, default=_json_default, allow_nan=True).encode()
-    except (TypeError, ValueError, RecursionError, msgspec.EncodeError) as err:
+        raw = json.dumps(item, default=_json_default, allow_nan=True).encode()
+    except (TypeError, ValueError, RecursionError) as err:
         decoder.reject(name, position, None, f"record is not JSON-serialisable: {err}")
         return
     decoder.add(name, position, raw, arm)
