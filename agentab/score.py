@@ -42,7 +42,8 @@ column                     kind       better    meaning
 ``latency_s``              cost       lower     wall-clock seconds of the run
 ``passed``                 binary     higher    no check failed (``reasons`` is empty)
 ``outcome``                binary     higher    the external verdict as loaded (``continuous``,
-                                                float64, when outcomes are numbers)
+                                                float64, when outcomes are numbers other
+                                                than 0 and 1)
 ``right_result``           binary     higher    outcome true, or a number at or above
                                                 ``success_at``
 ``n_steps``                count      lower     tool calls
@@ -1226,7 +1227,10 @@ def _score_frame(runs: pd.DataFrame, steps: _Steps, specs: list[TrajectorySpec],
         types_mapper=lambda t: pd.StringDtype("pyarrow") if pa.types.is_large_string(t) else None)["reasons"]
     kind = dict(METRICS)
     if not (isinstance(outcome.dtype, pd.BooleanDtype) or outcome.dtype == bool):
-        kind["outcome"] = ("continuous", "higher")
+        known = outcome.to_numpy(dtype=np.float64, na_value=np.nan)
+        known = known[~np.isnan(known)]
+        if not np.isin(known, (0.0, 1.0)).all():  # a 0/1 reward (tau-bench's) stays binary
+            kind["outcome"] = ("continuous", "higher")
     table.attrs["metrics"] = {c: {"kind": kind[c][0], "direction": kind[c][1]} for c in table.columns if c in kind}
     table.attrs["scoring"] = {"matching_fallback_runs": stats.get("matching_fallback_runs", 0)}
     return table

@@ -501,3 +501,13 @@ def test_checks_the_data_cannot_support_warn_with_counts():
         score(traces, TrajectorySpec(time_limit=10))
     with pytest.warns(SpecWarning, match=r"2 of 2 runs: the spec sets success_at, which applies to numeric outcomes"):
         score(traces, TrajectorySpec(success_at=0.5))
+
+
+def test_numeric_outcomes_of_only_0_and_1_stay_binary():
+    def kinds(outcomes):
+        records = [{"run_id": f"r{i}", "task_id": "t", "seed": i, "outcome": o, "steps": []} for i, o in enumerate(outcomes)]
+        return agentab.metric_kinds(agentab.score(agentab.load_traces(records))).loc["outcome", "kind"]
+
+    assert kinds([0.0, 1.0, 1.0]) == "binary"  # a 0/1 reward, as tau-bench records it
+    assert kinds([0.0, 0.5, 1.0]) == "continuous"
+    assert kinds([True, False]) == "binary"
