@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Item", "Format", "FieldMap", "resolve_fields"]
+__all__ = ["Item", "Format", "FieldMap", "Reject", "MISSING", "lookup", "resolve_fields"]
 
 #: agentab's name of a run-level field -> the format's name for it (an attribute, a key, a dotted path).
 FieldMap = Mapping[str, str]
@@ -88,3 +88,43 @@ def resolve_fields(defaults: FieldMap, given: Mapping[str, Any] | None, known: S
             raise ValueError(f"`fields[{key!r}]` must be a non-empty name, got {value!r}")
         out[key] = value
     return out
+
+
+class Reject(Exception):
+    """Raised inside a reader: this record cannot be converted (``field``: a path into the input; ``reason``)."""
+
+    def __init__(self, field: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+
+#: What :func:`lookup` returns for a path that is not there (``None`` is a value).
+MISSING: Any = object()
+
+
+def lookup(obj: Any, path: str) -> Any:
+    """The value at ``path`` in parsed JSON, or :data:`MISSING`.
+
+    A key that is itself ``path`` wins (keys may contain dots); otherwise
+    ``path`` is dotted: each part a key of an object, a digit an index of a
+    list, ``*`` every value of an object (the result is then a list).
+    """
+    if isinstance(obj, dict) and path in obj:
+        return obj[path]
+    values = [obj]
+    star = False
+    for part in path.split("."):
+        found = []
+        for value in values:
+            if part == "*" and isinstance(value, dict):
+                found.extend(value.values())
+                star = True
+            elif isinstance(value, dict) and part in value:
+                found.append(value[part])
+            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                found.append(value[int(part)])
+        if not found:
+            return MISSING
+        values = found
+    return values if star else values[0]

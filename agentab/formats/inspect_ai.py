@@ -160,7 +160,10 @@ from typing import Any
 import msgspec
 
 from ..errors import TraceError
+from ._base import MISSING as _MISSING
 from ._base import FieldMap, Format, Item
+from ._base import Reject as _Reject
+from ._base import lookup as _path
 
 __all__ = ["FORMAT"]
 
@@ -169,7 +172,6 @@ _LEGACY_ATTACHMENT = "tc://"
 _HEADER = "header.json"
 _START = "_journal/start.json"
 _SAMPLES = "samples/"
-_MISSING = object()
 
 #: Default run-level field mapping (see the module docstring).
 _DEFAULTS: dict[str, str] = {
@@ -188,15 +190,6 @@ _SCORE_TEXT: dict[str, bool | float] = {"C": True, "I": False, "N": False, "P": 
 _SCORE_WORDS: dict[str, bool] = {"yes": True, "true": True, "no": False, "false": False}
 _NTH_SCORE = re.compile(r"scores\[(\d+)\]")
 _EVAL_KEY = re.compile(rb'"eval"\s*:\s*\{')
-
-
-class _Reject(Exception):
-    """A sample that cannot be converted: ``field`` (a path into the sample) and ``reason``."""
-
-    def __init__(self, field: str | None, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field
-        self.reason = reason
 
 
 # --------------------------------------------------------------------------- #
@@ -691,27 +684,6 @@ def _tokens(steps: list[dict[str, Any]], call_ids: list[Any], calls: list[tuple[
 
 
 # ----- run-level fields ----------------------------------------------------- #
-def _path(obj: Any, path: str) -> Any:
-    """The value at a dotted path (``*`` collects every value of an object), or _MISSING."""
-    parts = path.split(".")
-    values = [obj]
-    star = False
-    for part in parts:
-        found = []
-        for value in values:
-            if part == "*" and isinstance(value, dict):
-                found.extend(value.values())
-                star = True
-            elif isinstance(value, dict) and part in value:
-                found.append(value[part])
-            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-                found.append(value[int(part)])
-        if not found:
-            return _MISSING
-        values = found
-    return values if star else values[0]
-
-
 def _lookup(sample: Mapping[str, Any], header: _Header, path: str) -> Any:
     """A dotted path in the sample, or (if the sample has no such first key) in the log; the defaults' fallbacks."""
     if "." not in path:

@@ -140,7 +140,10 @@ from typing import Any
 import msgspec
 
 from .._parallel import BOM, JSON_SPACE, open_trace_file
+from ._base import MISSING as _MISSING
 from ._base import FieldMap, Format, Item
+from ._base import Reject as _Reject
+from ._base import lookup as _lookup
 
 __all__ = ["ANTHROPIC", "FIELDS", "OPENAI", "sniff_anthropic", "sniff_openai"]
 
@@ -156,29 +159,6 @@ _FALLBACK = {"seed": "trial", "outcome": "reward", "messages": "traj"}
 _MAX_TEXT = 256
 
 _decode = msgspec.json.decode
-
-
-class _Reject(Exception):
-    def __init__(self, field: str | None, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field
-        self.reason = reason
-
-
-_MISSING = object()
-
-
-def _lookup(rec: dict[str, Any], path: str) -> Any:
-    if path in rec:
-        return rec[path]
-    if "." in path:
-        cur: Any = rec
-        for part in path.split("."):
-            if not isinstance(cur, dict) or part not in cur:
-                return _MISSING
-            cur = cur[part]
-        return cur
-    return _MISSING
 
 
 def _describe(value: Any) -> str:
