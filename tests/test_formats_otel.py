@@ -572,3 +572,57 @@ def test_load_traces_reads_otel_files(tmp_path):
         assert sorted(traces.runs["task_id"].astype(str)) == ["a", "b", "c"]
     with pytest.raises(agentab.TraceError, match="span tree with no run"):
         agentab.load_traces(path, format="otel")
+
+
+# --------------------------------------------------------------------------- #
+# Reading: blocks, times beyond Arrow's range
+# --------------------------------------------------------------------------- #
+def test_lines_read_in_blocks_give_the_same_items(tmp_path, monkeypatch):
+    # JSON Lines are read in blocks and decoded in place: a line across blocks, a byte-order mark, CRLF line
+    # ends, blank lines and no final newline read as with one block
+    import agentab.formats.otel as otel_module
+
+    sdk = Sdk()
+    for i in range(3):
+        react_run(sdk, i * 2000, **{"agentab.seed": i})
+    spans = sdk.spans()
+    lines = [json.dumps(otlp_batch(spans[k:k + 4])) for k in range(0, len(spans), 4)]
+    text = "\r\n".join(lines[:2]) + "\r\n\n  \n" + "\n".join(lines[2:])
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    expected = read(path)
+    assert len(records(expected)) == 3
+    assert expected == list(otel_module._read(otel_module._batches_of_bytes(path.read_bytes()), FIELDS))  # whole
+    for block in (1, 7, 100):
+        monkeypatch.setattr(otel_module, "_BLOCK", block)
+        assert read(path) == expected, block
+    gz = tmp_path / "t.jsonl.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert read(gz) == expected
+
+
+def test_step_times_beyond_arrow_nanoseconds(tmp_path):
+    # times from 2**63 ns (year 2262) are formatted one by one, as the others
+    from datetime import datetime, timedelta, timezone
+
+    def text(ns: int) -> str:
+        moment = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=ns // 10**9)
+        return f"{moment:%Y-%m-%dT%H:%M:%S}.{ns % 10**9:09d}Z"
+
+    def attr(key, value):
+        return {"key": key, "value": {"stringValue": value} if isinstance(value, str) else {"boolValue": value}}
+
+    late, later = 2**63 + 5, 2**63 + 10**9 + 7
+    agent = {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "invoke_agent coder", "startTimeUnixNano": str(T0),
+             "endTimeUnixNano": str(T0 + 10**9), "attributes": [
+                 attr("gen_ai.operation.name", "invoke_agent"), attr("agentab.task_id", "t"),
+                 attr("agentab.outcome", True), {"key": "agentab.seed", "value": {"intValue": "1"}}]}
+    tools = [{"traceId": "ab" * 16, "spanId": f"{k + 2:016x}", "parentSpanId": "01" * 8, "name": f"execute_tool t{k}",
+              "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
+              "attributes": [attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", f"t{k}")]}
+             for k, (start, end) in enumerate([(T0 + 5, T0 + 9), (late, later)])]
+    batch = {"resourceSpans": [{"scopeSpans": [{"spans": [agent, *tools]}]}]}
+    (rec,) = records(read(write_lines(tmp_path / "t.jsonl", batch)))
+    assert [(s["started_at"], s["ended_at"]) for s in rec["steps"]] == [(text(T0 + 5), text(T0 + 9)),
+                                                                        (text(late), text(later))]
+    assert rec["steps"][1]["started_at"] == "2262-04-11T23:47:16.854775813Z"

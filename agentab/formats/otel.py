@@ -141,13 +141,17 @@ import base64
 import binascii
 import bisect
 import gc
+import math
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from agentab._parallel import open_trace_file
 from agentab.formats._base import FieldMap, Format, Item
@@ -186,6 +190,7 @@ _GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.", "agentab.", "tool.name")
 _STATUS_ERROR = frozenset({2, "STATUS_CODE_ERROR", "2"})
 
 _AGENT, _TOOL, _MODEL = "agent", "tool", "model"
+_OPERATION_KINDS = {"invoke_agent": _AGENT, "execute_tool": _TOOL, **dict.fromkeys(_MODEL_OPS, _MODEL)}
 
 
 # ---------------------------------------------------------------- OTLP/JSON types
@@ -219,17 +224,21 @@ class _Status(msgspec.Struct, gc=False):
     message: str | None = None
 
 
-def _internal(name: str) -> Any:
+def _internal(name: str, default: Any = None) -> Any:
     """A field filled in after decoding, under a JSON name no input has."""
-    return msgspec.field(default=None, name=f"(agentab internal) {name}")
+    return msgspec.field(default=default, name=f"(agentab internal) {name}")
 
 
 class _Span(msgspec.Struct, rename="camel", gc=False):
     """A span as decoded; the fields after ``status`` are filled in by :func:`_collect`.
 
     ``trace_id``, ``span_id`` and ``parent_span_id`` are rewritten as hex;
-    ``attrs`` is the attributes by key (raw values); ``start``/``end`` are
-    unix nanoseconds or None; ``up`` the parent span when it is in the file.
+    ``attrs`` is the attributes by key (raw values); ``start``/``end`` (the
+    span's ``startTimeUnixNano``/``endTimeUnixNano``) are rewritten as unix
+    nanoseconds or None (``at``, of tool spans: ``start``, infinity when
+    None, the sort key of steps); ``up`` the parent span when it is in the
+    file; ``below`` what spans below it in its run record (1: input tokens,
+    2: output tokens); ``step`` the index of the step a tool span became.
     The structs are not tracked by the garbage collector: spans refer to
     their parents only, never in a cycle.
     """
@@ -238,18 +247,19 @@ class _Span(msgspec.Struct, rename="camel", gc=False):
     span_id: str = ""
     parent_span_id: str | None = None
     name: str = ""
-    start_time_unix_nano: int | str | None = None
-    end_time_unix_nano: int | str | None = None
+    start: int | str | None = msgspec.field(default=None, name="startTimeUnixNano")
+    end: int | str | None = msgspec.field(default=None, name="endTimeUnixNano")
     attributes: list[_KeyValue] | None = None
     status: _Status | None = None
     attrs: dict[str, _AnyValue | None] | None = _internal("attrs")
     res: dict[str, _AnyValue | None] | None = _internal("res")
-    start: int | None = _internal("start")
-    end: int | None = _internal("end")
+    at: int | float | None = _internal("at")
     kind: str | None = _internal("kind")
     line: int | None = _internal("line")
     order: int | None = _internal("order")
     up: _Span | None = _internal("up")
+    below: int = _internal("below", 0)
+    step: int | None = _internal("step")
 
 
 class _ScopeSpans(msgspec.Struct, gc=False):
@@ -274,6 +284,9 @@ _BATCH = msgspec.json.Decoder(_Batch)
 _BATCHES = msgspec.json.Decoder(list[msgspec.Raw])
 _JSON = msgspec.json.Decoder()
 _NON_SPACE = re.compile(rb"\S")
+_BOM = b"\xef\xbb\xbf"
+_BLOCK = 1 << 24  # bytes read at a time
+_ARROW_NS = 2**63  # Arrow's timestamps (int64 nanoseconds) hold the unix nanoseconds below this
 
 
 def _value(v: _AnyValue | None) -> Any:
@@ -317,31 +330,22 @@ def _hex_id(raw: str | None, cache: dict[str, str]) -> str:
     return out
 
 
-def _nanos(raw: int | str | None) -> int | None:
-    """Unix nanoseconds, None when absent or zero (an unset time)."""
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        return None
-    return value if value > 0 else None
+_SECONDS: dict[int, str] = {}  # unix second -> its ISO-8601 text up to the decimal point
 
 
-_SECONDS: dict[int, str] = {}
+def _second(seconds: int) -> str:
+    if len(_SECONDS) > 100_000:
+        _SECONDS.clear()
+    text = _SECONDS[seconds] = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(seconds))
+    return text
 
 
 def _iso(ns: int | None) -> str | None:
-    """Unix nanoseconds as ISO-8601 UTC text with nanoseconds."""
+    """Unix nanoseconds as ISO-8601 UTC text with nanoseconds (``2026-01-01T00:00:00.200000000Z``)."""
     if ns is None:
         return None
     seconds, frac = divmod(ns, 1_000_000_000)
-    text = _SECONDS.get(seconds)
-    if text is None:
-        if len(_SECONDS) > 100_000:
-            _SECONDS.clear()
-        text = _SECONDS[seconds] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-    return f"{text}.{frac:09d}Z"
+    return (_SECONDS.get(seconds) or _second(seconds)) + str(1_000_000_000 + frac)[1:] + "Z"
 
 
 # ---------------------------------------------------------------- spans in memory
@@ -407,19 +411,21 @@ def _batches_of_bytes(data: bytes) -> Iterator[tuple[int, _Batch | None, str | N
 
     JSON Lines unless the text is one document: it starts with ``[`` (a list
     of batches, numbered by position), or its first non-blank line does not
-    end with ``}`` (a pretty-printed batch, line 1).
+    end with ``}`` (a pretty-printed batch, line 1). Nothing is copied: lines
+    are decoded as views of ``data``.
     """
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    found = _NON_SPACE.search(data)
+    view = memoryview(data)
+    size = len(data)
+    offset = len(_BOM) if data[:len(_BOM)] == _BOM else 0
+    found = _NON_SPACE.search(data, offset)
     if found is None:
         return
     begin = found.start()
     end = data.find(b"\n", begin)
-    first_line = data[begin:end if end >= 0 else len(data)].rstrip()
+    first_line = data[begin:end if end >= 0 else size].rstrip()
     if first_line.startswith(b"["):
         try:
-            raws = _BATCHES.decode(data)
+            raws = _BATCHES.decode(view[offset:])
         except msgspec.DecodeError as exc:
             yield 1, None, f"malformed JSON: {exc}"
             return
@@ -427,14 +433,67 @@ def _batches_of_bytes(data: bytes) -> Iterator[tuple[int, _Batch | None, str | N
             yield (position, *_decode_batch(raw))
         return
     if not first_line.endswith(b"}"):
-        yield (1, *_decode_batch(data))
+        yield (1, *_decode_batch(view[offset:]))
         return
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        if line.strip():
-            yield (number, *_decode_batch(line))
+    non_space = _NON_SPACE.search
+    number, start = 0, offset
+    while start <= size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        number += 1
+        if non_space(data, start, end):
+            yield (number, *_decode_batch(view[start:end]))
+        start = end + 1
 
 
-def _decode_batch(raw: bytes | msgspec.Raw) -> tuple[_Batch | None, str | None]:
+def _batches_of_file(fh: Any) -> Iterator[tuple[int, _Batch | None, str | None]]:
+    """:func:`_batches_of_bytes` of a file's content, reading JSON Lines as they are decoded.
+
+    The first non-blank line decides, as there. A document is read whole;
+    JSON Lines are read in blocks of :data:`_BLOCK` bytes, each line decoded
+    in place (a batch line is often megabytes: line-by-line buffered reading
+    copies it many times over, and reading the whole file first grows memory
+    by its size).
+    """
+    data = fh.read(_BLOCK)
+    while True:  # until the first non-blank line is whole
+        offset = len(_BOM) if data[:len(_BOM)] == _BOM else 0
+        found = _NON_SPACE.search(data, offset)
+        if found is not None and data.find(b"\n", found.start()) >= 0:
+            break
+        more = fh.read(_BLOCK)
+        if not more:
+            break
+        data += more
+    if found is None:
+        return
+    begin, found = found.start(), None
+    end = data.find(b"\n", begin)
+    first_line = data[begin:end if end >= 0 else len(data)].rstrip()
+    if first_line.startswith(b"[") or not first_line.endswith(b"}"):
+        yield from _batches_of_bytes(data + fh.read())
+        return
+    non_space = _NON_SPACE.search
+    number, start = 0, offset
+    while True:
+        end = data.find(b"\n", start)
+        if end < 0:
+            more = fh.read(_BLOCK)
+            if more:
+                data = data[start:] + more
+                start = 0
+                continue
+            end = len(data)
+        number += 1
+        if non_space(data, start, end):
+            yield (number, *_decode_batch(memoryview(data)[start:end]))
+        if end == len(data):
+            return
+        start = end + 1
+
+
+def _decode_batch(raw: bytes | memoryview | msgspec.Raw) -> tuple[_Batch | None, str | None]:
     try:
         return _BATCH.decode(raw), None
     except msgspec.ValidationError as exc:
@@ -444,11 +503,19 @@ def _decode_batch(raw: bytes | msgspec.Raw) -> tuple[_Batch | None, str | None]:
 
 
 def _collect(batches: Iterator[tuple[int, _Batch | None, str | None]]) -> tuple[list[_Span], list[Item]]:
-    """All spans of the batches (their internal fields filled in), and the rejections of unreadable batches."""
+    """All spans of the batches (their internal fields filled in), and the rejections of unreadable batches.
+
+    The loop is written out (no helper calls for ids, times and kinds in the
+    usual case): it runs once per span.
+    """
     spans: list[_Span] = []
+    append = spans.append
     bad: list[Item] = []
-    ids: dict[str, str] = {}
+    ids: dict[str, str] = {}  # raw trace / parent id -> hex (span ids are unique: converted directly)
     get_id = ids.get
+    operation_kind = _OPERATION_KINDS.get
+    inf = math.inf
+    order = 0
     for line, batch, reason in batches:
         if batch is None:
             bad.append(Item(line=line, reason=reason))
@@ -460,21 +527,64 @@ def _collect(batches: Iterator[tuple[int, _Batch | None, str | None]]) -> tuple[
                     raw = span.trace_id
                     span.trace_id = get_id(raw) or _hex_id(raw, ids)
                     raw = span.span_id
-                    span.span_id = get_id(raw) or _hex_id(raw, ids)
+                    span.span_id = raw.lower() if raw[-1:] != "=" else _hex_id(raw, ids)
                     raw = span.parent_span_id
                     span.parent_span_id = (get_id(raw) or _hex_id(raw, ids)) if raw else ""
+                    attrs = {}
                     kvs = span.attributes
-                    span.attrs = attrs = {kv.key: kv.value for kv in kvs} if kvs else {}
-                    span.attributes = None
+                    if kvs:
+                        for kv in kvs:
+                            attrs[kv.key] = kv.value
+                        span.attributes = None
+                    span.attrs = attrs
                     span.res = res
-                    span.start = _nanos(span.start_time_unix_nano)
-                    span.end = _nanos(span.end_time_unix_nano)
-                    span.kind = _kind(span.name, attrs)
+                    raw = span.start  # unix nanoseconds, None when absent, not an integer, or zero (unset)
+                    if raw is not None:
+                        try:
+                            raw = int(raw)
+                        except ValueError:
+                            raw = None
+                        else:
+                            if raw <= 0:
+                                raw = None
+                        span.start = raw
+                    raw = span.end
+                    if raw is not None:
+                        try:
+                            raw = int(raw)
+                        except ValueError:
+                            raw = None
+                        else:
+                            if raw <= 0:
+                                raw = None
+                        span.end = raw
+                    op = attrs.get(_OPERATION)
+                    span.kind = kind = operation_kind(op.string_value) if op is not None and op.string_value \
+                        else _kind(span.name, attrs)
+                    if kind == _TOOL:
+                        span.at = inf if span.start is None else span.start
                     span.line = line
-                    span.order = len(spans)
-                    span.up = None
-                    spans.append(span)
+                    span.order = order
+                    order += 1
+                    append(span)
     return spans, bad
+
+
+def _iso_texts(values: list[int | None]) -> list[str | None]:
+    """:func:`_iso` of each value below :data:`_ARROW_NS` (the same text: ``YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ``)."""
+    text = pa.array(values, pa.timestamp("ns")).cast(pa.string())  # "YYYY-MM-DD HH:MM:SS.nnnnnnnnn"
+    return pc.binary_join_element_wise(pc.utf8_replace_slice(text, start=10, stop=11, replacement="T"),
+                                       "Z", "").to_pylist()
+
+
+def _stamp(steps: list[dict[str, Any]], starts: list[int | None], ends: list[int | None]) -> None:
+    """Fill in ``started_at`` (and ``ended_at`` when the step has it) of steps made by :func:`_step`, all at once."""
+    if not steps:
+        return
+    for step, started_at, ended_at in zip(steps, _iso_texts(starts), _iso_texts(ends)):
+        step["started_at"] = started_at
+        if ended_at is not None:
+            step["ended_at"] = ended_at
 
 
 def _read(batches: Iterator[tuple[int, _Batch | None, str | None]], fields: FieldMap | None) -> list[Item]:
@@ -487,36 +597,41 @@ def _read(batches: Iterator[tuple[int, _Batch | None, str | None]], fields: Fiel
     enabled = gc.isenabled()
     gc.disable()
     try:
+        mapping = {**FIELDS, **(fields or {})}
         spans, bad = _collect(batches)
-        return _items(spans, bad, fields)
+        return _items(spans, bad, mapping)
     finally:
         if enabled:
             gc.enable()
 
 
-def _items(spans: list[_Span], bad: list[Item], fields: FieldMap | None) -> list[Item]:
+def _items(spans: list[_Span], bad: list[Item], mapping: Mapping[str, str]) -> list[Item]:
     """Runs and rejections of a file's spans, in order of where they were read."""
-    mapping = {**FIELDS, **(fields or {})}
-    index: dict[tuple[str, str], _Span] = {}
-    kept: list[_Span] = []
-    for span in spans:
-        key = (span.trace_id, span.span_id)
-        if key not in index:
-            index[key] = span
-            kept.append(span)
+    index = {(span.trace_id, span.span_id): span for span in spans}
+    kept = spans
+    if len(index) < len(spans):  # a span seen twice: the first is read
+        index, kept = {}, []
+        for span in spans:
+            key = (span.trace_id, span.span_id)
+            if key not in index:
+                index[key] = span
+                kept.append(span)
     roots: list[_Span] = []
-    children: dict[int, list[_Span]] = {}  # by the parent's order
+    children: list[list[_Span] | None] = [None] * len(spans)  # by the parent's order
+    get = index.get
     for span in kept:
-        parent = index.get((span.trace_id, span.parent_span_id)) if span.parent_span_id else None
-        if parent is None:
-            roots.append(span)
-        else:
-            span.up = parent
-            siblings = children.get(parent.order)
-            if siblings is None:
-                children[parent.order] = [span]
-            else:
-                siblings.append(span)
+        parent_id = span.parent_span_id
+        if parent_id:
+            parent = get((span.trace_id, parent_id))
+            if parent is not None:
+                span.up = parent
+                siblings = children[parent.order]
+                if siblings is None:
+                    children[parent.order] = [span]
+                else:
+                    siblings.append(span)
+                continue
+        roots.append(span)
 
     out: list[tuple[int, int, Item | _Span]] = []  # (line, order, item)
     runs: list[_Span] = []
@@ -552,15 +667,19 @@ def _items(spans: list[_Span], bad: list[Item], fields: FieldMap | None) -> list
         per_trace[run.trace_id] = per_trace.get(run.trace_id, 0) + 1
     converted: list[tuple[_Span, dict[str, Any] | _Reject, str | None]] = []
     ids: dict[str, int] = {}
+    timed: _Timed = ([], [], [])  # the steps made, their times formatted at the end (_stamp)
     for run in runs:
+        subtree = trees.get(run.order) or _subtree(run, children)
         try:
-            record, source = _record(run, mapping, trees.get(run.order) or _subtree(run, children))
+            record, source = _record(run, mapping, subtree, timed)
         except _Reject as exc:
             converted.append((run, exc, None))
-            continue
-        converted.append((run, record, source))
-        if source is not None:
-            ids[record["run_id"]] = ids.get(record["run_id"], 0) + 1
+        else:
+            converted.append((run, record, source))
+            if source is not None:
+                ids[record["run_id"]] = ids.get(record["run_id"], 0) + 1
+        for span in subtree:  # no longer needed (runs' subtrees are disjoint): freed while still in cache
+            span.attrs = span.status = None
     for run, record, source in converted:
         if isinstance(record, _Reject):
             out.append((run.line, run.order, Item(line=run.line, field=record.field, reason=record.reason)))
@@ -569,6 +688,7 @@ def _items(spans: list[_Span], bad: list[Item], fields: FieldMap | None) -> list
             record["run_id"] = (f"{run.trace_id}:{run.span_id}" if source == "trace"
                                 else f"{record['run_id']}:{run.span_id}")
         out.append((run.line, run.order, Item(line=run.line, record=record)))
+    _stamp(*timed)
     for span in spans:  # no span outlives the reading with a parent link
         span.up = None
     out.extend((item.line, -1, item) for item in bad)
@@ -587,20 +707,26 @@ def _reachable(span: _Span) -> bool:
     return True
 
 
-def _subtree(top: _Span, children: dict[int, list[_Span]]) -> list[_Span]:
+def _subtree(top: _Span, children: list[list[_Span] | None]) -> list[_Span]:
     """``top`` and every span below it, in pre-order (a parent before its descendants)."""
-    out: list[_Span] = []
-    stack = [top]
+    out = [top]
+    below = children[top.order]
+    if not below:
+        return out
+    append = out.append
+    stack = below[::-1]
+    pop = stack.pop
+    extend = stack.extend
     while stack:
-        span = stack.pop()
-        out.append(span)
-        below = children.get(span.order)
+        span = pop()
+        append(span)
+        below = children[span.order]
         if below:
-            stack.extend(reversed(below))
+            extend(reversed(below))
     return out
 
 
-def _runs_in(root: _Span, children: dict[int, list[_Span]]) -> tuple[list[_Span], list[_Span]]:
+def _runs_in(root: _Span, children: list[list[_Span] | None]) -> tuple[list[_Span], list[_Span]]:
     """The outermost agent spans under ``root`` (itself included), and every span of the tree."""
     tree = _subtree(root, children)
     runs = [span for span in tree if span.kind == _AGENT and not _inside_run(span, root)]
@@ -626,7 +752,16 @@ def _task_attribute(span: _Span, mapping: Mapping[str, str]) -> bool:
 
 def _lookup(run: _Span, names: Sequence[str]) -> tuple[str, Any, _Span | None] | None:
     """The first of ``names`` on the run span, its ancestors (nearest first), then its resource."""
-    node: _Span | None = run
+    attrs = run.attrs  # the run span itself (_first, inline)
+    for name in names:
+        value = attrs.get(name)
+        if value is not None:
+            if value.string_value is not None:
+                return name, value.string_value, run
+            value = _value(value)
+            if value is not None:
+                return name, value, run
+    node: _Span | None = run.up
     while node is not None:
         hit = _first(node, names)
         if hit is not None:
@@ -654,9 +789,14 @@ def _ill_typed(run: _Span, key: str, name: str, value: Any, expected: str) -> _R
                          f"expected {expected}")
 
 
-def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tuple[dict[str, Any], str | None]:
+_Timed = tuple[list[dict[str, Any]], list[int | None], list[int | None]]  # steps, and their starts and ends
+
+
+def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span],
+            timed: _Timed) -> tuple[dict[str, Any], str | None]:
     """The trace record of a run span (``subtree``: it and the spans below it, in pre-order), and where its
-    run_id came from (None: a user-mapped attribute)."""
+    run_id came from (None: a user-mapped attribute); its steps' times are left to :func:`_stamp`
+    (``timed``: :func:`_steps`)."""
 
     # ids and outcome
     task = _lookup(run, (mapping["task_id"],))
@@ -701,7 +841,7 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tup
             raise _ill_typed(run, "arm", arm_hit[0], arm_hit[1], "text")
         record["arm"] = arm_hit[1]
 
-    steps, tokens_in, tokens_out = _steps(run, subtree)
+    steps, tokens_in, tokens_out = _steps(run, subtree, timed)
     record["steps"] = steps
     record["outcome"] = outcome
     for key in ("cost_usd", "latency_s"):  # no default attribute: latency is the run span's duration
@@ -816,67 +956,108 @@ def _count(span: _Span, names: Sequence[str]) -> int | None:
     return _tokens(span, names)
 
 
-def _steps(run: _Span, subtree: list[_Span]) -> tuple[list[dict[str, Any]], int | None, int | None]:
-    """The run's steps (tokens attributed), and its input and output token totals (None: not recorded)."""
+_BY_ORDER = attrgetter("order")
+_BY_START = attrgetter("at")
+
+
+def _steps(run: _Span, subtree: list[_Span], timed: _Timed) -> tuple[list[dict[str, Any]], int | None, int | None]:
+    """The run's steps (tokens attributed), and its input and output token totals (None: not recorded).
+
+    The steps' times are added to ``timed`` (steps, starts, ends) for :func:`_stamp`, but for times Arrow
+    cannot hold, formatted here (where :func:`_iso` would raise, it raises as it did before).
+    """
     tools = [span for span in subtree if span.kind == _TOOL]
-    tools.sort(key=lambda s: (s.start is None, s.start or 0, s.order))
-    steps = [_step(i, span) for i, span in enumerate(tools)]
+    if len(tools) > 1:  # by start time (None last), ties in file order
+        tools.sort(key=_BY_ORDER)
+        tools.sort(key=_BY_START)
+    steps = []
+    timed_steps, timed_starts, timed_ends = timed
+    for i, span in enumerate(tools):
+        step = _step(span)
+        step["index"] = span.step = i
+        start, end = span.start, span.end
+        if (start is None or start < _ARROW_NS) and (end is None or end < _ARROW_NS):
+            timed_steps.append(step)
+            timed_starts.append(start)
+            timed_ends.append(end)
+        else:
+            step["started_at"] = _iso(start)
+            if end is not None:
+                step["ended_at"] = _iso(end)
+        steps.append(step)
 
-    # usage at the lowest level: a span's count is used only if no span below it (in the run) records one
-    counted: dict[str, list[tuple[_Span, int]]] = {"tokens_in": [], "tokens_out": []}
-    below: dict[int, tuple[bool, bool]] = {}  # by order: (input, output) recorded below the span
-    for span in reversed(subtree):  # descendants before their ancestors
-        has_in, has_out = below.get(span.order, (False, False))
-        if not _USAGE.isdisjoint(span.attrs):
-            count_in = _count(span, _TOKENS_IN)
-            count_out = _count(span, _TOKENS_OUT)
-            if count_in is not None and not has_in:
-                counted["tokens_in"].append((span, count_in))
-            if count_out is not None and not has_out:
-                counted["tokens_out"].append((span, count_out))
-            has_in = has_in or count_in is not None
-            has_out = has_out or count_out is not None
-        if (has_in or has_out) and span is not run and span.up is not None:
-            up_in, up_out = below.get(span.up.order, (False, False))
-            below[span.up.order] = (up_in or has_in, up_out or has_out)
-
-    totals: list[int | None] = []
-    position: dict[int, int] | None = None
-    starts: list[float] = []
-    for key in ("tokens_in", "tokens_out"):
-        found = counted[key]
-        if not found:
-            totals.append(None)
+    # usage at the lowest level: a span's count is used only if no span below it (in the run) records one.
+    # Descendants come before their ancestors (reversed pre-order); each span recording usage marks its
+    # ancestors up to the run (``below``), stopping at one already marked (its ancestors are, too). A count
+    # used goes to the step whose span contains it, else the first step starting at or after it, else the
+    # last step (bisect on the steps' starts: ``at``, sorted).
+    usage = [span for span in reversed(subtree) if not _USAGE.isdisjoint(span.attrs)]
+    if not usage:
+        return steps, None, None
+    n_steps = len(steps)
+    last = n_steps - 1
+    starts = [span.at for span in tools]
+    per_in = [0] * n_steps
+    per_out = [0] * n_steps
+    total_in: int | None = None
+    total_out: int | None = None
+    for span in usage:
+        count_in = _count(span, _TOKENS_IN)
+        count_out = _count(span, _TOKENS_OUT)
+        below = span.below
+        mark = 0
+        if count_in is not None:
+            mark = 1
+            if below & 1:
+                count_in = None  # recorded below: used there
+        if count_out is not None:
+            mark |= 2
+            if below & 2:
+                count_out = None
+        if mark and span is not run:
+            node = span.up
+            while node is not None:
+                below = node.below
+                if below & mark == mark:
+                    break
+                node.below = below | mark
+                if node is run:
+                    break
+                node = node.up
+        if count_in is None and count_out is None:
             continue
-        totals.append(sum(count for _, count in found))
-        if not steps:
+        if count_in is not None:
+            total_in = count_in if total_in is None else total_in + count_in
+        if count_out is not None:
+            total_out = count_out if total_out is None else total_out + count_out
+        if not n_steps:
             continue
-        if position is None:
-            position = {span.order: i for i, span in enumerate(tools)}
-            starts = [span.start if span.start is not None else float("inf") for span in tools]
-        for step in steps:
-            step[key] = 0
-        for span, count in found:
-            at = _owner(span, run, position)
-            if at is None:
-                at = len(steps) - 1 if span.start is None else min(bisect.bisect_left(starts, span.start),
-                                                                    len(steps) - 1)
-            steps[at][key] += count
-    return steps, totals[0], totals[1]
+        node = span  # the innermost step whose span is this one or contains it (within the run)
+        at = None
+        while node is not None and node is not run:
+            at = node.step
+            if at is not None:
+                break
+            node = node.up
+        if at is None:
+            at = last if span.start is None else min(bisect.bisect_left(starts, span.start), last)
+        if count_in is not None:
+            per_in[at] += count_in
+        if count_out is not None:
+            per_out[at] += count_out
+    if n_steps:
+        if total_in is not None:
+            for step, count in zip(steps, per_in):
+                step["tokens_in"] = count
+        if total_out is not None:
+            for step, count in zip(steps, per_out):
+                step["tokens_out"] = count
+    return steps, total_in, total_out
 
 
-def _owner(span: _Span, run: _Span, position: dict[int, int]) -> int | None:
-    """The index of the innermost step whose span is ``span`` or contains it (within the run)."""
-    node: _Span | None = span
-    while node is not None and node is not run:
-        at = position.get(node.order)
-        if at is not None:
-            return at
-        node = node.up
-    return None
-
-
-def _step(index: int, span: _Span) -> dict[str, Any]:
+def _step(span: _Span) -> dict[str, Any]:
+    """The step of a tool span; ``"index"`` is left None (:func:`_steps` numbers the steps of a run), and
+    ``started_at``/``ended_at`` (when it ended) are filled in by :func:`_stamp`."""
     attrs = span.attrs
     value = attrs.get(_TOOL_NAME[0])  # the usual names first, directly
     name = value.string_value if value is not None else None
@@ -908,38 +1089,33 @@ def _step(index: int, span: _Span) -> dict[str, Any]:
         if not isinstance(args, dict):
             raise _Reject(attr, f"attribute {attr} of the tool span {_where(span)} is not a JSON object "
                                 f"of arguments: {raw!r}")
-    step: dict[str, Any] = {"index": index, "tool": name, "args": args}
+    metadata = {"span_id": span.span_id}
+    value = attrs.get("gen_ai.tool.call.id")
+    if value is not None:
+        metadata["tool_call_id"] = str(_value(value))
+    if span.end is None:  # never answered
+        return {"index": None, "tool": name, "args": args, "observation": None, "started_at": None,
+                "metadata": metadata}
     status = span.status
     error = status is not None and status.code in _STATUS_ERROR
-    if span.end is not None:
-        observation: dict[str, Any] = {"status": "error" if error else "ok"}
-        value = attrs.get(_TOOL_RESULT[0])
-        result = (_TOOL_RESULT[0], value.string_value) if value is not None and value.string_value is not None \
-            else _first(span, _TOOL_RESULT)
-        if result is not None:
-            value = result[1]
-            if isinstance(value, str):
-                try:
-                    value = _JSON.decode(value)
-                except msgspec.DecodeError:
-                    pass
-            observation["result"] = value
-        if error:
-            message = status.message or _value(attrs.get("error.type"))
-            if message:
-                observation["error"] = message
-        step["observation"] = observation
-        step["started_at"] = _iso(span.start)
-        step["ended_at"] = _iso(span.end)
-    else:
-        step["observation"] = None
-        step["started_at"] = _iso(span.start)
-    metadata = {"span_id": span.span_id}
-    call_id = attrs.get("gen_ai.tool.call.id")
-    if call_id is not None:
-        metadata["tool_call_id"] = str(_value(call_id))
-    step["metadata"] = metadata
-    return step
+    observation: dict[str, Any] = {"status": "error" if error else "ok"}
+    value = attrs.get(_TOOL_RESULT[0])
+    result = (_TOOL_RESULT[0], value.string_value) if value is not None and value.string_value is not None \
+        else _first(span, _TOOL_RESULT)
+    if result is not None:
+        value = result[1]
+        if isinstance(value, str):
+            try:
+                value = _JSON.decode(value)
+            except msgspec.DecodeError:
+                pass
+        observation["result"] = value
+    if error:
+        message = status.message or _value(attrs.get("error.type"))
+        if message:
+            observation["error"] = message
+    return {"index": None, "tool": name, "args": args, "observation": observation, "started_at": None,
+            "ended_at": None, "metadata": metadata}
 
 
 # ---------------------------------------------------------------- the format
@@ -948,8 +1124,7 @@ def _step(index: int, span: _Span) -> dict[str, Any]:
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     """The runs (and rejections) of an OTLP/JSON file (JSON Lines or one document; ``.gz`` too)."""
     with open_trace_file(Path(path)) as fh:
-        data = fh.read()
-    return iter(_read(_batches_of_bytes(data), fields))
+        return iter(_read(_batches_of_file(fh), fields))
 
 
 def read_objects(objects: Sequence[Any], name: str = "", fields: FieldMap | None = None) -> Iterator[Item]:
