@@ -601,28 +601,26 @@ def test_lines_read_in_blocks_give_the_same_items(tmp_path, monkeypatch):
     assert read(gz) == expected
 
 
-def test_step_times_beyond_arrow_nanoseconds(tmp_path):
-    # times from 2**63 ns (year 2262) are formatted one by one, as the others
-    from datetime import datetime, timedelta, timezone
-
-    def text(ns: int) -> str:
-        moment = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=ns // 10**9)
-        return f"{moment:%Y-%m-%dT%H:%M:%S}.{ns % 10**9:09d}Z"
-
+def test_step_times_beyond_2262_reject_the_run(tmp_path):
+    # 2**63 ns is 2262-04-11: no datetime64[ns] holds a later time, and past year 9999 nothing formats it
     def attr(key, value):
         return {"key": key, "value": {"stringValue": value} if isinstance(value, str) else {"boolValue": value}}
 
-    late, later = 2**63 + 5, 2**63 + 10**9 + 7
-    agent = {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "invoke_agent coder", "startTimeUnixNano": str(T0),
-             "endTimeUnixNano": str(T0 + 10**9), "attributes": [
-                 attr("gen_ai.operation.name", "invoke_agent"), attr("agentab.task_id", "t"),
-                 attr("agentab.outcome", True), {"key": "agentab.seed", "value": {"intValue": "1"}}]}
-    tools = [{"traceId": "ab" * 16, "spanId": f"{k + 2:016x}", "parentSpanId": "01" * 8, "name": f"execute_tool t{k}",
-              "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
-              "attributes": [attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", f"t{k}")]}
-             for k, (start, end) in enumerate([(T0 + 5, T0 + 9), (late, later)])]
-    batch = {"resourceSpans": [{"scopeSpans": [{"spans": [agent, *tools]}]}]}
-    (rec,) = records(read(write_lines(tmp_path / "t.jsonl", batch)))
-    assert [(s["started_at"], s["ended_at"]) for s in rec["steps"]] == [(text(T0 + 5), text(T0 + 9)),
-                                                                        (text(late), text(later))]
-    assert rec["steps"][1]["started_at"] == "2262-04-11T23:47:16.854775813Z"
+    for late in (2**63 + 5, 10**30):
+        agent = {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "invoke_agent coder", "startTimeUnixNano": str(T0),
+                 "endTimeUnixNano": str(T0 + 10**9), "attributes": [
+                     attr("gen_ai.operation.name", "invoke_agent"), attr("agentab.task_id", "t"),
+                     attr("agentab.outcome", True), {"key": "agentab.seed", "value": {"intValue": "1"}}]}
+        tools = [{"traceId": "ab" * 16, "spanId": f"{k + 2:016x}", "parentSpanId": "01" * 8,
+                  "name": f"execute_tool t{k}", "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
+                  "attributes": [attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", f"t{k}")]}
+                 for k, (start, end) in enumerate([(T0 + 5, T0 + 9), (late, late + 10**9)])]
+        batch = {"resourceSpans": [{"scopeSpans": [{"spans": [agent, *tools]}]}]}
+        (item,) = read(write_lines(tmp_path / "t.jsonl", batch))
+        assert item.record is None and item.field == "startTimeUnixNano"
+        assert "out of range (after the year 2262)" in item.reason
+        # the run span's own time, too
+        agent["endTimeUnixNano"] = str(late)
+        tools[1]["startTimeUnixNano"], tools[1]["endTimeUnixNano"] = str(T0 + 20), str(T0 + 30)
+        (item,) = read(write_lines(tmp_path / "t.jsonl", batch))
+        assert item.record is None and item.field == "endTimeUnixNano"

@@ -886,10 +886,11 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span],
     metadata["span_id"] = run.span_id
     if conversation is not None:
         metadata["conversation_id"] = str(conversation)
-    if run.start is not None:
-        metadata["started_at"] = _iso(run.start)
-    if run.end is not None:
-        metadata["ended_at"] = _iso(run.end)
+    for key, ns, name in (("started_at", run.start, "startTimeUnixNano"), ("ended_at", run.end, "endTimeUnixNano")):
+        if ns is not None and ns >= _ARROW_NS:
+            raise _Reject(name, f"{_where(run)}: {name} is out of range (after the year 2262)")
+        if ns is not None:
+            metadata[key] = _iso(ns)
     if tokens_in is not None:
         metadata["tokens_in"] = tokens_in
     if tokens_out is not None:
@@ -963,8 +964,8 @@ _BY_START = attrgetter("at")
 def _steps(run: _Span, subtree: list[_Span], timed: _Timed) -> tuple[list[dict[str, Any]], int | None, int | None]:
     """The run's steps (tokens attributed), and its input and output token totals (None: not recorded).
 
-    The steps' times are added to ``timed`` (steps, starts, ends) for :func:`_stamp`, but for times Arrow
-    cannot hold, formatted here (where :func:`_iso` would raise, it raises as it did before).
+    The steps' times are added to ``timed`` (steps, starts, ends) for :func:`_stamp`; a time Arrow cannot
+    hold (after 2262) rejects the run.
     """
     tools = [span for span in subtree if span.kind == _TOOL]
     if len(tools) > 1:  # by start time (None last), ties in file order
@@ -980,10 +981,9 @@ def _steps(run: _Span, subtree: list[_Span], timed: _Timed) -> tuple[list[dict[s
             timed_steps.append(step)
             timed_starts.append(start)
             timed_ends.append(end)
-        else:
-            step["started_at"] = _iso(start)
-            if end is not None:
-                step["ended_at"] = _iso(end)
+        else:  # past 2262-04-11: no datetime64[ns] holds it (and past year 9999 no text formatting does)
+            name = "startTimeUnixNano" if start is not None and start >= _ARROW_NS else "endTimeUnixNano"
+            raise _Reject(name, f"{_where(span)}: {name} is out of range (after the year 2262)")
         steps.append(step)
 
     # usage at the lowest level: a span's count is used only if no span below it (in the run) records one.
