@@ -18,7 +18,7 @@ The data flow reads top to bottom:
 - :mod:`agentab.cli` -- the ``agentab`` command.
 """
 
-from . import datasets, formats, plots, power, stats
+from . import datasets, formats, power, stats
 from .compare import Comparison, compare
 from .decide import Decision
 from .diagnose import Diagnosis, Finding, diagnose
@@ -30,6 +30,15 @@ from .traces import Traces, load_traces, read_traces
 from .trajectory import Call, TrajectorySpec, Verdict, score_run
 
 __version__ = "0.1.0.dev0"
+
+
+def __getattr__(name: str) -> object:
+    """``agentab.plots`` is imported on first use: it loads matplotlib (half a second), which only figures need."""
+    if name == "plots":
+        import importlib
+
+        return importlib.import_module(".plots", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Call",

@@ -58,6 +58,7 @@ from .errors import (
 from .report import FORMATS as REPORT_FORMATS
 from .score import metric_kinds, score
 from .summary import format_summary, summarize, summarize_scores
+from .traces import SUFFIXES as TRACE_SUFFIXES
 from .traces import Traces, load_traces
 from .trajectory import TrajectorySpec
 
@@ -89,7 +90,7 @@ DEMO_GUARDRAILS = {"tokens": "p95 <= +10%", "cost_usd": "p95 <= +10%"}
 #: The effect ``agentab demo`` plans for: +5 points of success.
 DEMO_PLAN_EFFECT = 0.05
 
-_TRACE_SUFFIXES = (".jsonl.gz", ".ndjson.gz", ".json.gz", ".jsonl", ".ndjson", ".json")
+_TRACE_SUFFIXES = tuple(sorted(TRACE_SUFFIXES, key=len, reverse=True))  # the longest ending first
 _TABLE_SUFFIXES = (".csv", ".parquet")
 _REPORT_SUFFIXES = tuple(REPORT_FORMATS)
 
@@ -843,33 +844,24 @@ def _default_names(args: argparse.Namespace, baseline: Path, candidate: Path) ->
     )
 
 
-def _runs_column(scores: pd.DataFrame, runs: pd.DataFrame, column: str, where_: str) -> pd.DataFrame:
+def _runs_column(scores: pd.DataFrame, traces: Traces, column: str, where_: str) -> pd.DataFrame:
     """Add ``column`` to the scores: a runs column, or a key of the runs' metadata."""
     if column in scores.columns:
         return scores
-    run_ids = runs["run_id"].astype(str)
+    runs = traces.runs
     if column in runs.columns:
-        values = dict(zip(run_ids, runs[column]))
+        values = runs[column]
     else:
-        def lookup(text: Any) -> Any:
-            if not isinstance(text, str):
-                return None
-            try:
-                meta = json.loads(text)
-            except json.JSONDecodeError:
-                return None
-            value = meta.get(column) if isinstance(meta, dict) else None
-            return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-        values = dict(zip(run_ids, runs["metadata"].map(lookup))) if "metadata" in runs.columns else {}
-        if not any(pd.notna(v) for v in values.values()):
+        values = traces.metadata_values(column) if "metadata" in runs.columns else pd.Series(dtype=object)
+        if not values.notna().any():
             shown = [c for c in runs.columns if c not in ("metadata", "line")]
             raise _InputError(
                 f"{where_}: --arm-column {column!r} is neither a runs column nor a metadata key "
                 f"(columns: {', '.join(map(str, shown))})"
             )
+    by_run = pd.Series(values.to_numpy(), index=runs["run_id"].astype(str).to_numpy())
     scores = scores.copy()
-    scores[column] = scores["run_id"].astype(str).map(values)
+    scores[column] = by_run.reindex(scores["run_id"].astype(str)).to_numpy()
     return scores
 
 
@@ -918,7 +910,7 @@ def _compare_data(args: argparse.Namespace, progress: _Progress) -> tuple[pd.Dat
         else:
             spec = _read_spec(args.spec)
             traces = _load(sources, args, progress)
-            data = _runs_column(_score(traces, spec, progress), traces.runs, column, where_)
+            data = _runs_column(_score(traces, spec, progress), traces, column, where_)
         _check_arms(data, column, names, where_)
         return data, traces, column, *(names or (None, None))
     if len(sources) != 2:

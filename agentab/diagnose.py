@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import html
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,14 +135,6 @@ def _tool_choice(steps: pd.DataFrame, runs: pd.DataFrame, by: str) -> pd.DataFra
     return counts / counts.sum()
 
 
-def _metadata_values(runs: pd.DataFrame, key: str) -> pd.Series:
-    """``metadata[key]`` of every run (text), e.g. a task type; KeyError if no run has it."""
-    values = runs["metadata"].map(lambda text: None if pd.isna(text) else json.loads(text).get(key))
-    if values.isna().all():
-        raise KeyError(f"cannot group by {key!r}: neither a column of the scores nor a metadata key of any run")
-    return values.map(lambda v: None if v is None else str(v))
-
-
 def diagnose(
     data: Any,
     *,
@@ -224,7 +215,9 @@ def diagnose(
     else:
         raise TypeError(f"diagnose needs Traces or a table from agentab.score, got {type(data).__name__}")
     if by not in scores and traces is not None:
-        values = pd.Series(_metadata_values(traces.runs, by).to_numpy(), index=traces.runs["run_id"].astype(str))
+        values = pd.Series(traces.metadata_values(by).to_numpy(), index=traces.runs["run_id"].astype(str))
+        if values.isna().all():
+            raise KeyError(f"cannot group by {by!r}: neither a column of the scores nor a metadata key of any run")
         scores = scores.assign(**{by: values.reindex(scores["run_id"].astype(str)).to_numpy()})
     if by not in scores:
         raise KeyError(f"cannot group by {by!r}: not a column of the scores")

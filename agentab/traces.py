@@ -127,6 +127,29 @@ class Traces:
         """Arm names in order of first appearance (missing arms left out)."""
         return [str(a) for a in pd.unique(self.runs["arm"].dropna())]
 
+    def metadata_values(self, key: str) -> pd.Series:
+        """``metadata[key]`` of every run, as text, indexed like ``runs`` (None where a run has no such key).
+
+        Text stays as it is; any other value (a number, a flag, a list) becomes
+        its canonical JSON text (``true``, ``3``), so equal values compare equal.
+
+        Examples
+        --------
+        >>> import agentab
+        >>> traces = agentab.load_traces([
+        ...     {"run_id": "a", "task_id": "t", "seed": 0, "outcome": True, "steps": [],
+        ...      "metadata": {"task_type": "edit", "retried": True}},
+        ...     {"run_id": "b", "task_id": "t", "seed": 1, "outcome": False, "steps": []}])
+        >>> traces.metadata_values("task_type").tolist(), traces.metadata_values("retried").tolist()
+        (['edit', None], ['true', None])
+        """
+        def value(text: Any) -> Any:
+            meta = json.loads(text) if isinstance(text, str) else None
+            found = meta.get(key) if isinstance(meta, dict) else None
+            return found if found is None or isinstance(found, str) else json.dumps(found, sort_keys=True)
+
+        return pd.Series([value(text) for text in self.runs["metadata"]], index=self.runs.index, dtype=object)
+
     def summary(self, by: str = "arm") -> pd.DataFrame:
         """Per-arm summary table; see :func:`agentab.summary.summarize`."""
         from .summary import summarize

@@ -155,6 +155,7 @@ import pyarrow.compute as pc
 
 from agentab._parallel import open_trace_file
 from agentab.formats._base import FieldMap, Format, Item
+from agentab.formats._base import Reject as _Reject
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "sniff"]
 
@@ -394,13 +395,6 @@ def _kind(name: str, attrs: dict[str, _AnyValue | None]) -> str | None:
 def _genai(span: _Span) -> bool:
     """Whether a span is GenAI-related (a kind, or an attribute of a GenAI vocabulary)."""
     return span.kind is not None or any(key.startswith(_GENAI_PREFIXES) for key in span.attrs)
-
-
-class _Reject(Exception):
-    def __init__(self, field: str | None, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field
-        self.reason = reason
 
 
 # ---------------------------------------------------------------- reading
