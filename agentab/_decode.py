@@ -20,17 +20,18 @@ tables and listed in ``Traces.rejected``, so that records read == runs loaded
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec.structs import astuple
@@ -304,6 +305,23 @@ def _step_columns(steps: list[Step]) -> _StepColumns | None:
                         None if None in tokens_out else sum(tokens_out))
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector (if on) for the block.
+
+    Reading creates millions of small containers that live until the file
+    is done and form no cycles: collections triggered meanwhile would only
+    walk them again and again (up to two thirds of the reading time).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 @dataclass
 class DecodedPart:
     """What one decoder read: tables, rejections, accepted run ids, counts."""
@@ -385,6 +403,15 @@ class RecordDecoder:
         self.next_ordinal += 1
         self.n_read += 1
         self._take(rec, ordinal, source, line, arm)
+
+    def add_items(self, source: str, items: Iterable[Any], arm: str | None = None) -> None:
+        """Take a format reader's items (:class:`agentab.formats.Item`): records converted from JSON (see
+        :meth:`add_parsed`) and rejections; an item's own ``source`` (an archive member) names it."""
+        for item in items:
+            if item.record is not None:
+                self.add_parsed(item.source or source, item.line, item.record, arm)
+            else:
+                self.reject(item.source or source, item.line, item.field, item.reason or "cannot be converted")
 
     def _take(self, rec: Record, ordinal: int, source: str, line: int, arm: str | None) -> None:
         """Check a decoded record and append it, or reject it."""
@@ -681,6 +708,8 @@ def _parse_iso(texts: list[str]) -> np.ndarray:
     try:
         parsed = array.cast(pa.timestamp("ns", tz="UTC")).to_numpy(zero_copy_only=False).astype("datetime64[ns]")
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        import pandas as pd  # only here: a loader worker process (agentab._parallel) starts without pandas
+
         values = pd.to_datetime(pd.Series(texts, dtype=object), format="ISO8601", utc=True, errors="coerce")
         stamps = values.dt.tz_localize(None).to_numpy()
         factor = _NS_UNITS[np.datetime_data(stamps.dtype)[0]]

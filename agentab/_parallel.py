@@ -1,14 +1,23 @@
 """Read JSON Lines files, splitting a large one over several processes (internal).
 
-A large uncompressed ``.jsonl`` file is cut at line boundaries into parts.
-This process decodes the first part while worker processes decode the
-others; each worker is a plain ``python -m agentab._parallel`` subprocess (no
-``multiprocessing``: nothing re-imports the user's ``__main__``, nothing is
-forked from a threaded process) that writes its tables as Arrow IPC files
-plus a small JSON of rejections and run ids. The parts are merged in file
-order, so line numbers, ordinals, duplicate checks and the strict-mode
-"earliest problem" are exactly those of a serial read. A worker that fails to
-start or crashes costs only time: its part is then decoded here.
+A large uncompressed JSON Lines file (our record, or a converted format
+whose reader can read part of a file: :attr:`agentab.formats.Format.read_part`)
+is cut at line boundaries into parts. This process decodes the first part
+while worker processes decode the others; each worker is a plain
+``python -c`` subprocess (no ``multiprocessing``: nothing re-imports the
+user's ``__main__``, nothing is forked from a threaded process) that imports
+only the loader's modules (not ``agentab/__init__``, pandas or the
+statistics: it starts in a fraction of the time) and writes its tables as
+Arrow IPC files plus a small JSON of rejections and run ids. The parts are
+merged in file order, so line numbers, ordinals, duplicate checks and the
+strict-mode "earliest problem" are exactly those of a serial read. A worker
+that fails to start or crashes costs only time: its part is then decoded
+here.
+
+A converted format's part also gives its keys (:class:`agentab.formats.Part`:
+e.g. the OpenTelemetry trace ids in it). Parts convert as the whole file does
+only when no key is in two parts (no trace split between them); otherwise
+the parts are discarded and the file is read in one piece.
 """
 
 from __future__ import annotations
@@ -21,16 +30,20 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ._decode import DecodedPart, RecordDecoder, Rejection
+from ._decode import DecodedPart, RecordDecoder, Rejection, gc_paused
+
+if TYPE_CHECKING:
+    from .formats import Format
 
 #: Files smaller than this are read by one process.
 PARALLEL_MIN_BYTES = 48 * 2**20
 #: This process starts decoding at once, a worker only after importing agentab:
 #: give the first part this many more bytes.
-_HEAD_START_BYTES = 40 * 2**20
+_HEAD_START_BYTES = 8 * 2**20
 _BLOCK = 8 * 2**20
 BOM = b"\xef\xbb\xbf"
 #: JSON's whitespace: a line of only these is blank; any other character makes it a (bad) record.
@@ -101,20 +114,24 @@ def plan_parts(path: Path, workers: int) -> list[tuple[int, int, int]]:
     return parts
 
 
-def _launch(path: Path, arm: str | None, part: tuple[int, int, int], first_ordinal: int, out: Path
-            ) -> subprocess.Popen:
+#: How a worker starts: ``agentab`` as a bare package (its ``__init__`` not run, so neither pandas nor the
+#: statistics are imported), the package's folder taken from the first argument; then :func:`_worker`.
+_BOOTSTRAP = ("import sys, types; package = types.ModuleType('agentab'); package.__path__ = [sys.argv.pop(1)]; "
+              "sys.modules['agentab'] = package; from agentab._parallel import _worker")
+_WORKER = _BOOTSTRAP + "; sys.exit(_worker(sys.argv[1:]))"
+
+
+def _launch(path: Path, arm: str | None, part: tuple[int, int, int], first_ordinal: int, out: Path,
+            fmt: str = "record", fields: dict[str, str] | None = None) -> subprocess.Popen:
     start, end, first_line = part
-    env = dict(os.environ)
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "agentab._parallel", str(path), str(start), str(end), str(first_line),
-               str(first_ordinal), "" if arm is None else arm, str(out)]
+    command = [sys.executable, "-c", _WORKER, str(Path(__file__).resolve().parent), str(path), str(start),
+               str(end), str(first_line), str(first_ordinal), "" if arm is None else arm, str(out), fmt,
+               json.dumps(fields or {})]
     with (out / "stderr.txt").open("wb") as errors:  # a file, not a pipe: a chatty worker cannot block
-        return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=errors)
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
 
 
-def _write_part(part: DecodedPart, out: Path) -> None:
+def _write_part(part: DecodedPart, out: Path, keys: frozenset[str] = frozenset()) -> None:
     for name, table in (("runs", part.runs), ("steps", part.steps)):
         with pa.OSFile(str(out / f"{name}.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
@@ -123,11 +140,12 @@ def _write_part(part: DecodedPart, out: Path) -> None:
         "next_ordinal": part.next_ordinal,
         "rejected": [[r.ordinal, r.source, r.line, r.run_id, r.field, r.reason] for r in part.rejected],
         "seen": [[run_id, source, line, ordinal] for run_id, (source, line, ordinal) in part.seen.items()],
+        "keys": sorted(keys),
     }
     (out / "meta.json").write_text(json.dumps(meta))
 
 
-def _read_part(out: Path) -> DecodedPart:
+def _read_part(out: Path) -> tuple[DecodedPart, frozenset[str]]:
     tables = [pa.ipc.open_file(pa.memory_map(str(out / f"{name}.arrow"))).read_all() for name in ("runs", "steps")]
     meta = json.loads((out / "meta.json").read_text())
     return DecodedPart(
@@ -137,15 +155,27 @@ def _read_part(out: Path) -> DecodedPart:
         seen={run_id: (source, line, ordinal) for run_id, source, line, ordinal in meta["seen"]},
         n_read=meta["n_read"],
         next_ordinal=meta["next_ordinal"],
-    )
+    ), frozenset(meta["keys"])
 
 
-def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: int) -> None:
-    """Decode ``path`` with this process and ``workers - 1`` subprocesses."""
+def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: int,
+                  fmt: Format | None = None, fields: dict[str, str] | None = None) -> bool:
+    """Decode ``path`` with this process and ``workers - 1`` subprocesses; False if it was not.
+
+    ``fmt``: a converted format with :attr:`~agentab.formats.Format.read_part`
+    (default: our record), ``fields`` its field mapping. False (nothing
+    decoded) when two parts of a converted format share a key: the caller
+    then reads the file in one piece.
+    """
     parts = plan_parts(path, workers)
     if not parts:  # an empty file
-        return
+        return True
     base = decoder.next_ordinal
+    # ordinals order records across parts: a record's line (our record), or its part's first byte plus its
+    # position in the part (a converted format: a part holds fewer records than bytes)
+    firsts = [base + (start if fmt is not None else first_line - 1) for start, _, first_line in parts]
+    name = "record" if fmt is None else fmt.name
+    here: list[tuple[DecodedPart, frozenset[str]]] = []  # a converted format's parts, merged at the end
     with tempfile.TemporaryDirectory(prefix="agentab-") as tmp:
         launched = []
         try:
@@ -153,13 +183,16 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
                 out = Path(tmp) / f"part{k}"
                 out.mkdir()
                 try:
-                    proc = _launch(path, arm, part, base + part[2] - 1, out)
+                    proc = _launch(path, arm, part, firsts[k], out, name, fields)
                 except OSError as err:
                     proc = None
                     (out / "stderr.txt").write_text(f"could not start: {err}")
                 launched.append((proc, part, out))
-            read_lines(decoder, path, arm, parts[0][0], parts[0][1], parts[0][2])
-            for proc, part, out in launched:
+            if fmt is None:
+                read_lines(decoder, path, arm, *parts[0])
+            else:
+                here.append(_read_converted(fmt, fields, path, arm, parts[0], firsts[0]))
+            for k, (proc, part, out) in enumerate(launched, start=1):
                 result = None
                 if proc is not None:
                     proc.wait()
@@ -167,15 +200,40 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
                         result = _read_part(out)
                 if result is None:  # the worker failed: decode the part here
                     _warn_failed(proc, out)
-                    decoder.next_ordinal = max(decoder.next_ordinal, base + part[2] - 1)
-                    read_lines(decoder, path, arm, *part)
+                    if fmt is None:
+                        decoder.next_ordinal = max(decoder.next_ordinal, firsts[k])
+                        read_lines(decoder, path, arm, *part)
+                    else:
+                        here.append(_read_converted(fmt, fields, path, arm, part, firsts[k]))
+                elif fmt is None:
+                    decoder.merge(result[0])
                 else:
-                    decoder.merge(result)
+                    here.append(result)
         finally:
             for proc, _, _ in launched:
                 if proc is not None and proc.poll() is None:
                     proc.kill()
                     proc.wait()
+    if fmt is None:
+        return True
+    keys: set[str] = set()
+    for _, part_keys in here:
+        if not keys.isdisjoint(part_keys):
+            return False
+        keys.update(part_keys)
+    for decoded, _ in here:
+        decoder.merge(decoded)
+    return True
+
+
+def _read_converted(fmt: Format, fields: dict[str, str] | None, path: Path, arm: str | None,
+                    part: tuple[int, int, int], first_ordinal: int) -> tuple[DecodedPart, frozenset[str]]:
+    """Decode one part of a converted format's file here: its records and keys."""
+    decoder = RecordDecoder(strict=False, first_ordinal=first_ordinal)
+    with gc_paused():
+        converted = fmt.read_part(path, *part, fields)
+        decoder.add_items(str(path), converted.items, arm)
+    return decoder.export(), converted.keys
 
 
 def _warn_failed(proc: subprocess.Popen | None, out: Path) -> None:
@@ -188,13 +246,33 @@ def _warn_failed(proc: subprocess.Popen | None, out: Path) -> None:
                   "instead (same result, more time)", RuntimeWarning, stacklevel=4)
 
 
+class _NoPandas:
+    """An import finder refusing pandas: installed by :func:`_worker` while pyarrow looks for pandas."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("a loader worker does not import pandas")
+
+
 def _worker(argv: list[str]) -> int:
-    path, start, end, first_line, first_ordinal, arm, out = argv
-    decoder = RecordDecoder(strict=False, first_ordinal=int(first_ordinal))
-    read_lines(decoder, Path(path), arm or None, int(start), int(end), int(first_line))
-    _write_part(decoder.export(), Path(out))
+    path, start, end, first_line, first_ordinal, arm, out, fmt, fields = argv
+    # pyarrow imports pandas (a third of a second) on its first array, to recognise pandas objects; the worker
+    # has none to give it, so pyarrow is left to find no pandas (later imports of pandas are not refused)
+    finder = _NoPandas()
+    sys.meta_path.insert(0, finder)
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(finder)
+    part = (int(start), int(end), int(first_line))
+    if fmt == "record":
+        decoder = RecordDecoder(strict=False, first_ordinal=int(first_ordinal))
+        read_lines(decoder, Path(path), arm or None, *part)
+        _write_part(decoder.export(), Path(out))
+    else:
+        from .formats import get
+
+        decoded, keys = _read_converted(get(fmt), json.loads(fields), Path(path), arm or None, part,
+                                        int(first_ordinal))
+        _write_part(decoded, Path(out), keys)
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - exercised through read_parallel
-    raise SystemExit(_worker(sys.argv[1:]))

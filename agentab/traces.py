@@ -29,13 +29,12 @@ report); everything downstream reads the two tables built here.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
 import warnings
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -47,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import formats
-from ._decode import RecordDecoder, Rejection
+from ._decode import RecordDecoder, Rejection, gc_paused
 from ._parallel import (BOM, JSON_SPACE, PARALLEL_MIN_BYTES, default_workers, open_trace_file, read_lines,
                         read_parallel)
 from .errors import TraceError, TraceWarning
@@ -390,7 +389,7 @@ class _Reader:
             fmt = self._objects_format(name, records[0]) if records else formats.RECORD
             if fmt.name != "record":
                 self.sources.append(name)
-                self._convert(name, fmt, arm, lambda fields: fmt.read_objects(records, name, fields), parsed=False)
+                self._convert(name, arm, fmt.read_objects(records, name, self._fields(fmt)), parsed=False)
             for position, item in enumerate(source, start=1):
                 if isinstance(item, Mapping):
                     if fmt.name != "record":
@@ -444,39 +443,48 @@ class _Reader:
         self.chosen.append((str(path), fmt.name))
         return fmt
 
-    def _convert(self, name: str, fmt: formats.Format, arm: str | None, read: Callable[[Any], Any],
-                 parsed: bool) -> None:
-        """Send a converted format's items to the decoder: records to validate, rejections to count."""
-        fields = formats.resolve_fields(fmt.fields, self.fields, formats.RUN_FIELDS)
-        # Conversion allocates millions of small containers that live until the file is done: the cyclic
-        # garbage collector would walk them again and again for nothing (none of them form cycles).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            for item in read(fields):
-                where_from = item.source or name
+    def _fields(self, fmt: formats.Format) -> dict[str, str]:
+        """The run-level field mapping of a converted format: its defaults with the user's ``fields``."""
+        return formats.resolve_fields(fmt.fields, self.fields, formats.RUN_FIELDS)
+
+    def _convert(self, name: str, arm: str | None, items: Iterable[formats.Item], parsed: bool) -> None:
+        """Send a converted format's items to the decoder: records to validate, rejections to count.
+
+        ``parsed``: the records were converted from JSON read from a file
+        (:meth:`RecordDecoder.add_items`); else they are checked as given in
+        memory (:func:`_add_object`).
+        """
+        with gc_paused():
+            if parsed:
+                self.decoder.add_items(name, items, arm)
+                return
+            for item in items:
                 if item.record is not None:
-                    _add_object(where_from, item.record, item.line, arm, self.decoder, parsed=parsed)
+                    _add_object(item.source or name, item.record, item.line, arm, self.decoder)
                 else:
-                    self.decoder.reject(where_from, item.line, item.field, item.reason or "cannot be converted")
-        finally:
-            if collecting:
-                gc.enable()
+                    self.decoder.reject(item.source or name, item.line, item.field, item.reason or "cannot be converted")
+
+    def _split(self, path: Path, fmt: formats.Format) -> bool:
+        """Whether to read a file by several processes: large, uncompressed, JSON Lines the format splits."""
+        if self.workers < 2 or path.name.lower().endswith(".gz") or path.stat().st_size < PARALLEL_MIN_BYTES:
+            return False
+        return fmt.name == "record" or (fmt.read_part is not None and fmt.splits is not None and fmt.splits(path))
 
     def read_file(self, path: Path, arm: str | None) -> None:
         name = str(path)
         try:
             fmt = self._file_format(path)
             if fmt.name != "record":
-                self._convert(name, fmt, arm, lambda fields: fmt.read_file(path, fields), parsed=True)
+                fields = self._fields(fmt)
+                if not (self._split(path, fmt) and read_parallel(self.decoder, path, arm, self.workers, fmt, fields)):
+                    self._convert(name, arm, fmt.read_file(path, fields), parsed=True)
             elif _kind(path) == "archive":
                 raise TraceError("an archive is not agentab's record (an Inspect .eval log? format='inspect')",
                                  source=name)
             elif _kind(path) == "array":
                 with open_trace_file(path) as fh:
                     _read_array(name, fh.read(), arm, self.decoder)
-            elif (self.workers > 1 and not name.lower().endswith(".gz")
-                  and path.stat().st_size >= PARALLEL_MIN_BYTES):
+            elif self._split(path, fmt):
                 read_parallel(self.decoder, path, arm, self.workers)
             else:
                 read_lines(self.decoder, path, arm)
@@ -621,18 +629,13 @@ def _json_default(obj: Any) -> Any:
 
 
 def _add_object(name: str, item: Mapping[str, Any], position: int, arm: str | None,
-                decoder: RecordDecoder, parsed: bool = False) -> None:
-    """Send one record dict to the decoder.
+                decoder: RecordDecoder) -> None:
+    """Send one record dict built in Python to the decoder.
 
-    ``parsed``: the record was built from JSON text by a format reader (no
-    NaN or infinity can be in it: JSON has none), so it is checked against
-    the schema directly (:meth:`RecordDecoder.add_parsed`). A record built
-    in Python may hold NaN, which ``json.dumps`` keeps for the decoder to
-    reject by name.
+    It may hold NaN, which ``json.dumps`` keeps for the decoder to reject by
+    name (records a format reader converted from JSON go to
+    :meth:`RecordDecoder.add_items` instead: JSON holds no NaN).
     """
-    if parsed:
-        decoder.add_parsed(name, position, item, arm)
-        return
     try:
         raw = json.dumps(item, default=_json_default, allow_nan=True).encode()
     except (TypeError, ValueError, RecursionError) as err:

@@ -18,6 +18,7 @@ import base64
 import gzip
 import inspect
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -592,7 +593,7 @@ def test_lines_read_in_blocks_give_the_same_items(tmp_path, monkeypatch):
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     expected = read(path)
     assert len(records(expected)) == 3
-    assert expected == list(otel_module._read(otel_module._batches_of_bytes(path.read_bytes()), FIELDS))  # whole
+    assert expected == otel_module._read(otel_module._batches_of_bytes(path.read_bytes()), FIELDS).items  # whole
     for block in (1, 7, 100):
         monkeypatch.setattr(otel_module, "_BLOCK", block)
         assert read(path) == expected, block
@@ -624,3 +625,133 @@ def test_step_times_beyond_2262_reject_the_run(tmp_path):
         tools[1]["startTimeUnixNano"], tools[1]["endTimeUnixNano"] = str(T0 + 20), str(T0 + 30)
         (item,) = read(write_lines(tmp_path / "t.jsonl", batch))
         assert item.record is None and item.field == "endTimeUnixNano"
+
+
+def test_non_finite_doubles_are_never_numbers(tmp_path):
+    # OTLP/JSON writes NaN and infinities as text ("NaN", "Infinity"); JSON and our record have no such number
+    def agent(outcome: dict, extra: list) -> dict:
+        return {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "invoke_agent coder", "startTimeUnixNano": str(T0),
+                "endTimeUnixNano": str(T0 + 10**9), "attributes": [
+                    {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+                    {"key": "agentab.task_id", "value": {"stringValue": "t"}},
+                    {"key": "agentab.seed", "value": {"intValue": "1"}},
+                    {"key": "agentab.outcome", "value": outcome}, *extra]}
+
+    tool = {"traceId": "ab" * 16, "spanId": "02" * 8, "parentSpanId": "01" * 8, "name": "execute_tool fit",
+            "startTimeUnixNano": str(T0 + 5), "endTimeUnixNano": str(T0 + 9), "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                {"key": "gen_ai.tool.call.arguments", "value": {"kvlistValue": {"values": [
+                    {"key": "tolerance", "value": {"doubleValue": "NaN"}},
+                    {"key": "scale", "value": {"doubleValue": 0.5}}]}}}]}
+    for outcome in ("NaN", "Infinity", "-Infinity"):
+        batch = {"resourceSpans": [{"scopeSpans": [{"spans": [agent({"doubleValue": outcome}, []), tool]}]}]}
+        (item,) = read(write_lines(tmp_path / "t.jsonl", batch))
+        assert item.record is None and item.field == "agentab.outcome"
+        assert "expected a bool or a finite number" in item.reason
+    cost = {"key": "run.cost", "value": {"doubleValue": "Infinity"}}
+    batch = {"resourceSpans": [{"scopeSpans": [{"spans": [agent({"doubleValue": 1.0}, [cost]), tool]}]}]}
+    (item,) = read(write_lines(tmp_path / "t.jsonl", batch), {"cost_usd": "run.cost"})
+    assert item.record is None and item.field == "run.cost"
+    (item,) = read(write_lines(tmp_path / "t.jsonl", batch))
+    assert item.record["steps"][0]["args"] == {"tolerance": "NaN", "scale": 0.5}
+    traces = agentab.load_traces([batch], format="otel")  # in memory, a float NaN too
+    batch["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][3]["value"] = {"doubleValue": float("nan")}
+    with pytest.raises(agentab.TraceError, match="expected a bool or a finite number"):
+        agentab.load_traces([batch], format="otel")
+    assert traces.steps.loc[0, "args"] == '{"scale":0.5,"tolerance":"NaN"}'
+
+
+# --------------------------------------------------------------------------- #
+# A large file read in parts by several processes
+# --------------------------------------------------------------------------- #
+@pytest.fixture
+def split_small_files(monkeypatch):
+    """Make every file 'large' and split it evenly, and record what each parallel read did."""
+    import agentab._parallel
+    import agentab.traces
+
+    monkeypatch.setattr(agentab.traces, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab._parallel, "_HEAD_START_BYTES", 0)
+    calls = []
+    read_parallel = agentab.traces.read_parallel
+    monkeypatch.setattr(agentab.traces, "read_parallel",
+                        lambda *a, **k: calls.append(read_parallel(*a, **k)) or calls[-1])
+    return calls
+
+
+def _assert_same(a, b):
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(a.runs, b.runs)
+    pd.testing.assert_frame_equal(a.steps, b.steps)
+    pd.testing.assert_frame_equal(a.rejected, b.rejected)
+    assert a.n_read == b.n_read
+
+
+def _runs_by_trace(n: int, **extra) -> list[list]:
+    """``n`` SDK runs, each run's spans as one batch (in export order)."""
+    sdk = Sdk()
+    for i in range(n):
+        react_run(sdk, i * 2000, **{"agentab.seed": i, **extra})
+    by_trace: dict[int, list] = {}
+    for span in sdk.spans():
+        by_trace.setdefault(span.context.trace_id, []).append(span)
+    return list(by_trace.values())
+
+
+def test_parts_read_in_several_processes_equal_one_read(tmp_path, split_small_files):
+    runs = _runs_by_trace(12)
+    orphan = Sdk()
+    remote = SpanContext(trace_id=7, span_id=9, is_remote=True, trace_flags=TraceFlags(1))
+    orphan.span("execute_tool ls", 0, 5, remote, tool_attrs("ls", {}))
+    path = write_lines(tmp_path / "t.jsonl", *runs[:5], "{not json", *runs[5:9], orphan.spans(), *runs[9:])
+    serial = agentab.load_traces(path, format="otel", workers=1, strict=False)
+    for workers in (2, 3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # a worker that failed would warn
+            _assert_same(agentab.load_traces(path, format="otel", workers=workers, strict=False), serial)
+    assert split_small_files == [True, True]  # both read in parts, by worker processes
+    assert len(serial.runs) == 12 and serial.n_read == 14
+    assert list(serial.rejected["line"]) == [6, 11]
+    with pytest.raises(agentab.TraceError, match=r"line 6: malformed JSON"):
+        agentab.load_traces(path, format="otel", workers=2)
+
+
+@pytest.mark.parametrize("shared", ["trace", "conversation"])
+def test_parts_sharing_a_trace_or_run_id_are_read_in_one_piece(tmp_path, split_small_files, shared):
+    # a run whose spans are at both ends of the file, or two runs with one conversation id at both ends: the
+    # parts would convert differently from the whole file, so the file is read in one piece
+    if shared == "trace":
+        runs = _runs_by_trace(8)
+        lines = [runs[0][:3], *runs[1:], runs[0][3:]]
+    else:
+        runs = _runs_by_trace(8, **{"gen_ai.conversation.id": "conv"})
+        lines = [runs[0], *(_runs_by_trace(6)), runs[1]]
+    path = write_lines(tmp_path / "t.jsonl", *lines)
+    serial = agentab.load_traces(path, format="otel", workers=1)
+    _assert_same(agentab.load_traces(path, format="otel", workers=2), serial)
+    assert split_small_files == [False]
+    assert len(serial.runs) == 8
+    if shared == "conversation":
+        assert serial.runs["run_id"].str.startswith("conv:").sum() == 2
+
+
+def test_a_failed_otel_worker_costs_only_time(tmp_path, split_small_files, monkeypatch):
+    import agentab._parallel
+
+    def cannot_start(*args, **kwargs):
+        raise OSError("no processes here")
+
+    monkeypatch.setattr(agentab._parallel, "_launch", cannot_start)
+    path = write_lines(tmp_path / "t.jsonl", *_runs_by_trace(6), "{oops")
+    with pytest.warns(RuntimeWarning, match=r"worker process failed \(could not start: no processes here\)"):
+        parallel = agentab.load_traces(path, format="otel", workers=2, strict=False)
+    _assert_same(parallel, agentab.load_traces(path, format="otel", workers=1, strict=False))
+    assert split_small_files == [True]
+
+
+def test_a_document_is_not_split(tmp_path, split_small_files):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([otlp_batch(spans) for spans in _runs_by_trace(4)], indent=1))
+    assert len(agentab.load_traces(path, format="otel", workers=2).runs) == 4
+    assert split_small_files == []  # one document: read whole, never in parts

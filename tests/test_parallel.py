@@ -117,3 +117,22 @@ def test_empty_file_on_the_parallel_path(tmp_path, split_small_files):
     path.write_bytes(b"")
     with pytest.raises(TraceError, match=r"no trace records found"):
         load_traces(path, workers=2)
+
+
+def test_a_worker_starts_without_pandas_or_the_package_init(tmp_path):
+    # a worker's start-up is paid on every parallel read: it imports the loader's modules only
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = write_jsonl(tmp_path / "x.jsonl", _lines(5))
+    out = tmp_path / "part"
+    out.mkdir()
+    code = agentab._parallel._BOOTSTRAP + (
+        "; _worker(sys.argv[1:]); print(sorted(name for name in sys.modules if name.split('.')[0] in "
+        "('pandas', 'scipy', 'statsmodels', 'matplotlib') or name in ('agentab.compare', 'agentab.score')))")
+    package = str(Path(agentab._parallel.__file__).resolve().parent)
+    done = subprocess.run([sys.executable, "-c", code, package, str(path), "0", str(path.stat().st_size), "1", "0",
+                           "", str(out), "record", "{}"], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    assert agentab._parallel._read_part(out)[0].n_read == 5

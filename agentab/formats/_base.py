@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Item", "Format", "FieldMap", "Reject", "MISSING", "lookup", "resolve_fields"]
+__all__ = ["Item", "Part", "Format", "FieldMap", "Reject", "MISSING", "lookup", "resolve_fields"]
 
 #: agentab's name of a run-level field -> the format's name for it (an attribute, a key, a dotted path).
 FieldMap = Mapping[str, str]
@@ -66,6 +66,15 @@ class Format:
         in-memory input (a list of dicts); None if the format has none.
     suffixes : tuple of str
         File name endings read when a folder is given (besides .json, .jsonl, .gz).
+    read_part : callable or None
+        For a large JSON Lines file read by several processes:
+        ``read_part(path, start, end, first_line, fields) -> Part``, the
+        items of the lines in bytes ``[start, end)`` of ``path`` (offsets at
+        line starts; ``first_line``: the number of the line at ``start``).
+        None if the format cannot be read in parts.
+    splits : callable or None
+        ``splits(path) -> bool``: whether ``read_part`` can read this file in
+        parts (it is JSON Lines in the format's sense).
     """
 
     name: str
@@ -76,6 +85,22 @@ class Format:
     read_file: Callable[[Path, FieldMap], Iterator[Item]] | None
     read_objects: Callable[[Sequence[Any], str, FieldMap], Iterator[Item]] | None = None
     suffixes: tuple[str, ...] = field(default=())
+    read_part: Callable[[Path, int, int, int, FieldMap], Part] | None = None
+    splits: Callable[[Path], bool] | None = None
+
+
+@dataclass(frozen=True)
+class Part:
+    """The items of part of a file (:attr:`Format.read_part`) and its ``keys``.
+
+    ``keys``: strings (ids the conversion of a record depends on beyond its
+    own line, e.g. OpenTelemetry trace ids) such that parts whose keys are
+    pairwise disjoint convert exactly as the whole file does; when two parts
+    share a key, the file is read in one piece instead.
+    """
+
+    items: list[Item]
+    keys: frozenset[str]
 
 
 def resolve_fields(defaults: FieldMap, given: Mapping[str, Any] | None, known: Sequence[str]) -> dict[str, str]:

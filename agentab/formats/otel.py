@@ -12,7 +12,9 @@ is accepted too and turned into hex), times as unix nanoseconds
 (``startTimeUnixNano``/``endTimeUnixNano``, text or number), attributes as
 ``[{"key": k, "value": {"stringValue" | "intValue" | "doubleValue" |
 "boolValue" | "arrayValue" | "kvlistValue" | "bytesValue": ...}}]`` (an
-``intValue`` is text), status ``{"code": 2}`` or ``{"code":
+``intValue`` is text; a ``doubleValue`` that is NaN or infinite, written
+``"NaN"``/``"Infinity"``, stays text: no record field takes it as a
+number), status ``{"code": 2}`` or ``{"code":
 "STATUS_CODE_ERROR"}``. Unknown fields (events, links, kind, flags...) are
 ignored; the pre-1.0 ``instrumentationLibrarySpans`` is read like
 ``scopeSpans``. All batches of a file are read before runs are built, so a
@@ -140,7 +142,6 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import gc
 import math
 import re
 import time
@@ -153,11 +154,12 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from agentab._decode import gc_paused
 from agentab._parallel import open_trace_file
-from agentab.formats._base import FieldMap, Format, Item
+from agentab.formats._base import FieldMap, Format, Item, Part
 from agentab.formats._base import Reject as _Reject
 
-__all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "sniff"]
+__all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "read_part", "sniff", "splits"]
 
 #: Default run-level field mapping: agentab name -> span/resource attribute.
 FIELDS: dict[str, str] = {
@@ -307,9 +309,12 @@ def _value(v: _AnyValue | None) -> Any:
         return v.bool_value
     if v.double_value is not None:
         try:
-            return float(v.double_value)
+            number = float(v.double_value)
         except ValueError:
             return v.double_value
+        # NaN and infinities (OTLP/JSON writes "NaN", "Infinity"): JSON, and agentab's record, has no such
+        # number, so they stay text ("NaN", "inf"), which no numeric field accepts
+        return number if math.isfinite(number) else str(v.double_value)
     if v.array_value is not None:
         return [_value(x) for x in v.array_value.values]
     if v.kvlist_value is not None:
@@ -426,7 +431,7 @@ def _batches_of_bytes(data: bytes) -> Iterator[tuple[int, _Batch | None, str | N
         for position, raw in enumerate(raws, start=1):
             yield (position, *_decode_batch(raw))
         return
-    if not first_line.endswith(b"}"):
+    if _is_document(first_line):
         yield (1, *_decode_batch(view[offset:]))
         return
     non_space = _NON_SPACE.search
@@ -441,15 +446,14 @@ def _batches_of_bytes(data: bytes) -> Iterator[tuple[int, _Batch | None, str | N
         start = end + 1
 
 
-def _batches_of_file(fh: Any) -> Iterator[tuple[int, _Batch | None, str | None]]:
-    """:func:`_batches_of_bytes` of a file's content, reading JSON Lines as they are decoded.
+def _is_document(first_line: bytes) -> bool:
+    """Whether a file whose first non-blank line is ``first_line`` is one JSON document (else JSON Lines)."""
+    return first_line.startswith(b"[") or not first_line.endswith(b"}")
 
-    The first non-blank line decides, as there. A document is read whole;
-    JSON Lines are read in blocks of :data:`_BLOCK` bytes, each line decoded
-    in place (a batch line is often megabytes: line-by-line buffered reading
-    copies it many times over, and reading the whole file first grows memory
-    by its size).
-    """
+
+def _first_line(fh: Any) -> tuple[bytes, int, bytes | None]:
+    """The bytes read so far (at least the first non-blank line, whole, unless the file ends first), where
+    the content starts (after a byte-order mark), and the first non-blank line (None: the file is blank)."""
     data = fh.read(_BLOCK)
     while True:  # until the first non-blank line is whole
         offset = len(_BOM) if data[:len(_BOM)] == _BOM else 0
@@ -461,15 +465,37 @@ def _batches_of_file(fh: Any) -> Iterator[tuple[int, _Batch | None, str | None]]
             break
         data += more
     if found is None:
+        return data, offset, None
+    end = data.find(b"\n", found.start())
+    return data, offset, data[found.start():end if end >= 0 else len(data)].rstrip()
+
+
+def _batches_of_file(fh: Any) -> Iterator[tuple[int, _Batch | None, str | None]]:
+    """:func:`_batches_of_bytes` of a file's content, reading JSON Lines as they are decoded.
+
+    The first non-blank line decides, as there. A document is read whole;
+    JSON Lines are read by :func:`_batches_of_lines`.
+    """
+    data, offset, first = _first_line(fh)
+    if first is None:
         return
-    begin, found = found.start(), None
-    end = data.find(b"\n", begin)
-    first_line = data[begin:end if end >= 0 else len(data)].rstrip()
-    if first_line.startswith(b"[") or not first_line.endswith(b"}"):
+    if _is_document(first):
         yield from _batches_of_bytes(data + fh.read())
         return
+    yield from _batches_of_lines(fh, data[offset:], 1)
+
+
+def _batches_of_lines(fh: Any, data: bytes, number: int) -> Iterator[tuple[int, _Batch | None, str | None]]:
+    """The batches of JSON Lines (``data``: the first bytes, already read; ``number``: its first line's).
+
+    Read in blocks of :data:`_BLOCK` bytes, each line decoded in place (a
+    batch line is often megabytes: line-by-line buffered reading copies it
+    many times over, and reading the whole file first grows memory by its
+    size).
+    """
     non_space = _NON_SPACE.search
-    number, start = 0, offset
+    start = 0
+    number -= 1
     while True:
         end = data.find(b"\n", start)
         if end < 0:
@@ -485,6 +511,20 @@ def _batches_of_file(fh: Any) -> Iterator[tuple[int, _Batch | None, str | None]]
         if end == len(data):
             return
         start = end + 1
+
+
+class _Slice:
+    """Bytes ``[start, end)`` of a binary file, read like a file."""
+
+    def __init__(self, fh: Any, start: int, end: int) -> None:
+        fh.seek(start)
+        self.fh = fh
+        self.left = end - start
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.fh.read(self.left if size < 0 else min(size, self.left))
+        self.left -= len(data)
+        return data
 
 
 def _decode_batch(raw: bytes | memoryview | msgspec.Raw) -> tuple[_Batch | None, str | None]:
@@ -581,26 +621,24 @@ def _stamp(steps: list[dict[str, Any]], starts: list[int | None], ends: list[int
             step["ended_at"] = ended_at
 
 
-def _read(batches: Iterator[tuple[int, _Batch | None, str | None]], fields: FieldMap | None) -> list[Item]:
-    """Every item of a file, with the garbage collector paused.
+def _read(batches: Iterator[tuple[int, _Batch | None, str | None]], fields: FieldMap | None) -> Part:
+    """Every item of a file (or part of one), with the garbage collector paused, and the part's keys.
 
-    Reading creates hundreds of thousands of small objects, none in a cycle;
-    collections triggered meanwhile would only scan them again and again
-    (they took two thirds of the reading time).
+    The keys (:class:`~agentab.formats._base.Part`) are the trace ids of all
+    spans read (``trace:<id>``: a span's parent, a duplicate span, the runs
+    sharing a trace are found within its trace) and the run ids taken from
+    the default ``run_id`` attribute or the trace id (``run:<id>``: one
+    shared by several runs is qualified).
+
+    Reading creates hundreds of thousands of small objects, none in a cycle
+    (:func:`~agentab._decode.gc_paused`).
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        mapping = {**FIELDS, **(fields or {})}
-        spans, bad = _collect(batches)
-        return _items(spans, bad, mapping)
-    finally:
-        if enabled:
-            gc.enable()
+    with gc_paused():
+        return _items(*_collect(batches), {**FIELDS, **(fields or {})})
 
 
-def _items(spans: list[_Span], bad: list[Item], mapping: Mapping[str, str]) -> list[Item]:
-    """Runs and rejections of a file's spans, in order of where they were read."""
+def _items(spans: list[_Span], bad: list[Item], mapping: Mapping[str, str]) -> Part:
+    """Runs and rejections of a file's spans, in order of where they were read, and their keys (:func:`_read`)."""
     index = {(span.trace_id, span.span_id): span for span in spans}
     kept = spans
     if len(index) < len(spans):  # a span seen twice: the first is read
@@ -687,7 +725,9 @@ def _items(spans: list[_Span], bad: list[Item], mapping: Mapping[str, str]) -> l
         span.up = None
     out.extend((item.line, -1, item) for item in bad)
     out.sort(key=lambda entry: (entry[0], entry[1]))
-    return [item for _, _, item in out]
+    keys = {f"trace:{trace_id}" for trace_id in {span.trace_id for span in spans}}
+    keys.update(f"run:{run_id}" for run_id in ids)
+    return Part([item for _, _, item in out], frozenset(keys))
 
 
 def _reachable(span: _Span) -> bool:
@@ -812,7 +852,7 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span],
         raise _missing(run, "outcome", mapping["outcome"])
     outcome = _outcome(outcome_hit[1])
     if outcome is None:
-        raise _ill_typed(run, "outcome", outcome_hit[0], outcome_hit[1], "a bool or a number")
+        raise _ill_typed(run, "outcome", outcome_hit[0], outcome_hit[1], "a bool or a finite number")
 
     conversation = _get(run, "gen_ai.conversation.id")
     run_id_hit = _lookup(run, (mapping["run_id"],))
@@ -909,17 +949,18 @@ def _integer(value: Any) -> int | None:
 
 
 def _outcome(value: Any) -> bool | int | float | None:
-    if isinstance(value, (bool, int, float)):
+    """An outcome: a bool, a finite number, or text of one ("true", "0.5"); None otherwise."""
+    if isinstance(value, (bool, int)):
         return value
     if isinstance(value, str):
         text = value.strip().lower()
         if text in ("true", "false"):
             return text == "true"
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             return None
-    return None
+    return value if isinstance(value, float) and math.isfinite(value) else None
 
 
 def _tokens(span: _Span, names: Sequence[str]) -> int | None:
@@ -1118,7 +1159,23 @@ def _step(span: _Span) -> dict[str, Any]:
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     """The runs (and rejections) of an OTLP/JSON file (JSON Lines or one document; ``.gz`` too)."""
     with open_trace_file(Path(path)) as fh:
-        return iter(_read(_batches_of_file(fh), fields))
+        return iter(_read(_batches_of_file(fh), fields).items)
+
+
+def splits(path: Path) -> bool:
+    """Whether :func:`read_part` can read ``path`` in parts: it is JSON Lines (not one document)."""
+    with open_trace_file(Path(path)) as fh:
+        _, _, first = _first_line(fh)
+    return first is not None and not _is_document(first)
+
+
+def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMap | None = None) -> Part:
+    """The runs (and rejections) of the lines in bytes ``[start, end)`` of a JSON Lines file (see
+    :attr:`~agentab.formats._base.Format.read_part`); ``first_line``: the number of the line at ``start``."""
+    with open_trace_file(Path(path)) as fh:
+        if start == 0:
+            return _read(_batches_of_file(_Slice(fh, 0, end)), fields)
+        return _read(_batches_of_lines(_Slice(fh, start, end), b"", first_line), fields)
 
 
 def read_objects(objects: Sequence[Any], name: str = "", fields: FieldMap | None = None) -> Iterator[Item]:
@@ -1131,7 +1188,7 @@ def read_objects(objects: Sequence[Any], name: str = "", fields: FieldMap | None
             except msgspec.ValidationError as exc:
                 yield position, None, f"not an OTLP trace batch ({{\"resourceSpans\": [...]}}): {exc}"
 
-    return iter(_read(batches(), fields))
+    return iter(_read(batches(), fields).items)
 
 
 def sniff(head: bytes, name: str = "") -> bool:
@@ -1165,4 +1222,6 @@ FORMAT = Format(
     read_file=read_file,
     read_objects=read_objects,
     suffixes=(),
+    read_part=read_part,
+    splits=splits,
 )
