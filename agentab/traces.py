@@ -459,10 +459,10 @@ class _Reader:
                 self.decoder.add_items(name, items, arm)
                 return
             for item in items:
-                if item.record is not None:
+                if isinstance(item.record, Mapping):
                     _add_object(item.source or name, item.record, item.line, arm, self.decoder)
-                else:
-                    self.decoder.reject(item.source or name, item.line, item.field, item.reason or "cannot be converted")
+                else:  # a rejection, or a run a reader built in columns (valid by construction)
+                    self.decoder.add_items(name, (item,), arm)
 
     def _split(self, path: Path, fmt: formats.Format) -> bool:
         """Whether to read a file by several processes: large, uncompressed, JSON Lines the format splits."""

@@ -20,6 +20,10 @@ writes it:
 Each is loaded with ``load_traces(path, format=...)`` (best of ``--repeat``)
 and checked: the same runs, steps, tools and outcomes as the reference. The
 ratio format / record is the number to read (the issue asks for at most 3).
+Two settings: the default, where a JSON Lines file of 48 MiB or more is read
+by one process per CPU (at the default size only the OTel file is that
+large: OTLP/JSON takes 3.8 times the bytes of our record), and
+``workers=1``, everything in this process (the cost per record).
 
 Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N]``.
 """
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import agentab
+import agentab._parallel
 
 FORMATS = ("record", "openai", "anthropic", "otel", "inspect")
 
@@ -191,11 +196,11 @@ def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Pat
     return paths
 
 
-def load(name: str, paths: list[Path]) -> agentab.Traces:
+def load(name: str, paths: list[Path], workers: int | None = None) -> agentab.Traces:
     if name == "inspect":
         arms = {p.stem: p for p in paths}
-        return agentab.load_traces(arms, format="inspect")
-    return agentab.load_traces(paths[0], format=name)
+        return agentab.load_traces(arms, format="inspect", workers=workers)
+    return agentab.load_traces(paths[0], format=name, workers=workers)
 
 
 def same_runs(reference: agentab.Traces, other: agentab.Traces, seed_offset: int = 0) -> str:
@@ -225,21 +230,24 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp())
     paths = write_all(records, folder)
     n_steps = sum(len(r["steps"]) for r in records)
-    print(f"{len(records):,} runs, {n_steps:,} tool calls; best of {args.repeat}")
-    print(f"{'format':>10} {'MB':>7} {'seconds':>8} {'x record':>9}  check")
-    reference, base = None, None
-    for name in (f for f in FORMATS if f in agentab.formats.available()):
+    print(f"{len(records):,} runs, {n_steps:,} tool calls; best of {args.repeat}, interleaved; "
+          f"{agentab._parallel.default_workers()} CPUs")
+    names = [f for f in FORMATS if f in agentab.formats.available()]
+    times: dict[tuple[str, int | None], list[float]] = {}
+    loaded: dict[str, agentab.Traces] = {}
+    for _ in range(args.repeat):
+        for name in names:
+            for workers in (None, 1):
+                start = time.perf_counter()
+                loaded[name] = load(name, paths[name], workers)
+                times.setdefault((name, workers), []).append(time.perf_counter() - start)
+    best = {key: min(values) for key, values in times.items()}
+    print(f"{'format':>10} {'MB':>7} {'seconds':>8} {'x record':>9} {'seconds, 1 process':>19} {'x record':>9}  check")
+    for name in names:
         size = sum(p.stat().st_size for p in paths[name]) / 1e6
-        times = []
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            traces = load(name, paths[name])
-            times.append(time.perf_counter() - start)
-        best = min(times)
-        if name == "record":
-            reference, base = traces, best
-        check = same_runs(reference, traces, seed_offset=1 if name == "inspect" else 0)
-        print(f"{name:>10} {size:>7.1f} {best:>8.2f} {best / base:>9.2f}  {check}")
+        check = same_runs(loaded["record"], loaded[name], seed_offset=1 if name == "inspect" else 0)
+        print(f"{name:>10} {size:>7.1f} {best[name, None]:>8.2f} {best[name, None] / best['record', None]:>9.2f} "
+              f"{best[name, 1]:>19.2f} {best[name, 1] / best['record', 1]:>9.2f}  {check}")
 
 
 if __name__ == "__main__":

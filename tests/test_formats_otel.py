@@ -15,6 +15,7 @@ requires, unless a test asks for protobuf's enum names.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import inspect
 import json
@@ -44,6 +45,7 @@ from opentelemetry.trace import (
 
 import agentab
 import agentab.formats
+from agentab._decode import Prepared
 from agentab.formats.otel import FIELDS, FORMAT
 
 T0 = 1_767_225_600 * 10**9  # 2026-01-01T00:00:00Z in unix nanoseconds
@@ -138,7 +140,14 @@ def write_lines(path: Path, *batches) -> Path:
 
 
 def read(path: Path, fields: dict | None = None) -> list:
-    return list(FORMAT.read_file(path, {**FIELDS, **(fields or {})}))
+    """The items of a file, each run as its trace-record dict."""
+    return as_records(FORMAT.read_file(path, {**FIELDS, **(fields or {})}))
+
+
+def as_records(items) -> list:
+    """Items with each run (built in the decoder's columns) as its trace-record dict."""
+    return [dataclasses.replace(item, record=item.record.to_record()) if isinstance(item.record, Prepared) else item
+            for item in items]
 
 
 def records(items) -> list[dict]:
@@ -430,7 +439,7 @@ def test_one_document_a_list_of_batches_and_gzip(tmp_path):
     for path, line in ((pretty, 1), (listed, 2), (zipped, 1)):
         (item,) = read(path)
         assert item.record == expected and item.line == line, path.name
-    in_memory = list(FORMAT.read_objects([otlp_batch(spans)], "<objects>", FIELDS))
+    in_memory = as_records(FORMAT.read_objects([otlp_batch(spans)], "<objects>", FIELDS))
     assert [i.record for i in in_memory] == [expected]
 
 
@@ -528,7 +537,7 @@ def test_sniff():
 
 
 def test_example_is_one_valid_line():
-    (item,) = FORMAT.read_objects([json.loads(FORMAT.example)], "<example>", FIELDS)
+    (item,) = as_records(FORMAT.read_objects([json.loads(FORMAT.example)], "<example>", FIELDS))
     assert "\n" not in FORMAT.example and item.record["steps"][0]["tool"] == "read_file"
     agentab.load_traces([item.record])
 
@@ -556,6 +565,64 @@ def test_every_record_validates(tmp_path):
     traces = agentab.load_traces(recs)
     assert len(traces.runs) == 3 and traces.runs["n_steps"].tolist() == [3, 3, 3]
     assert traces.runs["tokens_in"].tolist() == [650, 650, 650]
+
+
+def _varied_file(tmp_path: Path) -> Path:
+    """Runs of every shape: nested runs under an evaluation span, a sub-agent inside a tool, no usage, no
+    steps, a shared conversation id, an out-of-order tool, a duplicate export, an orphan, a bad line, a
+    missing seed, non-text attribute values."""
+    sdk = Sdk()
+    evaluation = sdk.begin("evaluation", 0, attributes={"agentab.arm": "baseline"})
+    for i in range(3):
+        react_run(sdk, i * 2500, outcome=i != 1, parent=evaluation, **{"agentab.task_id": f"t{i}"})
+    end(evaluation, 9000)
+    agent = sdk.span("invoke_agent coder", 0, 100, attributes=agent_attrs(**{"agentab.seed": 7}))
+    tool = sdk.span("execute_tool ask", 5, 50, agent, tool_attrs("ask", {"q": "why?"}, [1, 2], call_id=42))
+    sub = sdk.span("invoke_agent expert", 6, 49, tool, {"gen_ai.operation.name": "invoke_agent",
+                                                        "gen_ai.usage.input_tokens": 500})
+    sdk.span("chat m", 7, 8, sub, chat_attrs(300, None))
+    sdk.span("execute_tool search", 10, 20, sub, tool_attrs("search", {"q": "x"}, "plain text"))
+    sdk.span("chat m", 60, 61, agent, chat_attrs(5, 6))
+    bare = sdk.span("invoke_agent coder", 0, 10, attributes=agent_attrs(
+        **{"agentab.seed": 8, "gen_ai.conversation.id": "c"}))
+    sdk.span("chat m", 1, 2, bare, chat_attrs(3, 4))
+    again = sdk.span("invoke_agent coder", 20, 30, attributes=agent_attrs(
+        **{"agentab.seed": 9, "gen_ai.conversation.id": "c"}))
+    sdk.span("execute_tool late", 25, 26, again, tool_attrs("late"), error="boom")
+    sdk.span("execute_tool early", 21, 22, again, {"gen_ai.operation.name": "execute_tool", "tool.name": "early"})
+    no_seed = Sdk({"agentab.task_id": "x"})
+    no_seed.span("invoke_agent coder", 0, 10, attributes=agent_attrs())
+    orphan = Sdk()
+    orphan.span("execute_tool ls", 1, 2, SpanContext(trace_id=1, span_id=2, is_remote=True,
+                                                     trace_flags=TraceFlags(1)), tool_attrs("ls"))
+    spans = sdk.spans()
+    return write_lines(tmp_path / "varied.jsonl", spans[:7], spans[7:], otlp_batch(spans[:4]), no_seed.spans(),
+                       orphan.spans(), "{oops")
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_runs_in_columns_load_as_their_records_do(tmp_path, monkeypatch, strict):
+    # the reader gives runs in the decoder's columns (Prepared), skipping a record of dicts and its schema
+    # check; loading their trace-record dicts through the full validation gives the same tables
+    import agentab.formats.otel as otel_module
+
+    path = _varied_file(tmp_path)
+    fast = agentab.load_traces(path, format="otel", strict=False)
+    assert len(fast.runs) == 6 and fast.n_read == 9 and fast.steps["tool"].nunique() == 7
+    as_dicts = dataclasses.replace(FORMAT, read_file=lambda p, f: iter(as_records(FORMAT.read_file(p, f))))
+    monkeypatch.setattr(otel_module, "FORMAT", as_dicts)
+    checked = agentab.load_traces(path, format="otel", strict=False)
+    for name in ("runs", "steps", "rejected"):
+        import pandas as pd
+
+        pd.testing.assert_frame_equal(getattr(fast, name), getattr(checked, name))
+    if strict:
+        with pytest.raises(agentab.TraceError) as via_dicts:
+            agentab.load_traces(path, format="otel")
+        monkeypatch.undo()
+        with pytest.raises(agentab.TraceError) as via_columns:
+            agentab.load_traces(path, format="otel")
+        assert str(via_columns.value) == str(via_dicts.value)
 
 
 def _otel_wired() -> bool:
@@ -593,7 +660,7 @@ def test_lines_read_in_blocks_give_the_same_items(tmp_path, monkeypatch):
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     expected = read(path)
     assert len(records(expected)) == 3
-    assert expected == otel_module._read(otel_module._batches_of_bytes(path.read_bytes()), FIELDS).items  # whole
+    assert expected == as_records(otel_module._read(otel_module._batches_of_bytes(path.read_bytes()), FIELDS).items)
     for block in (1, 7, 100):
         monkeypatch.setattr(otel_module, "_BLOCK", block)
         assert read(path) == expected, block

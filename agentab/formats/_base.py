@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentab._decode import Prepared
 
 __all__ = ["Item", "Part", "Format", "FieldMap", "Reject", "MISSING", "lookup", "resolve_fields"]
 
@@ -25,6 +28,11 @@ FieldMap = Mapping[str, str]
 class Item:
     """One record read: ``record`` (a trace-record dict) or, if it could not be converted, ``reason``.
 
+    A reader may give a run already in the decoder's columns instead of a
+    dict (``record``: an :class:`agentab._decode.Prepared`, whose
+    ``to_record()`` is the dict): faster, for a reader that guarantees the
+    schema's types and ranges itself.
+
     ``line`` is where the record is: the line of a JSON Lines file, the
     position in a JSON array (1-based), or for formats whose runs span
     several records (OpenTelemetry spans) the line of the run's first
@@ -34,7 +42,7 @@ class Item:
     """
 
     line: int
-    record: dict[str, Any] | None = None
+    record: dict[str, Any] | Prepared | None = None
     field: str | None = None
     reason: str | None = None
     source: str | None = None

@@ -154,8 +154,9 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from agentab._decode import gc_paused
+from agentab._decode import Prepared, PreparedSteps, gc_paused
 from agentab._parallel import open_trace_file
+from agentab.record import INT64_MAX
 from agentab.formats._base import FieldMap, Format, Item, Part
 from agentab.formats._base import Reject as _Reject
 
@@ -604,23 +605,6 @@ def _collect(batches: Iterator[tuple[int, _Batch | None, str | None]]) -> tuple[
     return spans, bad
 
 
-def _iso_texts(values: list[int | None]) -> list[str | None]:
-    """:func:`_iso` of each value below :data:`_ARROW_NS` (the same text: ``YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ``)."""
-    text = pa.array(values, pa.timestamp("ns")).cast(pa.string())  # "YYYY-MM-DD HH:MM:SS.nnnnnnnnn"
-    return pc.binary_join_element_wise(pc.utf8_replace_slice(text, start=10, stop=11, replacement="T"),
-                                       "Z", "").to_pylist()
-
-
-def _stamp(steps: list[dict[str, Any]], starts: list[int | None], ends: list[int | None]) -> None:
-    """Fill in ``started_at`` (and ``ended_at`` when the step has it) of steps made by :func:`_step`, all at once."""
-    if not steps:
-        return
-    for step, started_at, ended_at in zip(steps, _iso_texts(starts), _iso_texts(ends)):
-        step["started_at"] = started_at
-        if ended_at is not None:
-            step["ended_at"] = ended_at
-
-
 def _read(batches: Iterator[tuple[int, _Batch | None, str | None]], fields: FieldMap | None) -> Part:
     """Every item of a file (or part of one), with the garbage collector paused, and the part's keys.
 
@@ -699,28 +683,26 @@ def _items(spans: list[_Span], bad: list[Item], mapping: Mapping[str, str]) -> P
         per_trace[run.trace_id] = per_trace.get(run.trace_id, 0) + 1
     converted: list[tuple[_Span, dict[str, Any] | _Reject, str | None]] = []
     ids: dict[str, int] = {}
-    timed: _Timed = ([], [], [])  # the steps made, their times formatted at the end (_stamp)
     for run in runs:
         subtree = trees.get(run.order) or _subtree(run, children)
         try:
-            record, source = _record(run, mapping, subtree, timed)
+            record, source = _record(run, mapping, subtree)
         except _Reject as exc:
             converted.append((run, exc, None))
         else:
             converted.append((run, record, source))
             if source is not None:
-                ids[record["run_id"]] = ids.get(record["run_id"], 0) + 1
+                ids[record.run_id] = ids.get(record.run_id, 0) + 1
         for span in subtree:  # no longer needed (runs' subtrees are disjoint): freed while still in cache
             span.attrs = span.status = None
     for run, record, source in converted:
         if isinstance(record, _Reject):
             out.append((run.line, run.order, Item(line=run.line, field=record.field, reason=record.reason)))
             continue
-        if source is not None and (ids[record["run_id"]] > 1 or (source == "trace" and per_trace[run.trace_id] > 1)):
-            record["run_id"] = (f"{run.trace_id}:{run.span_id}" if source == "trace"
-                                else f"{record['run_id']}:{run.span_id}")
+        if source is not None and (ids[record.run_id] > 1 or (source == "trace" and per_trace[run.trace_id] > 1)):
+            record = record._replace(run_id=f"{run.trace_id}:{run.span_id}" if source == "trace"
+                                     else f"{record.run_id}:{run.span_id}")
         out.append((run.line, run.order, Item(line=run.line, record=record)))
-    _stamp(*timed)
     for span in spans:  # no span outlives the reading with a parent link
         span.up = None
     out.extend((item.line, -1, item) for item in bad)
@@ -823,14 +805,10 @@ def _ill_typed(run: _Span, key: str, name: str, value: Any, expected: str) -> _R
                          f"expected {expected}")
 
 
-_Timed = tuple[list[dict[str, Any]], list[int | None], list[int | None]]  # steps, and their starts and ends
-
-
-def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span],
-            timed: _Timed) -> tuple[dict[str, Any], str | None]:
-    """The trace record of a run span (``subtree``: it and the spans below it, in pre-order), and where its
-    run_id came from (None: a user-mapped attribute); its steps' times are left to :func:`_stamp`
-    (``timed``: :func:`_steps`)."""
+def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tuple[Prepared, str | None]:
+    """The run of a run span (``subtree``: it and the spans below it, in pre-order), in the decoder's
+    shape (:class:`~agentab._decode.Prepared`: every value as the record's schema requires it), and where
+    its run_id came from (None: a user-mapped attribute)."""
 
     # ids and outcome
     task = _lookup(run, (mapping["task_id"],))
@@ -845,8 +823,8 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span],
     if seed_hit is None:
         raise _missing(run, "seed", mapping["seed"])
     seed = _integer(seed_hit[1])
-    if seed is None:
-        raise _ill_typed(run, "seed", seed_hit[0], seed_hit[1], "an integer")
+    if seed is None or not -INT64_MAX - 1 <= seed <= INT64_MAX:
+        raise _ill_typed(run, "seed", seed_hit[0], seed_hit[1], "an integer that fits in 64 bits")
     outcome_hit = _lookup(run, (mapping["outcome"],))
     if outcome_hit is None:
         raise _missing(run, "outcome", mapping["outcome"])
@@ -865,28 +843,30 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span],
         source = "attribute" if mapping["run_id"] == FIELDS["run_id"] else None
     elif mapping["run_id"] == FIELDS["run_id"]:
         run_id, source = run.trace_id or run.span_id, "trace"
+        if not run_id:
+            raise _Reject("traceId", f"{_where(run)}: no run id: no attribute {FIELDS['run_id']}, and no trace "
+                                     "or span id")
     else:
         raise _missing(run, "run_id", mapping["run_id"])
 
-    record: dict[str, Any] = {"run_id": run_id, "task_id": task_id, "seed": seed}
+    arm = None
     arm_hit = _lookup(run, (mapping["arm"],))
     if arm_hit is not None:
         if not isinstance(arm_hit[1], str) or not arm_hit[1]:
             raise _ill_typed(run, "arm", arm_hit[0], arm_hit[1], "text")
-        record["arm"] = arm_hit[1]
+        arm = arm_hit[1]
 
-    steps, tokens_in, tokens_out = _steps(run, subtree, timed)
-    record["steps"] = steps
-    record["outcome"] = outcome
+    steps, tokens_in, tokens_out = _steps(run, subtree)
+    amounts: dict[str, float] = {}
     for key in ("cost_usd", "latency_s"):  # no default attribute: latency is the run span's duration
         name = mapping.get(key)
         hit = _lookup(run, (name,)) if name else None
         if hit is not None:
             if isinstance(hit[1], bool) or not isinstance(hit[1], (int, float)) or not hit[1] >= 0:
                 raise _ill_typed(run, key, hit[0], hit[1], "a number >= 0")
-            record[key] = hit[1]
-    if "latency_s" not in record and run.start is not None and run.end is not None and run.end >= run.start:
-        record["latency_s"] = (run.end - run.start) / 1e9
+            amounts[key] = float(hit[1])
+    if "latency_s" not in amounts and run.start is not None and run.end is not None and run.end >= run.start:
+        amounts["latency_s"] = (run.end - run.start) / 1e9
 
     metadata: dict[str, Any] = {}
     model = _lookup(run, _names(mapping, "model"))
@@ -929,8 +909,8 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span],
         metadata["tokens_in"] = tokens_in
     if tokens_out is not None:
         metadata["tokens_out"] = tokens_out
-    record["metadata"] = metadata
-    return record, source
+    return Prepared(run_id, task_id, seed, arm, outcome, amounts.get("cost_usd"), amounts.get("latency_s"),
+                    metadata, steps), source
 
 
 def _integer(value: Any) -> int | None:
@@ -996,30 +976,35 @@ _BY_ORDER = attrgetter("order")
 _BY_START = attrgetter("at")
 
 
-def _steps(run: _Span, subtree: list[_Span], timed: _Timed) -> tuple[list[dict[str, Any]], int | None, int | None]:
-    """The run's steps (tokens attributed), and its input and output token totals (None: not recorded).
-
-    The steps' times are added to ``timed`` (steps, starts, ends) for :func:`_stamp`; a time Arrow cannot
-    hold (after 2262) rejects the run.
-    """
+def _steps(run: _Span, subtree: list[_Span]) -> tuple[PreparedSteps, int | None, int | None]:
+    """The run's steps (tokens attributed) as columns, and its input and output token totals (None: not
+    recorded). A time Arrow cannot hold (after 2262) rejects the run."""
     tools = [span for span in subtree if span.kind == _TOOL]
     if len(tools) > 1:  # by start time (None last), ties in file order
         tools.sort(key=_BY_ORDER)
         tools.sort(key=_BY_START)
-    steps = []
-    timed_steps, timed_starts, timed_ends = timed
+    names, arguments, observations, step_metadata = [], [], [], []
+    starts_ns, ends_ns = [], []
     for i, span in enumerate(tools):
-        step = _step(span)
-        step["index"] = span.step = i
+        tool, args, observation, metadata = _step(span)
+        names.append(tool)
+        arguments.append(args)
+        observations.append(observation)
+        step_metadata.append(metadata)
+        span.step = i
         start, end = span.start, span.end
-        if (start is None or start < _ARROW_NS) and (end is None or end < _ARROW_NS):
-            timed_steps.append(step)
-            timed_starts.append(start)
-            timed_ends.append(end)
-        else:  # past 2262-04-11: no datetime64[ns] holds it (and past year 9999 no text formatting does)
+        if (start is not None and start >= _ARROW_NS) or (end is not None and end >= _ARROW_NS):
+            # past 2262-04-11: no datetime64[ns] holds it (and past year 9999 no text formatting does)
             name = "startTimeUnixNano" if start is not None and start >= _ARROW_NS else "endTimeUnixNano"
             raise _Reject(name, f"{_where(span)}: {name} is out of range (after the year 2262)")
-        steps.append(step)
+        starts_ns.append(start)
+        ends_ns.append(end)
+    n_steps = len(tools)
+    unknown = [None] * n_steps
+
+    def columns(tokens_in: list[int | None], tokens_out: list[int | None]) -> PreparedSteps:
+        return PreparedSteps(names, arguments, observations, tokens_in, tokens_out, starts_ns, ends_ns,
+                             step_metadata)
 
     # usage at the lowest level: a span's count is used only if no span below it (in the run) records one.
     # Descendants come before their ancestors (reversed pre-order); each span recording usage marks its
@@ -1028,8 +1013,7 @@ def _steps(run: _Span, subtree: list[_Span], timed: _Timed) -> tuple[list[dict[s
     # last step (bisect on the steps' starts: ``at``, sorted).
     usage = [span for span in reversed(subtree) if not _USAGE.isdisjoint(span.attrs)]
     if not usage:
-        return steps, None, None
-    n_steps = len(steps)
+        return columns(unknown, unknown), None, None
     last = n_steps - 1
     starts = [span.at for span in tools]
     per_in = [0] * n_steps
@@ -1080,19 +1064,12 @@ def _steps(run: _Span, subtree: list[_Span], timed: _Timed) -> tuple[list[dict[s
             per_in[at] += count_in
         if count_out is not None:
             per_out[at] += count_out
-    if n_steps:
-        if total_in is not None:
-            for step, count in zip(steps, per_in):
-                step["tokens_in"] = count
-        if total_out is not None:
-            for step, count in zip(steps, per_out):
-                step["tokens_out"] = count
-    return steps, total_in, total_out
+    return (columns(unknown if total_in is None else per_in, unknown if total_out is None else per_out),
+            total_in, total_out)
 
 
-def _step(span: _Span) -> dict[str, Any]:
-    """The step of a tool span; ``"index"`` is left None (:func:`_steps` numbers the steps of a run), and
-    ``started_at``/``ended_at`` (when it ended) are filled in by :func:`_stamp`."""
+def _step(span: _Span) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
+    """The tool, arguments, observation (None: never answered) and metadata of a tool span's step."""
     attrs = span.attrs
     value = attrs.get(_TOOL_NAME[0])  # the usual names first, directly
     name = value.string_value if value is not None else None
@@ -1129,8 +1106,7 @@ def _step(span: _Span) -> dict[str, Any]:
     if value is not None:
         metadata["tool_call_id"] = str(_value(value))
     if span.end is None:  # never answered
-        return {"index": None, "tool": name, "args": args, "observation": None, "started_at": None,
-                "metadata": metadata}
+        return name, args, None, metadata
     status = span.status
     error = status is not None and status.code in _STATUS_ERROR
     observation: dict[str, Any] = {"status": "error" if error else "ok"}
@@ -1149,8 +1125,7 @@ def _step(span: _Span) -> dict[str, Any]:
         message = status.message or _value(attrs.get("error.type"))
         if message:
             observation["error"] = message
-    return {"index": None, "tool": name, "args": args, "observation": observation, "started_at": None,
-            "ended_at": None, "metadata": metadata}
+    return name, args, observation, metadata
 
 
 # ---------------------------------------------------------------- the format
