@@ -400,8 +400,8 @@ class Prepared(NamedTuple):
     def to_record(self) -> dict[str, Any]:
         """The trace record (:mod:`agentab.record`) of this run; times as ISO-8601 text with nanoseconds."""
         steps = self.steps
-        started = _iso_texts(steps.started_ns)
-        ended = _iso_texts(steps.ended_ns)
+        started = iso_texts(steps.started_ns)
+        ended = iso_texts(steps.ended_ns)
         out = []
         for k, tool in enumerate(steps.tool):
             step: dict[str, Any] = {"index": k, "tool": tool, "args": steps.args[k],
@@ -425,7 +425,7 @@ class Prepared(NamedTuple):
         return record
 
 
-def _iso_texts(values: list[int | None]) -> list[str | None]:
+def iso_texts(values: Sequence[int | None]) -> list[str | None]:
     """Unix nanoseconds as ISO-8601 UTC text (``2026-01-01T00:00:00.200000000Z``), None kept."""
     text = pa.array(values, pa.timestamp("ns")).cast(pa.string())  # "YYYY-MM-DD HH:MM:SS.nnnnnnnnn"
     return pc.binary_join_element_wise(pc.utf8_replace_slice(text, start=10, stop=11, replacement="T"),

@@ -18,6 +18,7 @@ import base64
 import dataclasses
 import gzip
 import inspect
+import itertools
 import json
 import warnings
 from pathlib import Path
@@ -645,9 +646,10 @@ def test_load_traces_reads_otel_files(tmp_path):
 # --------------------------------------------------------------------------- #
 # Reading: blocks, times beyond Arrow's range
 # --------------------------------------------------------------------------- #
-def test_lines_read_in_blocks_give_the_same_items(tmp_path, monkeypatch):
-    # JSON Lines are read in blocks and decoded in place: a line across blocks, a byte-order mark, CRLF line
-    # ends, blank lines and no final newline read as with one block
+def test_byte_order_mark_crlf_and_blank_lines(tmp_path, monkeypatch):
+    # a byte-order mark, CRLF line ends, blank lines and no final newline: read span by span, as the same lines
+    # without them are read in columns; line numbers count the blank lines; splits() reads the first line in
+    # blocks
     import agentab.formats.otel as otel_module
 
     sdk = Sdk()
@@ -658,15 +660,19 @@ def test_lines_read_in_blocks_give_the_same_items(tmp_path, monkeypatch):
     text = "\r\n".join(lines[:2]) + "\r\n\n  \n" + "\n".join(lines[2:])
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
-    expected = read(path)
-    assert len(records(expected)) == 3
-    assert expected == as_records(otel_module._read(otel_module._batches_of_bytes(path.read_bytes()), FIELDS).items)
+    odd = read(path)
+    assert len(records(odd)) == 3
+    plain = read(write_lines(tmp_path / "plain.jsonl", *(json.loads(line) for line in lines)))
+    shift = {line: line + (2 if line > 2 else 0) for line in range(1, len(lines) + 1)}
+    assert [(item.line, item.record) for item in odd] == [(shift[item.line], item.record) for item in plain]
+    document = tmp_path / "t.json"
+    document.write_text(json.dumps(otlp_batch(spans), indent=1))
     for block in (1, 7, 100):
         monkeypatch.setattr(otel_module, "_BLOCK", block)
-        assert read(path) == expected, block
+        assert otel_module.splits(path) and not otel_module.splits(document)
     gz = tmp_path / "t.jsonl.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
-    assert read(gz) == expected
+    assert read(gz) == odd
 
 
 def test_step_times_beyond_2262_reject_the_run(tmp_path):
@@ -822,3 +828,206 @@ def test_a_document_is_not_split(tmp_path, split_small_files):
     path.write_text(json.dumps([otlp_batch(spans) for spans in _runs_by_trace(4)], indent=1))
     assert len(agentab.load_traces(path, format="otel", workers=2).runs) == 4
     assert split_small_files == []  # one document: read whole, never in parts
+
+
+# --------------------------------------------------------------------------- #
+# The column reader (agentab.formats._otel_columns) against the span-by-span one
+# --------------------------------------------------------------------------- #
+def _any(value) -> dict:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    return {"stringValue": value}
+
+
+def _random_otlp(rng) -> bytes:
+    """A random OTLP/JSON file: traces of random span trees (agents, sub-agents, tools, model calls, other
+    spans; every way of naming kinds, tools, tokens, models; times missing or in any order; ids on spans,
+    ancestors or resources; shared conversation ids; several runs per trace), spans scattered over lines."""
+    def hex_id(digits: int) -> str:
+        return "".join(rng.choice(list("0123456789abcdef"), digits))
+
+    spans_by_resource: dict[int, list] = {0: [], 1: []}
+    t0 = 1_767_225_600 * 10**9
+    for _ in range(int(rng.integers(1, 6))):
+        trace = hex_id(32) if rng.random() < 0.9 else hex_id(32).upper()
+        resource = int(rng.integers(0, 2))
+        spans: list[dict] = []
+        for k in range(int(rng.integers(1, 14))):
+            parent = spans[int(rng.integers(0, len(spans)))] if spans and rng.random() < 0.97 else None
+            what = rng.choice(["agent", "agent", "tool", "tool", "tool", "chat", "chat", "http", "oi", "named"])
+            if not spans:  # the trace's root: a run, or an evaluation around runs (ids found on ancestors)
+                what = rng.choice(["agent"] * 6 + ["evaluation"] * 3 + ["tool-run"])  # a tool span as a run, too
+            attrs: dict = {}
+            name = {"agent": "invoke_agent coder", "tool": "execute_tool t", "chat": "chat m", "http": "GET /",
+                    "oi": "step", "named": rng.choice(["execute_tool ls", "invoke_agent sub", "chat x"]),
+                    "evaluation": "evaluation", "tool-run": "execute_tool solo"}[what]
+            if what in ("agent", "tool", "chat"):
+                attrs["gen_ai.operation.name"] = {"agent": "invoke_agent", "tool": "execute_tool",
+                                                  "chat": rng.choice(["chat", "text_completion"])}[what]
+            if what == "oi":
+                attrs["openinference.span.kind"] = str(rng.choice(["AGENT", "TOOL", "LLM", "CHAIN"]))
+            if what in ("agent", "evaluation", "tool-run") or (what == "oi" and rng.random() < 0.5):
+                if rng.random() < 0.97:
+                    attrs["agentab.task_id"] = str(rng.choice(["a", "b", "c"])) if rng.random() < 0.8 else 7
+                if rng.random() < 0.97:
+                    attrs["agentab.seed"] = int(rng.integers(0, 4))
+                attrs["agentab.outcome"] = bool(rng.random() < 0.5) if rng.random() < 0.7 else float(rng.random())
+                if what == "evaluation":
+                    attrs["agentab.arm"] = str(rng.choice(["baseline", "candidate"]))
+                if rng.random() < 0.3:
+                    attrs["gen_ai.conversation.id"] = str(rng.choice(["c1", "c2"]))
+                if rng.random() < 0.4:
+                    attrs["gen_ai.request.model"] = "m-agent"
+                if rng.random() < 0.3:
+                    attrs["gen_ai.agent.name"] = "named-agent"
+            if what in ("tool", "named", "oi", "tool-run") or rng.random() < 0.1:
+                choice = rng.random()
+                if choice < 0.6:
+                    attrs["gen_ai.tool.name"] = str(rng.choice(["ls", "cat", "grep"]))
+                elif choice < 0.8:
+                    attrs["tool.name"] = str(rng.choice(["ls", "cat"]))
+                if rng.random() < 0.7:
+                    attrs["gen_ai.tool.call.arguments"] = json.dumps({"p": int(rng.integers(0, 9)), "a": "x"})
+                if rng.random() < 0.6:
+                    attrs[str(rng.choice(["gen_ai.tool.call.result", "output.value"]))] = str(rng.choice(
+                        ['{"ok": true, "n": 3}', "plain text", "[1, 2]", ""]))
+                if rng.random() < 0.5:
+                    attrs["gen_ai.tool.call.id"] = str(hex_id(4)) if rng.random() < 0.8 else int(rng.integers(9))
+                if rng.random() < 0.2:
+                    attrs["error.type"] = "Boom"
+            if what in ("chat", "agent", "oi") and rng.random() < 0.7:
+                names = rng.choice([("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"),
+                                    ("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"),
+                                    ("llm.token_count.prompt", "llm.token_count.completion")])
+                if rng.random() < 0.9:
+                    attrs[str(names[0])] = int(rng.integers(0, 500))
+                if rng.random() < 0.8:
+                    attrs[str(names[1])] = int(rng.integers(0, 50))
+                if rng.random() < 0.3:
+                    attrs["gen_ai.response.model"] = str(rng.choice(["m1", "m2"]))
+                if rng.random() < 0.3:
+                    attrs[str(rng.choice(["gen_ai.provider.name", "gen_ai.system"]))] = "p"
+            if what == "http" and rng.random() < 0.3:
+                attrs["agentab.arm"] = str(rng.choice(["baseline", "candidate"]))
+            start = t0 + int(rng.integers(0, 50)) * 1000
+            span = {"traceId": trace, "spanId": hex_id(16), "name": name, "kind": 1,
+                    "attributes": [{"key": key, "value": _any(value)} for key, value in attrs.items()]}
+            if parent is not None:
+                span["parentSpanId"] = parent["spanId"]
+            elif rng.random() < 0.1:  # its parent is in another file: an orphan
+                span["parentSpanId"] = hex_id(16)
+            if rng.random() < 0.9:
+                span["startTimeUnixNano"] = str(start)
+            if rng.random() < 0.85:
+                span["endTimeUnixNano"] = str(start + int(rng.integers(-100, 5000)) * 1000)
+            if rng.random() < 0.15:
+                span["status"] = {"code": 2, "message": str(rng.choice(["", "failed"]))}
+            spans.append(span)
+        spans_by_resource[resource].extend(spans)
+    resources = [
+        {"attributes": [{"key": "agentab.task_id", "value": {"stringValue": "r"}},
+                        {"key": "agentab.seed", "value": {"intValue": "9"}}]},
+        {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
+    ]
+    lines = []
+    for resource, spans in spans_by_resource.items():
+        order = rng.permutation(len(spans))
+        cuts = sorted(set(rng.integers(0, len(spans) + 1, 2).tolist()) | {0, len(spans)})
+        for a, b in itertools.pairwise(cuts):
+            chunk = [spans[i] for i in order[a:b]]
+            lines.append(json.dumps({"resourceSpans": [{"resource": resources[resource],
+                                                        "scopeSpans": [{"scope": {"name": "x"}, "spans": chunk}]}]}))
+    if rng.random() < 0.05:  # an exporter's retry: a batch written twice
+        lines.append(lines[0])
+    rng.shuffle(lines)
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _items_compared(items) -> list:
+    return [(item.line, item.field, item.reason, item.record.to_record() if isinstance(item.record, Prepared)
+             else item.record) for item in items]
+
+
+def test_column_reader_gives_the_span_reader_s_items():
+    # random files: wherever the column reader reads a file, its items and keys are the span reader's
+    import numpy as np
+
+    import agentab.formats.otel as otel_module
+    from agentab.formats import _otel_columns
+
+    rng = np.random.default_rng(20261130)
+    read_here = 0
+    for trial in range(400):
+        data = _random_otlp(rng)
+        fast = _otel_columns.read(data, 1, FIELDS)
+        slow = otel_module._read(otel_module._batches_of_bytes(data), FIELDS)
+        if fast is None:
+            continue
+        read_here += 1
+        assert _items_compared(fast.items) == _items_compared(slow.items), trial
+        assert fast.keys == slow.keys, trial
+    assert read_here >= 200  # most files have no rejection: the column reader reads them
+
+
+def test_column_reader_reads_the_fixtures(tmp_path):
+    # the SDK-made files of these tests: read by the column reader, as the span reader reads them
+    import agentab.formats.otel as otel_module
+    from agentab.formats import _otel_columns
+
+    sdk = Sdk()
+    evaluation = sdk.begin("evaluation", 0, attributes={"agentab.arm": "baseline"})
+    for i in range(3):
+        react_run(sdk, i * 2500, outcome=i != 1, parent=evaluation, **{"agentab.task_id": f"t{i}"})
+    end(evaluation, 9000)
+    data = write_lines(tmp_path / "t.jsonl", sdk.spans()[:5], sdk.spans()[5:]).read_bytes()
+    fast = _otel_columns.read(data, 1, FIELDS)
+    assert fast is not None and len(fast.items) == 3
+    slow = otel_module._read(otel_module._batches_of_bytes(data), FIELDS)
+    assert _items_compared(fast.items) == _items_compared(slow.items) and fast.keys == slow.keys
+    # what it leaves to the span reader, which reads (or rejects) each of these
+    line = FORMAT.example.encode()
+    assert _otel_columns.read(line + b"\n", 1, FIELDS) is not None
+    for other in (b"\xef\xbb\xbf" + line, line + b"\n\n" + line, line + b"\n{oops}",
+                  line.replace(b'"intValue":"0"', b'"intValue":0'),
+                  line.replace(b'"5b8efff798038103d269b633813fc60c"', b'"W47/95gDgQPSabYzgT/GDA=="'),
+                  line.replace(b'{"stringValue":"fix-test"}', b'{"arrayValue":{"values":[]}}'),
+                  line.replace(b'"scopeSpans"', b'"instrumentationLibrarySpans"'), line + b"\n" + line):
+        assert _otel_columns.read(other, 1, FIELDS) is None, other[:80]
+
+
+@pytest.mark.parametrize("path, value", [
+    (("span", 1, "status"), {"code": 2.0}), (("span", 1, "status"), {"code": "2"}),
+    (("span", 1, "startTimeUnixNano"), 1767225601000000000), (("span", 1, "startTimeUnixNano"), " 1767225601000000000"),
+    (("span", 1, "startTimeUnixNano"), "-5"), (("span", 1, "endTimeUnixNano"), "0"),
+    (("span", 1, "attributes", 1, "value"), {"stringValue": 5}), (("span", 1, "attributes", 1, "value"), {}),
+    (("span", 0, "attributes", 1, "value"), {"boolValue": "true"}),
+    (("span", 0, "attributes", 1, "value"), {"doubleValue": 1}),
+    (("span", 0, "attributes", 1, "value"), {"intValue": "1", "stringValue": "yes"}),
+    (("resource", 1, "value"), {"intValue": 0}), (("resource", 1, "value"), {"intValue": " 7"}),
+    (("resource", 1, "value"), {"intValue": "seven"}), (("resource", 1, "value"), {"doubleValue": 7}),
+    (("resource", 1, "value"), {"doubleValue": "7"}), (("span", 1, "name"), 5), (("span", 1, "traceId"), 5),
+    (("span", 1, "attributes"), None), (("span", 1, "status"), None), (("span", 1, "status"), {"message": 5}),
+    (("span", 1, "parentSpanId"), None), (("span", 1, "parentSpanId"), "EEE19B7EC3C1B174"),
+    (("span", 1, "spanId"), "EEE19B7EC3C1B174"),
+])
+def test_column_reader_on_odd_values(path, value):
+    # each value of another JSON type or shape than the specification's: the column reader leaves the file to
+    # the span reader, or reads it as the span reader does
+    import agentab.formats.otel as otel_module
+    from agentab.formats import _otel_columns
+
+    batch = json.loads(FORMAT.example)
+    node = batch["resourceSpans"][0]
+    node = node["scopeSpans"][0]["spans"][path[1]] if path[0] == "span" else node["resource"]["attributes"][path[1]]
+    for key in path[2:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    data = json.dumps(batch).encode() + b"\n"
+    fast = _otel_columns.read(data, 1, FIELDS)
+    slow = otel_module._read(otel_module._batches_of_bytes(data), FIELDS)
+    if fast is not None:
+        assert _items_compared(fast.items) == _items_compared(slow.items) and fast.keys == slow.keys

@@ -131,6 +131,14 @@ several turns of one conversation) is qualified with the run span's id:
 ``<trace id>:<span id>``, ``<conversation id>:<span id>``. A missing or ill-typed task_id, seed or outcome is
 a rejection naming the span (trace id / span id) and the attribute.
 
+*Two readers.* A JSON Lines file is read in columns by
+:mod:`agentab.formats._otel_columns` (pyarrow's JSON reader, then vectorised
+operations), which gives the same runs as reading span by span and leaves
+any file it does not read that way (odd value types, base64 ids, duplicate
+spans, any record to reject...) to the span-by-span reader here. A large
+JSON Lines file is also split over processes by :func:`agentab.load_traces`
+(:func:`read_part`). Either way a file is read whole into memory first.
+
 Each run is one :class:`~agentab.formats._base.Item` (``line``: the line, or
 1-based position in a list of batches, of the batch holding the run span);
 each orphan tree without a run, malformed JSON line and line that is not an
@@ -142,6 +150,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import io
 import math
 import re
 import time
@@ -151,14 +160,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from agentab._decode import Prepared, PreparedSteps, gc_paused
 from agentab._parallel import open_trace_file
-from agentab.record import INT64_MAX
 from agentab.formats._base import FieldMap, Format, Item, Part
 from agentab.formats._base import Reject as _Reject
+from agentab.record import INT64_MAX
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "read_part", "sniff", "splits"]
 
@@ -337,22 +344,12 @@ def _hex_id(raw: str | None, cache: dict[str, str]) -> str:
     return out
 
 
-_SECONDS: dict[int, str] = {}  # unix second -> its ISO-8601 text up to the decimal point
-
-
-def _second(seconds: int) -> str:
-    if len(_SECONDS) > 100_000:
-        _SECONDS.clear()
-    text = _SECONDS[seconds] = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(seconds))
-    return text
-
-
 def _iso(ns: int | None) -> str | None:
     """Unix nanoseconds as ISO-8601 UTC text with nanoseconds (``2026-01-01T00:00:00.200000000Z``)."""
     if ns is None:
         return None
-    seconds, frac = divmod(ns, 1_000_000_000)
-    return (_SECONDS.get(seconds) or _second(seconds)) + str(1_000_000_000 + frac)[1:] + "Z"
+    seconds, fraction = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(seconds)) + f"{fraction:09d}Z"
 
 
 # ---------------------------------------------------------------- spans in memory
@@ -406,8 +403,9 @@ def _genai(span: _Span) -> bool:
 # ---------------------------------------------------------------- reading
 
 
-def _batches_of_bytes(data: bytes) -> Iterator[tuple[int, _Batch | None, str | None]]:
-    """``(line, batch, None)`` or ``(line, None, reason)`` for every batch of a file's bytes.
+def _batches_of_bytes(data: bytes, number: int = 1) -> Iterator[tuple[int, _Batch | None, str | None]]:
+    """``(line, batch, None)`` or ``(line, None, reason)`` for every batch of a file's bytes (``number``:
+    1), or of whole lines of a JSON Lines file from line ``number``.
 
     JSON Lines unless the text is one document: it starts with ``[`` (a list
     of batches, numbered by position), or its first non-blank line does not
@@ -416,13 +414,15 @@ def _batches_of_bytes(data: bytes) -> Iterator[tuple[int, _Batch | None, str | N
     """
     view = memoryview(data)
     size = len(data)
-    offset = len(_BOM) if data[:len(_BOM)] == _BOM else 0
+    offset = len(_BOM) if number == 1 and data[:len(_BOM)] == _BOM else 0
     found = _NON_SPACE.search(data, offset)
     if found is None:
         return
     begin = found.start()
     end = data.find(b"\n", begin)
     first_line = data[begin:end if end >= 0 else size].rstrip()
+    if number > 1:  # lines of a JSON Lines file
+        first_line = b"{}"
     if first_line.startswith(b"["):
         try:
             raws = _BATCHES.decode(view[offset:])
@@ -436,7 +436,7 @@ def _batches_of_bytes(data: bytes) -> Iterator[tuple[int, _Batch | None, str | N
         yield (1, *_decode_batch(view[offset:]))
         return
     non_space = _NON_SPACE.search
-    number, start = 0, offset
+    number, start = number - 1, offset
     while start <= size:
         end = data.find(b"\n", start)
         if end < 0:
@@ -454,7 +454,9 @@ def _is_document(first_line: bytes) -> bool:
 
 def _first_line(fh: Any) -> tuple[bytes, int, bytes | None]:
     """The bytes read so far (at least the first non-blank line, whole, unless the file ends first), where
-    the content starts (after a byte-order mark), and the first non-blank line (None: the file is blank)."""
+    the content starts (after a byte-order mark), and the first non-blank line (None: the file is blank).
+
+    Read in blocks of :data:`_BLOCK` bytes: a batch line is often megabytes."""
     data = fh.read(_BLOCK)
     while True:  # until the first non-blank line is whole
         offset = len(_BOM) if data[:len(_BOM)] == _BOM else 0
@@ -469,63 +471,6 @@ def _first_line(fh: Any) -> tuple[bytes, int, bytes | None]:
         return data, offset, None
     end = data.find(b"\n", found.start())
     return data, offset, data[found.start():end if end >= 0 else len(data)].rstrip()
-
-
-def _batches_of_file(fh: Any) -> Iterator[tuple[int, _Batch | None, str | None]]:
-    """:func:`_batches_of_bytes` of a file's content, reading JSON Lines as they are decoded.
-
-    The first non-blank line decides, as there. A document is read whole;
-    JSON Lines are read by :func:`_batches_of_lines`.
-    """
-    data, offset, first = _first_line(fh)
-    if first is None:
-        return
-    if _is_document(first):
-        yield from _batches_of_bytes(data + fh.read())
-        return
-    yield from _batches_of_lines(fh, data[offset:], 1)
-
-
-def _batches_of_lines(fh: Any, data: bytes, number: int) -> Iterator[tuple[int, _Batch | None, str | None]]:
-    """The batches of JSON Lines (``data``: the first bytes, already read; ``number``: its first line's).
-
-    Read in blocks of :data:`_BLOCK` bytes, each line decoded in place (a
-    batch line is often megabytes: line-by-line buffered reading copies it
-    many times over, and reading the whole file first grows memory by its
-    size).
-    """
-    non_space = _NON_SPACE.search
-    start = 0
-    number -= 1
-    while True:
-        end = data.find(b"\n", start)
-        if end < 0:
-            more = fh.read(_BLOCK)
-            if more:
-                data = data[start:] + more
-                start = 0
-                continue
-            end = len(data)
-        number += 1
-        if non_space(data, start, end):
-            yield (number, *_decode_batch(memoryview(data)[start:end]))
-        if end == len(data):
-            return
-        start = end + 1
-
-
-class _Slice:
-    """Bytes ``[start, end)`` of a binary file, read like a file."""
-
-    def __init__(self, fh: Any, start: int, end: int) -> None:
-        fh.seek(start)
-        self.fh = fh
-        self.left = end - start
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.fh.read(self.left if size < 0 else min(size, self.left))
-        self.left -= len(data)
-        return data
 
 
 def _decode_batch(raw: bytes | memoryview | msgspec.Raw) -> tuple[_Batch | None, str | None]:
@@ -1134,7 +1079,7 @@ def _step(span: _Span) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     """The runs (and rejections) of an OTLP/JSON file (JSON Lines or one document; ``.gz`` too)."""
     with open_trace_file(Path(path)) as fh:
-        return iter(_read(_batches_of_file(fh), fields).items)
+        return iter(_read_lines(fh.read(), 1, fields, whole=True).items)
 
 
 def splits(path: Path) -> bool:
@@ -1148,9 +1093,25 @@ def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMa
     """The runs (and rejections) of the lines in bytes ``[start, end)`` of a JSON Lines file (see
     :attr:`~agentab.formats._base.Format.read_part`); ``first_line``: the number of the line at ``start``."""
     with open_trace_file(Path(path)) as fh:
-        if start == 0:
-            return _read(_batches_of_file(_Slice(fh, 0, end)), fields)
-        return _read(_batches_of_lines(_Slice(fh, start, end), b"", first_line), fields)
+        fh.seek(start)
+        return _read_lines(fh.read(end - start), first_line, fields, whole=start == 0)
+
+
+def _read_lines(data: bytes, first_line: int, fields: FieldMap | None, whole: bool) -> Part:
+    """The items and keys of a file's content (``whole``; ``first_line`` 1), or of whole lines of a JSON
+    Lines file from line ``first_line``.
+
+    JSON Lines are read in columns (:mod:`agentab.formats._otel_columns`)
+    when that reader reads them; anything else span by span.
+    """
+    from agentab.formats import _otel_columns  # built on this module's rules: imported once they exist
+
+    if not whole or not _is_document(_first_line(io.BytesIO(data))[2] or b"["):
+        with gc_paused():
+            part = _otel_columns.read(data, first_line, fields or {})
+        if part is not None:
+            return part
+    return _read(_batches_of_bytes(data, 1 if whole else first_line), fields)
 
 
 def read_objects(objects: Sequence[Any], name: str = "", fields: FieldMap | None = None) -> Iterator[Item]:
