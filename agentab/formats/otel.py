@@ -1104,7 +1104,8 @@ def _read_lines(data: bytes, first_line: int, fields: FieldMap | None, whole: bo
     JSON Lines are read in columns (:mod:`agentab.formats._otel_columns`)
     when that reader reads them; anything else span by span.
     """
-    from agentab.formats import _otel_columns  # built on this module's rules: imported once they exist
+    # the column reader is built on this module's rules: imported once they exist
+    from agentab.formats import _otel_columns
 
     if not whole or not _is_document(_first_line(io.BytesIO(data))[2] or b"["):
         with gc_paused():
