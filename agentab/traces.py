@@ -476,8 +476,14 @@ class _Reader:
             fmt = self._file_format(path)
             if fmt.name != "record":
                 fields = self._fields(fmt)
-                if not (self._split(path, fmt) and read_parallel(self.decoder, path, arm, self.workers, fmt, fields)):
-                    self._convert(name, arm, fmt.read_file(path, fields), parsed=True)
+                if self._split(path, fmt):  # large: read whole if the format can do it fast, else in parts
+                    whole = fmt.read_whole(path, fields) if fmt.read_whole is not None else None
+                    if whole is not None:
+                        self._convert(name, arm, whole.items, parsed=True)
+                        return
+                    if read_parallel(self.decoder, path, arm, self.workers, fmt, fields):
+                        return
+                self._convert(name, arm, fmt.read_file(path, fields), parsed=True)
             elif _kind(path) == "archive":
                 raise TraceError("an archive is not agentab's record (an Inspect .eval log? format='inspect')",
                                  source=name)

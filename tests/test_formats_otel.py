@@ -739,12 +739,15 @@ def test_non_finite_doubles_are_never_numbers(tmp_path):
 # --------------------------------------------------------------------------- #
 @pytest.fixture
 def split_small_files(monkeypatch):
-    """Make every file 'large' and split it evenly, and record what each parallel read did."""
+    """Make every file 'large' and split it evenly (the column reader declining the whole file, as it does a
+    file with a record to reject), and record what each parallel read did."""
     import agentab._parallel
+    import agentab.formats.otel as otel_module
     import agentab.traces
 
     monkeypatch.setattr(agentab.traces, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(agentab._parallel, "_HEAD_START_BYTES", 0)
+    monkeypatch.setattr(otel_module, "FORMAT", dataclasses.replace(FORMAT, read_whole=lambda path, fields: None))
     calls = []
     read_parallel = agentab.traces.read_parallel
     monkeypatch.setattr(agentab.traces, "read_parallel",
@@ -821,6 +824,18 @@ def test_a_failed_otel_worker_costs_only_time(tmp_path, split_small_files, monke
         parallel = agentab.load_traces(path, format="otel", workers=2, strict=False)
     _assert_same(parallel, agentab.load_traces(path, format="otel", workers=1, strict=False))
     assert split_small_files == [True]
+
+
+def test_a_large_file_the_column_reader_reads_is_read_whole(tmp_path, monkeypatch):
+    import agentab._parallel
+    import agentab.traces
+
+    monkeypatch.setattr(agentab.traces, "PARALLEL_MIN_BYTES", 0)
+    path = write_lines(tmp_path / "t.jsonl", *_runs_by_trace(6))
+    monkeypatch.setattr(agentab._parallel, "_launch", lambda *a, **k: pytest.fail("no worker for this file"))
+    whole = agentab.load_traces(path, format="otel", workers=2)
+    _assert_same(whole, agentab.load_traces(path, format="otel", workers=1))
+    assert len(whole.runs) == 6
 
 
 def test_a_document_is_not_split(tmp_path, split_small_files):

@@ -83,6 +83,10 @@ class Format:
     splits : callable or None
         ``splits(path) -> bool``: whether ``read_part`` can read this file in
         parts (it is JSON Lines in the format's sense).
+    read_whole : callable or None
+        ``read_whole(path, fields) -> Part | None``: a reader of the whole
+        file that is faster than reading it in parts but may decline (None),
+        tried first on a file large enough to split.
     """
 
     name: str
@@ -95,6 +99,7 @@ class Format:
     suffixes: tuple[str, ...] = field(default=())
     read_part: Callable[[Path, int, int, int, FieldMap], Part] | None = None
     splits: Callable[[Path], bool] | None = None
+    read_whole: Callable[[Path, FieldMap], Part | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ from agentab.formats._base import FieldMap, Format, Item, Part
 from agentab.formats._base import Reject as _Reject
 from agentab.record import INT64_MAX
 
-__all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "read_part", "sniff", "splits"]
+__all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "read_part", "read_whole", "sniff", "splits"]
 
 #: Default run-level field mapping: agentab name -> span/resource attribute.
 FIELDS: dict[str, str] = {
@@ -1097,6 +1097,17 @@ def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMa
         return _read_lines(fh.read(end - start), first_line, fields, whole=start == 0)
 
 
+def read_whole(path: Path, fields: FieldMap | None = None) -> Part | None:
+    """The runs and keys of a JSON Lines file read in columns, or None if that reader declines it (see
+    :attr:`~agentab.formats._base.Format.read_whole`)."""
+    from agentab.formats import _otel_columns
+
+    with open_trace_file(Path(path)) as fh:
+        data = fh.read()
+    with gc_paused():
+        return _otel_columns.read(data, 1, fields or {})
+
+
 def _read_lines(data: bytes, first_line: int, fields: FieldMap | None, whole: bool) -> Part:
     """The items and keys of a file's content (``whole``; ``first_line`` 1), or of whole lines of a JSON
     Lines file from line ``first_line``.
@@ -1161,4 +1172,5 @@ FORMAT = Format(
     suffixes=(),
     read_part=read_part,
     splits=splits,
+    read_whole=read_whole,
 )
