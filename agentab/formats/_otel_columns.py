@@ -553,15 +553,40 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
                 return name, found
         return None
 
-    model_spans = np.flatnonzero((kind == _MODEL) & (run_of >= 0)).tolist()
+    run_list = runs.tolist()
+
+    def lookup_all(keys: tuple[str, ...]) -> list[tuple[str, Any] | None]:
+        """:func:`lookup` for every run: the run spans' own values first, for all runs at once."""
+        out: list[tuple[str, Any] | None] = [None] * len(run_list)
+        pending = range(len(run_list))
+        for name in keys:
+            if name not in span_values:
+                span_values[name] = attrs.values(name)
+            values = span_values[name]
+            rest = []
+            for r in pending:
+                found = values.get(run_list[r])
+                if found is None:
+                    rest.append(r)
+                else:
+                    out[r] = (name, found)
+            pending = rest
+        for r in pending:  # on an ancestor or the resource
+            out[r] = lookup(run_list[r], keys)
+        return out
+
+    model_span = (kind == _MODEL) & (run_of >= 0)
     candidates: dict[tuple[str, ...], dict[int, list[tuple[int, Any]]]] = {}
 
     def first_in_run(run: int, keys: tuple[str, ...]) -> Any:
         """The first value among ``keys`` of the run's model spans, in pre-order (None: none)."""
         if keys not in candidates:  # run -> its model spans with a value, in file order
             found = [span_values.setdefault(k, attrs.values(k)) for k in keys]
+            having = np.zeros(len(model_span), bool)
+            for values in found:
+                having[list(values)] = True
             by_run: dict[int, list[tuple[int, Any]]] = {}
-            for i in model_spans:
+            for i in np.flatnonzero(model_span & having).tolist():
                 hit = _first(found, i)
                 if hit is not _MISSING:
                     by_run.setdefault(int(run_of[i]), []).append((i, hit))
@@ -579,7 +604,6 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
 
         return min(hits, key=lambda hit: path(hit[0]))[1]
 
-    run_list = runs.tolist()
     run_starts = iso_texts([t if t >= 0 else None for t in starts[runs].tolist()])
     run_ends = iso_texts([t if t >= 0 else None for t in ends[runs].tolist()])
     traces = trace.take(pa.array(runs)).to_pylist() if len(runs) else []
@@ -590,9 +614,26 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
     converted = []
     ids: dict[str, int] = {}
     per_trace: dict[str, int] = {}
+    found_tasks = lookup_all((mapping["task_id"],))
+    found_seeds = lookup_all((mapping["seed"],))
+    found_outcomes = lookup_all((mapping["outcome"],))
+    found_run_ids = lookup_all((mapping["run_id"],))
+    found_arms = lookup_all((mapping["arm"],))
+    found_amounts = {key: lookup_all((mapping[key],)) for key in ("cost_usd", "latency_s") if mapping.get(key)}
+    found_models = lookup_all(model_names)
+    found_harnesses = lookup_all(harness_names)
+    found_providers = lookup_all(_otel._PROVIDER)
+    conversations = [value("gen_ai.conversation.id", i) for i in run_list]
+    run_start_ns, run_end_ns = starts[runs].tolist(), ends[runs].tolist()
+    run_kinds = kind[runs].tolist()
+    totals_in, totals_out = total_in.tolist(), total_out.tolist()
+    bounds = np.stack([first_step, first_step + n_steps], axis=1).tolist()
+    step_tokens_in, step_tokens_out = tokens_in.tolist(), tokens_out.tolist()
+    default_run_id = mapping["run_id"] == _otel.FIELDS["run_id"]
+    default_harness = mapping["harness"] == _otel.FIELDS["harness"]
     for r, (i, trace_id, span_text) in enumerate(zip(run_list, traces, span_texts)):
         per_trace[trace_id] = per_trace.get(trace_id, 0) + 1
-        task = lookup(i, (mapping["task_id"],))
+        task = found_tasks[r]
         if task is None:
             raise _Unhandled
         task_id = task[1]
@@ -600,60 +641,59 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
             task_id = int(task_id)
         if isinstance(task_id, bool) or not isinstance(task_id, (str, int)) or task_id == "":
             raise _Unhandled
-        seed_hit = lookup(i, (mapping["seed"],))
+        seed_hit = found_seeds[r]
         seed = None if seed_hit is None else _otel._integer(seed_hit[1])
         if seed is None or not -INT64_MAX - 1 <= seed <= INT64_MAX:
             raise _Unhandled
-        outcome_hit = lookup(i, (mapping["outcome"],))
+        outcome_hit = found_outcomes[r]
         outcome = None if outcome_hit is None else _otel._outcome(outcome_hit[1])
         if outcome is None:
             raise _Unhandled
-        conversation = value("gen_ai.conversation.id", i)
-        run_id_hit = lookup(i, (mapping["run_id"],))
+        conversation = conversations[r]
+        run_id_hit = found_run_ids[r]
         if run_id_hit is not None:
             run_id = run_id_hit[1]
             if isinstance(run_id, bool) or not isinstance(run_id, (str, int)) or run_id == "":
                 raise _Unhandled
             run_id = str(run_id)
-            source = "attribute" if mapping["run_id"] == _otel.FIELDS["run_id"] else None
-        elif mapping["run_id"] == _otel.FIELDS["run_id"]:
+            source = "attribute" if default_run_id else None
+        elif default_run_id:
             run_id, source = trace_id, "trace"
         else:
             raise _Unhandled
-        arm_hit = lookup(i, (mapping["arm"],))
+        arm_hit = found_arms[r]
         arm = None
         if arm_hit is not None:
             if not isinstance(arm_hit[1], str) or not arm_hit[1]:
                 raise _Unhandled
             arm = arm_hit[1]
         amounts: dict[str, float] = {}
-        for key in ("cost_usd", "latency_s"):
-            name = mapping.get(key)
-            hit = lookup(i, (name,)) if name else None
+        for key, found in found_amounts.items():
+            hit = found[r]
             if hit is not None:
                 if isinstance(hit[1], bool) or not isinstance(hit[1], (int, float)) or not hit[1] >= 0:
                     raise _Unhandled
                 amounts[key] = float(hit[1])
-        start, end = int(starts[i]), int(ends[i])
+        start, end = run_start_ns[r], run_end_ns[r]
         if "latency_s" not in amounts and start >= 0 and end >= 0 and end >= start:
             amounts["latency_s"] = (end - start) / 1e9
 
         metadata: dict[str, Any] = {}
-        model = lookup(i, model_names)
+        model = found_models[r]
         if model is not None:
             metadata["model"] = str(model[1])
         elif default_model:
             found = first_in_run(i, _otel._ALIASES[_otel.FIELDS["model"]])
             if found is not None:
                 metadata["model"] = str(found)
-        harness = lookup(i, harness_names)
+        harness = found_harnesses[r]
         if harness is not None:
             metadata["harness"] = str(harness[1])
-        elif mapping["harness"] == _otel.FIELDS["harness"] and kind[i] == _AGENT:
+        elif default_harness and run_kinds[r] == _AGENT:
             name = names[i].as_py().removeprefix("gen_ai.").removeprefix("invoke_agent").strip()
             if name:
                 metadata["harness"] = name
-        provider = lookup(i, _otel._PROVIDER)
+        provider = found_providers[r]
         if provider is not None:
             metadata["provider"] = str(provider[1])
         else:
@@ -668,17 +708,17 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
             metadata["started_at"] = run_starts[r]
         if end >= 0:
             metadata["ended_at"] = run_ends[r]
-        t_in, t_out = int(total_in[r]), int(total_out[r])
+        t_in, t_out = totals_in[r], totals_out[r]
         if t_in >= 0:
             metadata["tokens_in"] = t_in
         if t_out >= 0:
             metadata["tokens_out"] = t_out
 
-        lo, hi = int(first_step[r]), int(first_step[r] + n_steps[r])
+        lo, hi = bounds[r]
         unknown = [None] * (hi - lo)
         steps = PreparedSteps(tool_names[lo:hi], arguments[lo:hi], observations[lo:hi],
-                              unknown if t_in < 0 else tokens_in[lo:hi].tolist(),
-                              unknown if t_out < 0 else tokens_out[lo:hi].tolist(),
+                              unknown if t_in < 0 else step_tokens_in[lo:hi],
+                              unknown if t_out < 0 else step_tokens_out[lo:hi],
                               start_list[lo:hi], end_list[lo:hi], step_meta[lo:hi])
         record = Prepared(run_id, task_id, seed, arm, outcome, amounts.get("cost_usd"), amounts.get("latency_s"),
                           metadata, steps)
