@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import tempfile
 import time
 import zipfile
@@ -230,17 +231,19 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp())
     paths = write_all(records, folder)
     n_steps = sum(len(r["steps"]) for r in records)
-    print(f"{len(records):,} runs, {n_steps:,} tool calls; best of {args.repeat}, interleaved; "
+    print(f"{len(records):,} runs, {n_steps:,} tool calls; best of {args.repeat}, interleaved in random order; "
           f"{agentab._parallel.default_workers()} CPUs")
     names = [f for f in FORMATS if f in agentab.formats.available()]
     times: dict[tuple[str, int | None], list[float]] = {}
     loaded: dict[str, agentab.Traces] = {}
-    for _ in range(args.repeat):
-        for name in names:
-            for workers in (None, 1):
-                start = time.perf_counter()
-                loaded[name] = load(name, paths[name], workers)
-                times.setdefault((name, workers), []).append(time.perf_counter() - start)
+    order = random.Random(0)
+    for _ in range(args.repeat):  # each round in a new order: what ran before (memory freed) weighs on none
+        runs = [(name, workers) for name in names for workers in (None, 1)]
+        order.shuffle(runs)
+        for name, workers in runs:
+            start = time.perf_counter()
+            loaded[name] = load(name, paths[name], workers)
+            times.setdefault((name, workers), []).append(time.perf_counter() - start)
     best = {key: min(values) for key, values in times.items()}
     print(f"{'format':>10} {'MB':>7} {'seconds':>8} {'x record':>9} {'seconds, 1 process':>19} {'x record':>9}  check")
     for name in names:

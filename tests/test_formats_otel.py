@@ -929,7 +929,8 @@ def _random_otlp(rng) -> bytes:
             if what == "http" and rng.random() < 0.3:
                 attrs["agentab.arm"] = str(rng.choice(["baseline", "candidate"]))
             start = t0 + int(rng.integers(0, 50)) * 1000
-            span = {"traceId": trace, "spanId": hex_id(16), "name": name, "kind": 1,
+            span_id = hex_id(16) if rng.random() < 0.97 else "00000000000000aa"  # reused: in another trace, too
+            span = {"traceId": trace, "spanId": span_id, "name": name, "kind": 1,
                     "attributes": [{"key": key, "value": _any(value)} for key, value in attrs.items()]}
             if parent is not None:
                 span["parentSpanId"] = parent["spanId"]

@@ -261,12 +261,17 @@ def _read(data: bytes, first_line: int, mapping: dict[str, str]) -> Part:
             kind[i] = _KIND[found]
 
     # ---- trees: parents, roots, the run each span belongs to
-    keys = pc.binary_join_element_wise(trace, span_id, "/")
-    if n and len(pc.unique(keys)) != n:
-        raise _Unhandled  # a span exported twice
     has_parent = _numpy(pc.not_equal(parent_id, ""))
-    found = pc.index_in(pc.binary_join_element_wise(trace, parent_id, "/"), value_set=keys)
-    parent = _numpy(pc.fill_null(found, -1)).astype(np.int64)
+    if len(pc.unique(span_id)) == n:  # span ids unique in the file (the usual case): a parent by its id alone,
+        found = _numpy(pc.fill_null(pc.index_in(parent_id, value_set=span_id), -1)).astype(np.int64)
+        traces = _numpy(pc.dictionary_encode(trace).indices).astype(np.int64)
+        parent = np.where((found >= 0) & (traces[np.maximum(found, 0)] == traces), found, -1)  # in its trace
+    else:  # ids are unique within a trace only
+        keys = pc.binary_join_element_wise(trace, span_id, "/")
+        if len(pc.unique(keys)) != n:
+            raise _Unhandled  # a span exported twice
+        found = pc.index_in(pc.binary_join_element_wise(trace, parent_id, "/"), value_set=keys)
+        parent = _numpy(pc.fill_null(found, -1)).astype(np.int64)
     parent[~has_parent] = -1
     orphan = has_parent & (parent < 0)
     index = np.arange(n, dtype=np.int64)
