@@ -105,6 +105,11 @@ def _field(array: pa.Array, name: str) -> pa.Array:
     return pc.struct_field(array, name)
 
 
+def _array(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One array (the JSON reader's blocks are chunks)."""
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
 def _numpy(array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=False)
 
@@ -121,7 +126,7 @@ class _Attrs:
             raise _Unhandled
         if any(_field(values, name).null_count < len(values) for name in _OTHER_VALUES):
             raise _Unhandled  # an array, kvlist or bytes value
-        encoded = pc.dictionary_encode(keys)
+        encoded = pc.dictionary_encode(_array(keys))
         self.code = _numpy(encoded.indices).astype(np.int64)
         self.names: list[str] = encoded.dictionary.to_pylist()
         self.index = {name: k for k, name in enumerate(self.names)}
@@ -197,7 +202,7 @@ def _read(data: bytes, first_line: int, mapping: dict[str, str]) -> Part:
     table = _parse(data)
 
     # ---- spans in file order (lines, resources, scopes, spans), with their line and resource
-    batches = table.column("resourceSpans").combine_chunks()
+    batches = table.column("resourceSpans")  # chunks of lines: not copied into one array
     if batches.null_count:
         raise _Unhandled  # a line that is not an OTLP batch
     line_of_resource = _numpy(pc.list_parent_indices(batches))
@@ -263,14 +268,14 @@ def _read(data: bytes, first_line: int, mapping: dict[str, str]) -> Part:
     # ---- trees: parents, roots, the run each span belongs to
     has_parent = _numpy(pc.not_equal(parent_id, ""))
     if len(pc.unique(span_id)) == n:  # span ids unique in the file (the usual case): a parent by its id alone,
-        found = _numpy(pc.fill_null(pc.index_in(parent_id, value_set=span_id), -1)).astype(np.int64)
-        traces = _numpy(pc.dictionary_encode(trace).indices).astype(np.int64)
+        found = _numpy(pc.fill_null(pc.index_in(parent_id, value_set=_array(span_id)), -1)).astype(np.int64)
+        traces = _numpy(pc.dictionary_encode(_array(trace)).indices).astype(np.int64)
         parent = np.where((found >= 0) & (traces[np.maximum(found, 0)] == traces), found, -1)  # in its trace
     else:  # ids are unique within a trace only
         keys = pc.binary_join_element_wise(trace, span_id, "/")
         if len(pc.unique(keys)) != n:
             raise _Unhandled  # a span exported twice
-        found = pc.index_in(pc.binary_join_element_wise(trace, parent_id, "/"), value_set=keys)
+        found = pc.index_in(pc.binary_join_element_wise(trace, parent_id, "/"), value_set=_array(keys))
         parent = _numpy(pc.fill_null(found, -1)).astype(np.int64)
     parent[~has_parent] = -1
     orphan = has_parent & (parent < 0)
