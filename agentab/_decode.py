@@ -21,6 +21,7 @@ tables and listed in ``Traces.rejected``, so that records read == runs loaded
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import math
 import re
@@ -506,34 +507,58 @@ class RecordDecoder:
         """Take a format reader's items (:class:`agentab.formats.Item`): records converted from JSON (see
         :meth:`add_parsed`), runs built in columns (:meth:`add_prepared`) and rejections; an item's own
         ``source`` (an archive member) names it."""
+        prepared: list[tuple[str, int, Prepared]] = []  # consecutive runs in columns, taken together
         for item in items:
             record = item.record
+            if type(record) is Prepared:
+                prepared.append((item.source or source, item.line, record))
+                continue
+            if prepared:
+                self.add_prepared(prepared, arm)
+                prepared = []
             if record is None:
                 self.reject(item.source or source, item.line, item.field, item.reason or "cannot be converted")
-            elif type(record) is Prepared:
-                self.add_prepared(item.source or source, item.line, record, arm)
             else:
                 self.add_parsed(item.source or source, item.line, record, arm)
+        if prepared:
+            self.add_prepared(prepared, arm)
 
-    def add_prepared(self, source: str, line: int, run: Prepared, arm: str | None = None) -> None:
-        """Take a run a format reader built in columns (:class:`Prepared`): checked and appended without
-        a record of dicts or a second schema validation."""
-        ordinal = self.next_ordinal
-        self.next_ordinal += 1
-        self.n_read += 1
-        steps = run.steps
-        observations = steps.observation
-        status = [None if o is None else o.get("status") for o in observations]
-        if steps.tool:
-            tokens_in = None if None in steps.tokens_in else sum(steps.tokens_in)
-            tokens_out = None if None in steps.tokens_out else sum(steps.tokens_out)
-        else:  # as for a record without steps (_append)
-            tokens_in = tokens_out = 0
-        problem = (_arm_problem(run.arm, arm) or _statuses_problem(status)
-                   or _token_problem(tokens_in, tokens_out)
-                   or (None if run.metadata is None else _metadata_problem(run.metadata)))
-        if problem is not None:
-            self._reject(Rejection(ordinal, source, line, run.run_id, *problem))
+    def add_prepared(self, runs: Sequence[tuple[str, int, Prepared]], arm: str | None = None) -> None:
+        """Take runs a format reader built in columns (:class:`Prepared`; ``(source, line, run)`` each, in
+        reading order): checked and appended without a record of dicts or a second schema validation, the
+        steps of many runs at once."""
+        accepted: list[tuple[tuple[Any, ...], PreparedSteps, list[Any]]] = []  # not yet in the chunk
+        for source, line, run in runs:
+            ordinal = self.next_ordinal
+            self.next_ordinal += 1
+            self.n_read += 1
+            steps = run.steps
+            status = [None if o is None else o.get("status") for o in steps.observation]
+            if steps.tool:
+                tokens_in = None if None in steps.tokens_in else sum(steps.tokens_in)
+                tokens_out = None if None in steps.tokens_out else sum(steps.tokens_out)
+            else:  # as for a record without steps (_append)
+                tokens_in = tokens_out = 0
+            problem = (_arm_problem(run.arm, arm) or _statuses_problem(status)
+                       or _token_problem(tokens_in, tokens_out)
+                       or (None if run.metadata is None else _metadata_problem(run.metadata)))
+            if problem is not None:
+                self._append_prepared(accepted)  # earlier runs first: a strict read raises the earliest problem
+                accepted = []
+                self._reject(Rejection(ordinal, source, line, run.run_id, *problem))
+                continue
+            accepted.append((self._row(ordinal, run.run_id, run.task_id, run.seed,
+                                       arm if arm is not None else run.arm, run.metadata, run.outcome,
+                                       len(steps.tool), status.count("error"), tokens_in, tokens_out, run.cost_usd,
+                                       run.latency_s, None, None, None, source, line), steps, status))
+            if len(accepted) + len(self._chunk) >= self.chunk_size:
+                self._append_prepared(accepted)
+                accepted = []
+        self._append_prepared(accepted)
+
+    def _append_prepared(self, accepted: list[tuple[tuple[Any, ...], PreparedSteps, list[Any]]]) -> None:
+        """Append runs of :meth:`add_prepared` (rows, steps, statuses) to the chunk; flush it when full."""
+        if not accepted:
             return
         c = self._chunk
         if not c.ns:  # a chunk holds step times either as text and numbers, or as nanoseconds
@@ -541,19 +566,20 @@ class RecordDecoder:
                 self._flush()
                 c = self._chunk
             c.ns = True
-        c.status.extend(status)
+        chain = itertools.chain.from_iterable
+        steps = [entry[1] for entry in accepted]
+        observations = list(chain(s.observation for s in steps))
+        c.status.extend(chain(entry[2] for entry in accepted))
         c.error.extend([None if o is None else o.get("error") for o in observations])
         c.observation.extend(observations)
-        c.tool.extend(steps.tool)
-        c.args.extend(steps.args)
-        c.tokens_in.extend(steps.tokens_in)
-        c.tokens_out.extend(steps.tokens_out)
-        c.started_at.extend(steps.started_ns)
-        c.ended_at.extend(steps.ended_ns)
-        c.step_metadata.extend(steps.metadata)
-        c.runs.append(self._row(ordinal, run.run_id, run.task_id, run.seed, arm if arm is not None else run.arm,
-                                run.metadata, run.outcome, len(steps.tool), status.count("error"), tokens_in,
-                                tokens_out, run.cost_usd, run.latency_s, None, None, None, source, line))
+        c.tool.extend(chain(s.tool for s in steps))
+        c.args.extend(list(chain(s.args for s in steps)))
+        c.tokens_in.extend(chain(s.tokens_in for s in steps))
+        c.tokens_out.extend(chain(s.tokens_out for s in steps))
+        c.started_at.extend(chain(s.started_ns for s in steps))
+        c.ended_at.extend(chain(s.ended_ns for s in steps))
+        c.step_metadata.extend(list(chain(s.metadata for s in steps)))
+        c.runs.extend(entry[0] for entry in accepted)
         if len(c) >= self.chunk_size:
             self._flush()
 

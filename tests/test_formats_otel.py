@@ -607,16 +607,20 @@ def test_runs_in_columns_load_as_their_records_do(tmp_path, monkeypatch, strict)
     # check; loading their trace-record dicts through the full validation gives the same tables
     import agentab.formats.otel as otel_module
 
+    import pandas as pd
+
     path = _varied_file(tmp_path)
     fast = agentab.load_traces(path, format="otel", strict=False)
     assert len(fast.runs) == 6 and fast.n_read == 9 and fast.steps["tool"].nunique() == 7
+    arm = agentab.load_traces(path, format="otel", strict=False, arm="baseline")  # rejects the runs of candidate
+    assert len(arm.runs) == 3  # the evaluation's three; the other three say candidate (on their resource)
     as_dicts = dataclasses.replace(FORMAT, read_file=lambda p, f: iter(as_records(FORMAT.read_file(p, f))))
     monkeypatch.setattr(otel_module, "FORMAT", as_dicts)
     checked = agentab.load_traces(path, format="otel", strict=False)
+    arm_checked = agentab.load_traces(path, format="otel", strict=False, arm="baseline")
     for name in ("runs", "steps", "rejected"):
-        import pandas as pd
-
         pd.testing.assert_frame_equal(getattr(fast, name), getattr(checked, name))
+        pd.testing.assert_frame_equal(getattr(arm, name), getattr(arm_checked, name))
     if strict:
         with pytest.raises(agentab.TraceError) as via_dicts:
             agentab.load_traces(path, format="otel")
