@@ -605,9 +605,9 @@ def _varied_file(tmp_path: Path) -> Path:
 def test_runs_in_columns_load_as_their_records_do(tmp_path, monkeypatch, strict):
     # the reader gives runs in the decoder's columns (Prepared), skipping a record of dicts and its schema
     # check; loading their trace-record dicts through the full validation gives the same tables
-    import agentab.formats.otel as otel_module
-
     import pandas as pd
+
+    import agentab.formats.otel as otel_module
 
     path = _varied_file(tmp_path)
     fast = agentab.load_traces(path, format="otel", strict=False)
