@@ -13,7 +13,10 @@ writes it:
   ``tool_result`` with ``is_error``, ``usage.input_tokens``/``output_tokens``);
 - ``otel``: OTLP JSON, one ``{"resourceSpans": [...]}`` batch per 100 runs
   (an ``invoke_agent`` span per run, a ``chat`` span and an ``execute_tool``
-  span per tool call, attributes in OTLP's typed form);
+  span per tool call, attributes in OTLP's typed form), read in columns;
+- ``otel-spans``: the same file after a byte-order mark, which the column
+  reader leaves to the span-by-span reader (as it does any file it does not
+  read: a record to reject, odd value types...);
 - ``inspect``: an Inspect AI ``.eval`` zip (``header.json`` plus one sample
   file per task and epoch; one archive per arm).
 
@@ -42,7 +45,7 @@ from typing import Any
 import agentab
 import agentab._parallel
 
-FORMATS = ("record", "openai", "anthropic", "otel", "inspect")
+FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect")
 
 
 def _messages_openai(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -179,6 +182,9 @@ def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Pat
                                         "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}
             fh.write(json.dumps(batch) + "\n")
     paths["otel"] = [path]
+    spans = folder / "otel-spans.jsonl"  # a byte-order mark: the column reader leaves the file to the span reader
+    spans.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    paths["otel-spans"] = [spans]
     paths["inspect"] = []
     for arm in sorted({rec["arm"] for rec in records}):
         path = folder / f"{arm}.eval"
@@ -201,7 +207,7 @@ def load(name: str, paths: list[Path], workers: int | None = None) -> agentab.Tr
     if name == "inspect":
         arms = {p.stem: p for p in paths}
         return agentab.load_traces(arms, format="inspect", workers=workers)
-    return agentab.load_traces(paths[0], format=name, workers=workers)
+    return agentab.load_traces(paths[0], format=name.removesuffix("-spans"), workers=workers)
 
 
 def same_runs(reference: agentab.Traces, other: agentab.Traces, seed_offset: int = 0) -> str:
@@ -233,7 +239,7 @@ def main() -> None:
     n_steps = sum(len(r["steps"]) for r in records)
     print(f"{len(records):,} runs, {n_steps:,} tool calls; best of {args.repeat}, interleaved in random order; "
           f"{agentab._parallel.default_workers()} CPUs")
-    names = [f for f in FORMATS if f in agentab.formats.available()]
+    names = [f for f in FORMATS if f.removesuffix("-spans") in agentab.formats.available()]
     times: dict[tuple[str, int | None], list[float]] = {}
     loaded: dict[str, agentab.Traces] = {}
     order = random.Random(0)
