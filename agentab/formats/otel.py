@@ -150,7 +150,6 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import io
 import math
 import re
 import time
@@ -415,14 +414,9 @@ def _batches_of_bytes(data: bytes, number: int = 1) -> Iterator[tuple[int, _Batc
     view = memoryview(data)
     size = len(data)
     offset = len(_BOM) if number == 1 and data[:len(_BOM)] == _BOM else 0
-    found = _NON_SPACE.search(data, offset)
-    if found is None:
+    first_line = _head(data) if number == 1 else b"{}"  # after the first: lines of a JSON Lines file
+    if first_line is None:
         return
-    begin = found.start()
-    end = data.find(b"\n", begin)
-    first_line = data[begin:end if end >= 0 else size].rstrip()
-    if number > 1:  # lines of a JSON Lines file
-        first_line = b"{}"
     if first_line.startswith(b"["):
         try:
             raws = _BATCHES.decode(view[offset:])
@@ -445,6 +439,16 @@ def _batches_of_bytes(data: bytes, number: int = 1) -> Iterator[tuple[int, _Batc
         if non_space(data, start, end):
             yield (number, *_decode_batch(view[start:end]))
         start = end + 1
+
+
+def _head(data: bytes) -> bytes | None:
+    """The first non-blank line of a file's content (after a byte-order mark), stripped; None if blank."""
+    offset = len(_BOM) if data[:len(_BOM)] == _BOM else 0
+    found = _NON_SPACE.search(data, offset)
+    if found is None:
+        return None
+    end = data.find(b"\n", found.start())
+    return data[found.start():end if end >= 0 else len(data)].rstrip()
 
 
 def _is_document(first_line: bytes) -> bool:
@@ -1118,7 +1122,7 @@ def _read_lines(data: bytes, first_line: int, fields: FieldMap | None, whole: bo
     # the column reader is built on this module's rules: imported once they exist
     from agentab.formats import _otel_columns
 
-    if not whole or not _is_document(_first_line(io.BytesIO(data))[2] or b"["):
+    if not whole or not _is_document(_head(data) or b"["):
         with gc_paused():
             part = _otel_columns.read(data, first_line, fields or {})
         if part is not None:
