@@ -501,6 +501,8 @@ def _observations(attrs: _Attrs, steps: np.ndarray, n: int, ends: np.ndarray, fa
     ended = (ends[steps] >= 0).tolist()
     errors = failed[steps].tolist()
     results = attrs.strings(_otel._TOOL_RESULT[0], steps, n)
+    failed_steps = steps[failed[steps]]
+    status_messages = dict(zip(failed_steps.tolist(), messages.take(pa.array(failed_steps)).to_pylist()))
     for i, has_end, error, value in zip(steps.tolist(), ended, errors, results):
         if not has_end:  # never answered
             out.append(None)
@@ -518,7 +520,7 @@ def _observations(attrs: _Attrs, steps: np.ndarray, n: int, ends: np.ndarray, fa
                     pass
             observation["result"] = value
         if error:
-            message = messages[i].as_py()
+            message = status_messages[i]
             if not message:
                 if error_types is None:
                     error_types = attrs.values("error.type")
