@@ -319,10 +319,10 @@ def _read(data: bytes, first_line: int, mapping: dict[str, str]) -> Part:
     run_rank[runs] = np.arange(len(runs))
     step_of = np.full(n, -1, np.int64)  # span -> its position in ``steps``
     step_of[steps] = np.arange(len(steps))
-    tokens_in, total_in = _usage(attrs, _otel._TOKENS_IN, n, parent, run_of, tool, steps, step_of, step_run,
-                                 first_step, n_steps, run_rank, starts)
-    tokens_out, total_out = _usage(attrs, _otel._TOKENS_OUT, n, parent, run_of, tool, steps, step_of, step_run,
-                                   first_step, n_steps, run_rank, starts)
+    tokens_in, total_in = _usage(attrs, _otel._TOKENS_IN, n, parent, run_of, tool, steps, step_of, first_step,
+                                 n_steps, run_rank, starts)
+    tokens_out, total_out = _usage(attrs, _otel._TOKENS_OUT, n, parent, run_of, tool, steps, step_of, first_step,
+                                   n_steps, run_rank, starts)
 
     # ---- steps' fields (per step: JSON to parse)
     tool_names = _tool_names(attrs, names, steps, n)
@@ -354,7 +354,7 @@ def _times(texts: pa.Array) -> np.ndarray:
 
 
 def _usage(attrs: _Attrs, names: tuple[str, ...], n: int, parent: np.ndarray, run_of: np.ndarray,
-           tool: np.ndarray, steps: np.ndarray, step_of: np.ndarray, step_run: np.ndarray, first_step: np.ndarray,
+           tool: np.ndarray, steps: np.ndarray, step_of: np.ndarray, first_step: np.ndarray,
            n_steps: np.ndarray, run_rank: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Tokens of one kind per step, and per run (-1: no span of the run records them), by the rule of
     :func:`agentab.formats.otel._steps`: a span's count is used if no span below it in the run records one;
