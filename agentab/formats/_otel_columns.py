@@ -36,7 +36,7 @@ import pyarrow.json as pj
 
 from agentab._decode import Prepared, PreparedSteps, iso_texts
 from agentab.formats import otel as _otel
-from agentab.formats._base import Item, Part
+from agentab.formats._base import MISSING, Item, Part
 from agentab.record import INT64_MAX
 
 __all__ = ["read"]
@@ -255,15 +255,7 @@ def _read(data: bytes, first_line: int, mapping: dict[str, str]) -> Part:
         openinference = attrs.values(_otel._OPENINFERENCE_KIND)
         name_list = names.take(pa.array(undecided)).to_pylist()
         for i, name in zip(undecided.tolist(), name_list):
-            found = None
-            if i in openinference:
-                found = _otel._OPENINFERENCE_KINDS.get(str(openinference[i]).upper())
-            if found is None:
-                word = name.removeprefix("gen_ai.")
-                found = (_otel._AGENT if word.startswith("invoke_agent") else _otel._TOOL
-                         if word.startswith("execute_tool") else _otel._MODEL
-                         if word.split(" ", 1)[0] in _otel._MODEL_OPS else None)
-            kind[i] = _KIND[found]
+            kind[i] = _KIND[_otel._kind_without_operation(name, openinference.get(i, MISSING))]
 
     # ---- trees: parents, roots, the run each span belongs to
     has_parent = _numpy(pc.not_equal(parent_id, ""))
@@ -433,16 +425,13 @@ def _usage(attrs: _Attrs, names: tuple[str, ...], n: int, parent: np.ndarray, ru
     return per_step, totals
 
 
-_MISSING: Any = object()
-
-
 def _first(found: list[dict[int, Any]], i: int) -> Any:
-    """The first value a span has among lookups by key (:func:`agentab.formats.otel._first`), or _MISSING."""
+    """The first value a span has among lookups by key (:func:`agentab.formats.otel._first`), or MISSING."""
     for values in found:
         value = values.get(i)
         if value is not None:
             return value
-    return _MISSING
+    return MISSING
 
 
 def _tool_names(attrs: _Attrs, names: pa.Array, steps: np.ndarray, n: int) -> list[str]:
@@ -454,10 +443,10 @@ def _tool_names(attrs: _Attrs, names: pa.Array, steps: np.ndarray, n: int) -> li
             if generic is None:
                 generic = [attrs.values(key) for key in _otel._TOOL_NAME]
             value = _first(generic, i)
-            if value is not _MISSING:
+            if value is not MISSING:
                 name = value if isinstance(value, str) else str(value)
             else:
-                name = names[i].as_py().removeprefix("gen_ai.").removeprefix("execute_tool").strip()
+                name = _otel._name_after(names[i].as_py(), "execute_tool")
             if not name:
                 raise _Unhandled  # a tool span naming no tool: a rejection
         out.append(name)
@@ -474,7 +463,7 @@ def _arguments(attrs: _Attrs, steps: np.ndarray, n: int) -> list[dict[str, Any]]
             if generic is None:
                 generic = [attrs.values(key) for key in _otel._TOOL_ARGS]
             raw = _first(generic, i)
-            if raw is _MISSING:
+            if raw is MISSING:
                 out.append({})
                 continue
         args = raw
@@ -512,7 +501,7 @@ def _observations(attrs: _Attrs, steps: np.ndarray, n: int, ends: np.ndarray, fa
             if generic is None:
                 generic = [attrs.values(key) for key in _otel._TOOL_RESULT]
             value = _first(generic, i)
-        if value is not _MISSING:
+        if value is not MISSING:
             if isinstance(value, str):
                 try:
                     value = decode(value)
@@ -544,10 +533,13 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
     parents = parent.tolist()
     resources = resource_of.tolist()
 
-    def value(name: str, i: int) -> Any:
+    def values_of(name: str) -> dict[int, Any]:
         if name not in span_values:
             span_values[name] = attrs.values(name)
-        return span_values[name].get(i)
+        return span_values[name]
+
+    def value(name: str, i: int) -> Any:
+        return values_of(name).get(i)
 
     def lookup(i: int, keys: tuple[str, ...]) -> tuple[str, Any] | None:
         node = i
@@ -572,9 +564,7 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
         out: list[tuple[str, Any] | None] = [None] * len(run_list)
         pending = range(len(run_list))
         for name in keys:
-            if name not in span_values:
-                span_values[name] = attrs.values(name)
-            values = span_values[name]
+            values = values_of(name)
             rest = []
             for r in pending:
                 found = values.get(run_list[r])
@@ -593,14 +583,14 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
     def first_in_run(run: int, keys: tuple[str, ...]) -> Any:
         """The first value among ``keys`` of the run's model spans, in pre-order (None: none)."""
         if keys not in candidates:  # run -> its model spans with a value, in file order
-            found = [span_values.setdefault(k, attrs.values(k)) for k in keys]
+            found = [values_of(k) for k in keys]
             having = np.zeros(len(model_span), bool)
             for values in found:
                 having[list(values)] = True
             by_run: dict[int, list[tuple[int, Any]]] = {}
             for i in np.flatnonzero(model_span & having).tolist():
                 hit = _first(found, i)
-                if hit is not _MISSING:
+                if hit is not MISSING:
                     by_run.setdefault(int(run_of[i]), []).append((i, hit))
             candidates[keys] = by_run
         hits = candidates[keys].get(run)
@@ -648,14 +638,12 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
         task = found_tasks[r]
         if task is None:
             raise _Unhandled
-        task_id = task[1]
-        if isinstance(task_id, float) and task_id.is_integer():
-            task_id = int(task_id)
-        if isinstance(task_id, bool) or not isinstance(task_id, (str, int)) or task_id == "":
+        task_id = _otel._task_id(task[1])
+        if task_id is None:
             raise _Unhandled
         seed_hit = found_seeds[r]
-        seed = None if seed_hit is None else _otel._integer(seed_hit[1])
-        if seed is None or not -INT64_MAX - 1 <= seed <= INT64_MAX:
+        seed = None if seed_hit is None else _otel._seed(seed_hit[1])
+        if seed is None:
             raise _Unhandled
         outcome_hit = found_outcomes[r]
         outcome = None if outcome_hit is None else _otel._outcome(outcome_hit[1])
@@ -664,10 +652,9 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
         conversation = conversations[r]
         run_id_hit = found_run_ids[r]
         if run_id_hit is not None:
-            run_id = run_id_hit[1]
-            if isinstance(run_id, bool) or not isinstance(run_id, (str, int)) or run_id == "":
+            run_id = _otel._run_id(run_id_hit[1])
+            if run_id is None:
                 raise _Unhandled
-            run_id = str(run_id)
             source = "attribute" if default_run_id else None
         elif default_run_id:
             run_id, source = trace_id, "trace"
@@ -676,16 +663,17 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
         arm_hit = found_arms[r]
         arm = None
         if arm_hit is not None:
-            if not isinstance(arm_hit[1], str) or not arm_hit[1]:
+            arm = _otel._arm(arm_hit[1])
+            if arm is None:
                 raise _Unhandled
-            arm = arm_hit[1]
         amounts: dict[str, float] = {}
         for key, found in found_amounts.items():
             hit = found[r]
             if hit is not None:
-                if isinstance(hit[1], bool) or not isinstance(hit[1], (int, float)) or not hit[1] >= 0:
+                amount = _otel._amount(hit[1])
+                if amount is None:
                     raise _Unhandled
-                amounts[key] = float(hit[1])
+                amounts[key] = amount
         start, end = run_start_ns[r], run_end_ns[r]
         if "latency_s" not in amounts and start >= 0 and end >= 0 and end >= start:
             amounts["latency_s"] = (end - start) / 1e9
@@ -702,7 +690,7 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
         if harness is not None:
             metadata["harness"] = str(harness[1])
         elif default_harness and run_kinds[r] == _AGENT:
-            name = names[i].as_py().removeprefix("gen_ai.").removeprefix("invoke_agent").strip()
+            name = _otel._name_after(names[i].as_py(), "invoke_agent")
             if name:
                 metadata["harness"] = name
         provider = found_providers[r]
@@ -738,12 +726,6 @@ def _runs(runs: np.ndarray, mapping: dict[str, str], attrs: _Attrs, res: _Attrs,
         if source is not None:
             ids[run_id] = ids.get(run_id, 0) + 1
 
-    items = []
-    for i, trace_id, span_text, record, source in converted:
-        if source is not None and (ids[record.run_id] > 1 or (source == "trace" and per_trace[trace_id] > 1)):
-            record = record._replace(run_id=f"{trace_id}:{span_text}" if source == "trace"
-                                     else f"{record.run_id}:{span_text}")
-        items.append(Item(line=int(line_of[i]), record=record))
-    keys = {f"trace:{t}" for t in pc.unique(trace).to_pylist()}
-    keys.update(f"run:{run_id}" for run_id in ids)
-    return Part(items, frozenset(keys))
+    items = [Item(line=int(line_of[i]), record=_otel._qualified(record, source, trace_id, span_text, ids, per_trace))
+             for i, trace_id, span_text, record, source in converted]
+    return Part(items, _otel._part_keys(pc.unique(trace).to_pylist(), ids))

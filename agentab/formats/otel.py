@@ -153,7 +153,7 @@ import bisect
 import math
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -162,6 +162,7 @@ import msgspec
 
 from agentab._decode import Prepared, PreparedSteps, gc_paused
 from agentab._parallel import open_trace_file
+from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap, Format, Item, Part
 from agentab.formats._base import Reject as _Reject
 from agentab.record import INT64_MAX
@@ -382,8 +383,15 @@ def _kind(name: str, attrs: dict[str, _AnyValue | None]) -> str | None:
         if op == "execute_tool":
             return _TOOL
         return _MODEL if op in _MODEL_OPS else None
-    if _OPENINFERENCE_KIND in attrs:
-        found = _OPENINFERENCE_KINDS.get(str(_value(attrs[_OPENINFERENCE_KIND])).upper())
+    return _kind_without_operation(name, _value(attrs[_OPENINFERENCE_KIND]) if _OPENINFERENCE_KIND in attrs
+                                   else _MISSING)
+
+
+def _kind_without_operation(name: str, openinference: Any = _MISSING) -> str | None:
+    """The kind of a span without ``gen_ai.operation.name``: from ``openinference.span.kind`` (its value, if
+    the span has the attribute), else from its name's first word (a leading ``gen_ai.`` ignored)."""
+    if openinference is not _MISSING:
+        found = _OPENINFERENCE_KINDS.get(str(openinference).upper())
         if found:
             return found
     word = name.removeprefix("gen_ai.")
@@ -392,6 +400,11 @@ def _kind(name: str, attrs: dict[str, _AnyValue | None]) -> str | None:
     if word.startswith("execute_tool"):
         return _TOOL
     return _MODEL if word.split(" ", 1)[0] in _MODEL_OPS else None
+
+
+def _name_after(name: str, operation: str) -> str:
+    """What a span's name says after its operation (``execute_tool read_file`` -> ``read_file``)."""
+    return name.removeprefix("gen_ai.").removeprefix(operation).strip()
 
 
 def _genai(span: _Span) -> bool:
@@ -648,17 +661,13 @@ def _items(spans: list[_Span], bad: list[Item], mapping: Mapping[str, str]) -> P
         if isinstance(record, _Reject):
             out.append((run.line, run.order, Item(line=run.line, field=record.field, reason=record.reason)))
             continue
-        if source is not None and (ids[record.run_id] > 1 or (source == "trace" and per_trace[run.trace_id] > 1)):
-            record = record._replace(run_id=f"{run.trace_id}:{run.span_id}" if source == "trace"
-                                     else f"{record.run_id}:{run.span_id}")
+        record = _qualified(record, source, run.trace_id, run.span_id, ids, per_trace)
         out.append((run.line, run.order, Item(line=run.line, record=record)))
     for span in spans:  # no span outlives the reading with a parent link
         span.up = None
     out.extend((item.line, -1, item) for item in bad)
     out.sort(key=lambda entry: (entry[0], entry[1]))
-    keys = {f"trace:{trace_id}" for trace_id in {span.trace_id for span in spans}}
-    keys.update(f"run:{run_id}" for run_id in ids)
-    return Part([item for _, _, item in out], frozenset(keys))
+    return Part([item for _, _, item in out], _part_keys({span.trace_id for span in spans}, ids))
 
 
 def _reachable(span: _Span) -> bool:
@@ -763,16 +772,14 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tup
     task = _lookup(run, (mapping["task_id"],))
     if task is None:
         raise _missing(run, "task_id", mapping["task_id"])
-    task_id = task[1]
-    if isinstance(task_id, float) and task_id.is_integer():
-        task_id = int(task_id)
-    if isinstance(task_id, bool) or not isinstance(task_id, (str, int)) or task_id == "":
-        raise _ill_typed(run, "task_id", task[0], task_id, "text or an integer")
+    task_id = _task_id(task[1])
+    if task_id is None:
+        raise _ill_typed(run, "task_id", task[0], task[1], "text or an integer")
     seed_hit = _lookup(run, (mapping["seed"],))
     if seed_hit is None:
         raise _missing(run, "seed", mapping["seed"])
-    seed = _integer(seed_hit[1])
-    if seed is None or not -INT64_MAX - 1 <= seed <= INT64_MAX:
+    seed = _seed(seed_hit[1])
+    if seed is None:
         raise _ill_typed(run, "seed", seed_hit[0], seed_hit[1], "an integer that fits in 64 bits")
     outcome_hit = _lookup(run, (mapping["outcome"],))
     if outcome_hit is None:
@@ -785,10 +792,9 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tup
     run_id_hit = _lookup(run, (mapping["run_id"],))
     source: str | None
     if run_id_hit is not None:
-        run_id = run_id_hit[1]
-        if isinstance(run_id, bool) or not isinstance(run_id, (str, int)) or run_id == "":
-            raise _ill_typed(run, "run_id", run_id_hit[0], run_id, "text or an integer")
-        run_id = str(run_id)
+        run_id = _run_id(run_id_hit[1])
+        if run_id is None:
+            raise _ill_typed(run, "run_id", run_id_hit[0], run_id_hit[1], "text or an integer")
         source = "attribute" if mapping["run_id"] == FIELDS["run_id"] else None
     elif mapping["run_id"] == FIELDS["run_id"]:
         run_id, source = run.trace_id or run.span_id, "trace"
@@ -801,9 +807,9 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tup
     arm = None
     arm_hit = _lookup(run, (mapping["arm"],))
     if arm_hit is not None:
-        if not isinstance(arm_hit[1], str) or not arm_hit[1]:
+        arm = _arm(arm_hit[1])
+        if arm is None:
             raise _ill_typed(run, "arm", arm_hit[0], arm_hit[1], "text")
-        arm = arm_hit[1]
 
     steps, tokens_in, tokens_out = _steps(run, subtree)
     amounts: dict[str, float] = {}
@@ -811,9 +817,10 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tup
         name = mapping.get(key)
         hit = _lookup(run, (name,)) if name else None
         if hit is not None:
-            if isinstance(hit[1], bool) or not isinstance(hit[1], (int, float)) or not hit[1] >= 0:
+            amount = _amount(hit[1])
+            if amount is None:
                 raise _ill_typed(run, key, hit[0], hit[1], "a number >= 0")
-            amounts[key] = float(hit[1])
+            amounts[key] = amount
     if "latency_s" not in amounts and run.start is not None and run.end is not None and run.end >= run.start:
         amounts["latency_s"] = (run.end - run.start) / 1e9
 
@@ -832,7 +839,7 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tup
     if harness is not None:
         metadata["harness"] = str(harness[1])
     elif mapping["harness"] == FIELDS["harness"] and run.kind == _AGENT:
-        name = run.name.removeprefix("gen_ai.").removeprefix("invoke_agent").strip()
+        name = _name_after(run.name, "invoke_agent")
         if name:
             metadata["harness"] = name
     provider = _lookup(run, _PROVIDER)
@@ -860,6 +867,54 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tup
         metadata["tokens_out"] = tokens_out
     return Prepared(run_id, task_id, seed, arm, outcome, amounts.get("cost_usd"), amounts.get("latency_s"),
                     metadata, steps), source
+
+
+def _task_id(value: Any) -> str | int | None:
+    """A task id: text or an integer (an integral float becomes one); None if the value is neither."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        return None
+    return value
+
+
+def _run_id(value: Any) -> str | None:
+    """A run id as text: from text or an integer; None otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        return None
+    return str(value)
+
+
+def _seed(value: Any) -> int | None:
+    """A seed: an integer (or integral text or float) that fits in 64 bits; None otherwise."""
+    seed = _integer(value)
+    return seed if seed is not None and -INT64_MAX - 1 <= seed <= INT64_MAX else None
+
+
+def _arm(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _amount(value: Any) -> float | None:
+    """A cost or duration: a number >= 0 (NaN is not); None otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        return None
+    return float(value)
+
+
+def _qualified(record: Prepared, source: str | None, trace_id: str, span_id: str, ids: Mapping[str, int],
+               per_trace: Mapping[str, int]) -> Prepared:
+    """A run with a default run id (``source``: "attribute", "trace") shared by several runs of the file,
+    qualified by its run span's id: ``<id>:<span id>``."""
+    if source is not None and (ids[record.run_id] > 1 or (source == "trace" and per_trace[trace_id] > 1)):
+        return record._replace(run_id=f"{trace_id}:{span_id}" if source == "trace"
+                               else f"{record.run_id}:{span_id}")
+    return record
+
+
+def _part_keys(trace_ids: Iterable[str], run_ids: Iterable[str]) -> frozenset[str]:
+    """The keys of part of a file (:class:`~agentab.formats._base.Part`): its trace ids and default run ids."""
+    return frozenset([*(f"trace:{trace_id}" for trace_id in trace_ids), *(f"run:{run_id}" for run_id in run_ids)])
 
 
 def _integer(value: Any) -> int | None:
@@ -1027,7 +1082,7 @@ def _step(span: _Span) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict
         if tool is not None:
             name = tool[1] if isinstance(tool[1], str) else str(tool[1])
         else:
-            name = span.name.removeprefix("gen_ai.").removeprefix("execute_tool").strip()
+            name = _name_after(span.name, "execute_tool")
         if not name:
             raise _Reject(_TOOL_NAME[0], f"the tool span {_where(span)} names no tool: no attribute "
                                          f"{' or '.join(_TOOL_NAME)}, and no name after execute_tool in its span "
