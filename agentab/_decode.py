@@ -21,14 +21,13 @@ tables and listed in ``Traces.rejected``, so that records read == runs loaded
 from __future__ import annotations
 
 import gc
-import itertools
 import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any, NamedTuple
 
 import msgspec
@@ -566,19 +565,18 @@ class RecordDecoder:
                 self._flush()
                 c = self._chunk
             c.ns = True
-        chain = itertools.chain.from_iterable
         steps = [entry[1] for entry in accepted]
-        observations = list(chain(s.observation for s in steps))
-        c.status.extend(chain(entry[2] for entry in accepted))
+        observations = list(chain.from_iterable(s.observation for s in steps))
+        c.status.extend(chain.from_iterable(entry[2] for entry in accepted))
         c.error.extend([None if o is None else o.get("error") for o in observations])
         c.observation.extend(observations)
-        c.tool.extend(chain(s.tool for s in steps))
-        c.args.extend(list(chain(s.args for s in steps)))
-        c.tokens_in.extend(chain(s.tokens_in for s in steps))
-        c.tokens_out.extend(chain(s.tokens_out for s in steps))
-        c.started_at.extend(chain(s.started_ns for s in steps))
-        c.ended_at.extend(chain(s.ended_ns for s in steps))
-        c.step_metadata.extend(list(chain(s.metadata for s in steps)))
+        c.tool.extend(chain.from_iterable(s.tool for s in steps))
+        c.args.extend(list(chain.from_iterable(s.args for s in steps)))
+        c.tokens_in.extend(chain.from_iterable(s.tokens_in for s in steps))
+        c.tokens_out.extend(chain.from_iterable(s.tokens_out for s in steps))
+        c.started_at.extend(chain.from_iterable(s.started_ns for s in steps))
+        c.ended_at.extend(chain.from_iterable(s.ended_ns for s in steps))
+        c.step_metadata.extend(list(chain.from_iterable(s.metadata for s in steps)))
         c.runs.extend(entry[0] for entry in accepted)
         if len(c) >= self.chunk_size:
             self._flush()

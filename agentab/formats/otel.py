@@ -153,7 +153,7 @@ import bisect
 import math
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -769,24 +769,9 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tup
     its run_id came from (None: a user-mapped attribute)."""
 
     # ids and outcome
-    task = _lookup(run, (mapping["task_id"],))
-    if task is None:
-        raise _missing(run, "task_id", mapping["task_id"])
-    task_id = _task_id(task[1])
-    if task_id is None:
-        raise _ill_typed(run, "task_id", task[0], task[1], "text or an integer")
-    seed_hit = _lookup(run, (mapping["seed"],))
-    if seed_hit is None:
-        raise _missing(run, "seed", mapping["seed"])
-    seed = _seed(seed_hit[1])
-    if seed is None:
-        raise _ill_typed(run, "seed", seed_hit[0], seed_hit[1], "an integer that fits in 64 bits")
-    outcome_hit = _lookup(run, (mapping["outcome"],))
-    if outcome_hit is None:
-        raise _missing(run, "outcome", mapping["outcome"])
-    outcome = _outcome(outcome_hit[1])
-    if outcome is None:
-        raise _ill_typed(run, "outcome", outcome_hit[0], outcome_hit[1], "a bool or a finite number")
+    task_id = _required(run, mapping, "task_id", _task_id, "text or an integer")
+    seed = _required(run, mapping, "seed", _seed, "an integer that fits in 64 bits")
+    outcome = _required(run, mapping, "outcome", _outcome, "a bool or a finite number")
 
     conversation = _get(run, "gen_ai.conversation.id")
     run_id_hit = _lookup(run, (mapping["run_id"],))
@@ -867,6 +852,19 @@ def _record(run: _Span, mapping: Mapping[str, str], subtree: list[_Span]) -> tup
         metadata["tokens_out"] = tokens_out
     return Prepared(run_id, task_id, seed, arm, outcome, amounts.get("cost_usd"), amounts.get("latency_s"),
                     metadata, steps), source
+
+
+def _required(run: _Span, mapping: Mapping[str, str], key: str, convert: Callable[[Any], Any],
+              expected: str) -> Any:
+    """A required run-level field: its attribute looked up (:func:`_lookup`) and converted, or a rejection
+    naming the attribute (missing, or ``convert`` gives None)."""
+    hit = _lookup(run, (mapping[key],))
+    if hit is None:
+        raise _missing(run, key, mapping[key])
+    value = convert(hit[1])
+    if value is None:
+        raise _ill_typed(run, key, hit[0], hit[1], expected)
+    return value
 
 
 def _task_id(value: Any) -> str | int | None:
