@@ -18,16 +18,16 @@ The data flow reads top to bottom:
 - :mod:`agentab.cli` -- the ``agentab`` command.
 """
 
-from . import datasets, formats, power, stats
-from .compare import Comparison, compare
-from .decide import Decision
-from .diagnose import Diagnosis, Finding, diagnose
-from .errors import CompareError, PowerError, ReportError, SpecError, StatsWarning, TraceError, TraceWarning
-from .report import report, task_profile
-from .score import SpecWarning, metric_kinds, score
-from .summary import summarize, summarize_scores
-from .traces import Traces, load_traces, read_traces
-from .trajectory import Call, TrajectorySpec, Verdict, score_run
+from agentab import datasets, formats, power, stats
+from agentab.comparison.compare import Comparison, compare
+from agentab.comparison.decide import Decision
+from agentab.scoring.diagnose import Diagnosis, Finding, diagnose
+from agentab.errors import CompareError, PowerError, ReportError, SpecError, StatsWarning, TraceError, TraceWarning
+from agentab.reporting.report import report, task_profile
+from agentab.scoring.score import SpecWarning, metric_kinds, score
+from agentab.scoring.summary import summarize, summarize_scores
+from agentab.traces._load import Traces, load_traces, read_traces
+from agentab.scoring.trajectory import Call, TrajectorySpec, Verdict, score_run
 
 __version__ = "0.1.0.dev0"
 
@@ -37,7 +37,7 @@ def __getattr__(name: str) -> object:
     if name == "plots":
         import importlib
 
-        return importlib.import_module(".plots", __name__)
+        return importlib.import_module("agentab.reporting.plots")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [

@@ -1,5 +1,5 @@
 """``python -m agentab`` runs the command-line interface."""
 
-from .cli import main
+from agentab.cli._main import main
 
 raise SystemExit(main())

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import agentab
-import agentab._parallel
+import agentab.traces._parallel
 
 FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect")
 
@@ -238,7 +238,7 @@ def main() -> None:
     paths = write_all(records, folder)
     n_steps = sum(len(r["steps"]) for r in records)
     print(f"{len(records):,} runs, {n_steps:,} tool calls; best of {args.repeat}, interleaved in random order; "
-          f"{agentab._parallel.default_workers()} CPUs")
+          f"{agentab.traces._parallel.default_workers()} CPUs")
     names = [f for f in FORMATS if f.removesuffix("-spans") in agentab.formats.available()]
     times: dict[tuple[str, int | None], list[float]] = {}
     loaded: dict[str, agentab.Traces] = {}

@@ -37,7 +37,7 @@ import pandas as pd
 
 import agentab
 from agentab import Call, Traces, TrajectorySpec, score_run
-from agentab.score import score
+from agentab.scoring.score import score
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data" / "example_100000.jsonl"

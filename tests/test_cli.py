@@ -492,12 +492,16 @@ def test_every_command_takes_debug_after_it(tmp_path):
 
 
 def test_internal_error_exits_1(example_runs, capsys, monkeypatch):
+    import importlib
+
     from agentab import cli
+
+    commands = importlib.import_module("agentab.cli._main")
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "compare", broken)
+    monkeypatch.setattr(commands, "compare", broken)
     code, _out, err = run(capsys, "compare", str(example_runs), *FAST)
     assert code == cli.EXIT_INTERNAL
     assert err == "agentab: internal error: RuntimeError: boom (run with --debug for details)\n"

@@ -9,8 +9,8 @@ from statsmodels.stats.multitest import multipletests
 
 import agentab
 from agentab import CompareError, compare
-from agentab.compare import TABLE_COLUMNS
-from agentab.decide import parse_guardrails
+from agentab.comparison import TABLE_COLUMNS
+from agentab.comparison.decide import parse_guardrails
 
 B = 999  # resamples: enough for decisions that are clear-cut in these data
 

@@ -9,6 +9,8 @@ Most tests check the records directly (pure Python / numpy).  Only
 from __future__ import annotations
 
 import doctest
+import importlib
+import pkgutil
 import inspect
 import json
 import math
@@ -483,7 +485,8 @@ def _run_doctests(names: set[str] | None, exclude: set[str]) -> int:
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     n = 0
-    for test in finder.find(datasets):
+    modules = [importlib.import_module(f"{datasets.__name__}.{m.name}") for m in pkgutil.iter_modules(datasets.__path__)]
+    for test in (found for module in modules for found in finder.find(module)):
         short = test.name.rsplit(".", 1)[-1]
         if not test.examples or short in exclude or (names is not None and short not in names):
             continue

@@ -13,7 +13,7 @@ import pytest
 
 import agentab
 from agentab import formats
-from agentab.decide import VERDICTS
+from agentab.comparison.decide import VERDICTS
 from agentab.formats import Item
 from agentab.formats.messages import (
     ANTHROPIC,

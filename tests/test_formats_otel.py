@@ -46,7 +46,7 @@ from opentelemetry.trace import (
 
 import agentab
 import agentab.formats
-from agentab._decode import Prepared
+from agentab.formats._decode import Prepared
 from agentab.formats.otel import FIELDS, FORMAT
 
 T0 = 1_767_225_600 * 10**9  # 2026-01-01T00:00:00Z in unix nanoseconds
@@ -745,16 +745,16 @@ def test_non_finite_doubles_are_never_numbers(tmp_path):
 def split_small_files(monkeypatch):
     """Make every file 'large' and split it evenly (the column reader declining the whole file, as it does a
     file with a record to reject), and record what each parallel read did."""
-    import agentab._parallel
+    import agentab.traces._parallel
     import agentab.formats.otel as otel_module
-    import agentab.traces
+    import agentab.traces._load
 
-    monkeypatch.setattr(agentab.traces, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(agentab._parallel, "_HEAD_START_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._load, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
     monkeypatch.setattr(otel_module, "FORMAT", dataclasses.replace(FORMAT, read_whole=lambda path, fields: None))
     calls = []
-    read_parallel = agentab.traces.read_parallel
-    monkeypatch.setattr(agentab.traces, "read_parallel",
+    read_parallel = agentab.traces._load.read_parallel
+    monkeypatch.setattr(agentab.traces._load, "read_parallel",
                         lambda *a, **k: calls.append(read_parallel(*a, **k)) or calls[-1])
     return calls
 
@@ -817,12 +817,12 @@ def test_parts_sharing_a_trace_or_run_id_are_read_in_one_piece(tmp_path, split_s
 
 
 def test_a_failed_otel_worker_costs_only_time(tmp_path, split_small_files, monkeypatch):
-    import agentab._parallel
+    import agentab.traces._parallel
 
     def cannot_start(*args, **kwargs):
         raise OSError("no processes here")
 
-    monkeypatch.setattr(agentab._parallel, "_launch", cannot_start)
+    monkeypatch.setattr(agentab.traces._parallel, "_launch", cannot_start)
     path = write_lines(tmp_path / "t.jsonl", *_runs_by_trace(6), "{oops")
     with pytest.warns(RuntimeWarning, match=r"worker process failed \(could not start: no processes here\)"):
         parallel = agentab.load_traces(path, format="otel", workers=2, strict=False)
@@ -831,12 +831,12 @@ def test_a_failed_otel_worker_costs_only_time(tmp_path, split_small_files, monke
 
 
 def test_a_large_file_the_column_reader_reads_is_read_whole(tmp_path, monkeypatch):
-    import agentab._parallel
-    import agentab.traces
+    import agentab.traces._parallel
+    import agentab.traces._load
 
-    monkeypatch.setattr(agentab.traces, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._load, "PARALLEL_MIN_BYTES", 0)
     path = write_lines(tmp_path / "t.jsonl", *_runs_by_trace(6))
-    monkeypatch.setattr(agentab._parallel, "_launch", lambda *a, **k: pytest.fail("no worker for this file"))
+    monkeypatch.setattr(agentab.traces._parallel, "_launch", lambda *a, **k: pytest.fail("no worker for this file"))
     whole = agentab.load_traces(path, format="otel", workers=2)
     _assert_same(whole, agentab.load_traces(path, format="otel", workers=1))
     assert len(whole.runs) == 6

@@ -6,16 +6,16 @@ import pandas as pd
 import pytest
 from conftest import make_record, write_jsonl
 
-import agentab._parallel
-import agentab.traces
+import agentab.traces._parallel
+import agentab.traces._load
 from agentab import TraceError, load_traces
 
 
 @pytest.fixture
 def split_small_files(monkeypatch):
     """Make every file 'large' and split it evenly, so tests stay small."""
-    monkeypatch.setattr(agentab.traces, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(agentab._parallel, "_HEAD_START_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._load, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
 
 
 def _lines(n, bad=()):
@@ -34,10 +34,10 @@ def _assert_same(a, b):
 
 
 def test_plan_parts_cut_at_line_starts(tmp_path, monkeypatch):
-    monkeypatch.setattr(agentab._parallel, "_HEAD_START_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
     path = write_jsonl(tmp_path / "x.jsonl", _lines(50))
     data = path.read_bytes()
-    parts = agentab._parallel.plan_parts(path, 3)
+    parts = agentab.traces._parallel.plan_parts(path, 3)
     assert len(parts) == 3 and parts[0][0] == 0 and parts[-1][1] == len(data)
     for (start, end, _), (next_start, _, _) in zip(parts, parts[1:]):
         assert end == next_start and data[start - 1:start] in (b"", b"\n")
@@ -47,8 +47,8 @@ def test_plan_parts_cut_at_line_starts(tmp_path, monkeypatch):
 
 def test_parallel_equals_serial(tmp_path, split_small_files, monkeypatch):
     merged = []
-    read_part = agentab._parallel._read_part
-    monkeypatch.setattr(agentab._parallel, "_read_part", lambda out: merged.append(out) or read_part(out))
+    read_part = agentab.traces._parallel._read_part
+    monkeypatch.setattr(agentab.traces._parallel, "_read_part", lambda out: merged.append(out) or read_part(out))
     path = write_jsonl(tmp_path / "x.jsonl", _lines(60))
     _assert_same(load_traces(path, workers=3), load_traces(path, workers=1))
     assert len(merged) == 2  # two worker processes really ran
@@ -76,7 +76,7 @@ def test_a_failed_worker_costs_only_time(tmp_path, split_small_files, monkeypatc
     def cannot_start(*args, **kwargs):
         raise OSError("no processes here")
 
-    monkeypatch.setattr(agentab._parallel, "_launch", cannot_start)
+    monkeypatch.setattr(agentab.traces._parallel, "_launch", cannot_start)
     path = write_jsonl(tmp_path / "x.jsonl", _lines(40, {30: "{oops"}))
     with pytest.warns(RuntimeWarning, match=r"worker process failed \(could not start: no processes here\)"):
         parallel = load_traces(path, workers=2, strict=False)
@@ -87,7 +87,7 @@ def test_a_crashed_worker_costs_only_time(tmp_path, split_small_files, monkeypat
     import subprocess
     import sys
 
-    monkeypatch.setattr(agentab._parallel, "_launch", lambda *a: subprocess.Popen(
+    monkeypatch.setattr(agentab.traces._parallel, "_launch", lambda *a: subprocess.Popen(
         [sys.executable, "-c", "raise SystemExit(3)"]))
     path = write_jsonl(tmp_path / "x.jsonl", _lines(40))
     with pytest.warns(RuntimeWarning, match=r"worker process failed \(exit code 3\)"):
@@ -128,11 +128,12 @@ def test_a_worker_starts_without_pandas_or_the_package_init(tmp_path):
     path = write_jsonl(tmp_path / "x.jsonl", _lines(5))
     out = tmp_path / "part"
     out.mkdir()
-    code = agentab._parallel._BOOTSTRAP + (
+    code = agentab.traces._parallel._BOOTSTRAP + (
         "; _worker(sys.argv[1:]); print(sorted(name for name in sys.modules if name.split('.')[0] in "
-        "('pandas', 'scipy', 'statsmodels', 'matplotlib') or name in ('agentab.compare', 'agentab.score')))")
-    package = str(Path(agentab._parallel.__file__).resolve().parent)
+        "('pandas', 'scipy', 'statsmodels', 'matplotlib') or name.split('.')[:2] in "
+        "(['agentab', 'comparison'], ['agentab', 'scoring'], ['agentab', 'stats'])))")
+    package = agentab.traces._parallel.PACKAGE_FOLDER
     done = subprocess.run([sys.executable, "-c", code, package, str(path), "0", str(path.stat().st_size), "1", "0",
                            "", str(out), "record", "{}"], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
-    assert agentab._parallel._read_part(out)[0].n_read == 5
+    assert agentab.traces._parallel._read_part(out)[0].n_read == 5

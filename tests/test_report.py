@@ -24,9 +24,9 @@ from PIL import Image
 
 import agentab
 from agentab import CompareError, ReportError, plots
-from agentab.compare import TABLE_COLUMNS
-from agentab.decide import Decision
-from agentab.diagnose import Diagnosis, Finding
+from agentab.comparison import TABLE_COLUMNS
+from agentab.comparison.decide import Decision
+from agentab.scoring.diagnose import Diagnosis, Finding
 
 N_TASKS, N_SEEDS = 16, 3
 BLUE, ORANGE = "#0072B2", "#E69F00"

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import agentab
 from agentab import Call, TrajectorySpec, score_run
-from agentab.score import METRICS, SpecWarning, metric_kinds, rubric_levels, score
-from agentab.trajectory import MATCH_MODES, rubric_level
+from agentab.scoring.score import METRICS, SpecWarning, metric_kinds, rubric_levels, score
+from agentab.scoring.trajectory import MATCH_MODES, rubric_level
 
 
 # --------------------------------------------------------------------------- #

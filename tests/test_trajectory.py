@@ -7,7 +7,7 @@ from conftest import make_record
 
 import agentab
 from agentab import Call, TrajectorySpec, score_run
-from agentab.trajectory import rubric_level
+from agentab.scoring.trajectory import rubric_level
 
 LUCKY = [
     Call("search_docs", {"q": "failing test"}),

@@ -19,7 +19,7 @@ its choice in ``Traces.formats``.
 
 from __future__ import annotations
 
-from ._base import FieldMap, Format, Item, resolve_fields
+from agentab.formats._base import FieldMap, Format, Item, resolve_fields
 
 __all__ = ["Format", "Item", "FieldMap", "RUN_FIELDS", "HEAD_BYTES", "available", "get", "detect", "resolve_fields"]
 
@@ -49,9 +49,9 @@ RECORD = Format(
 
 def available() -> dict[str, Format]:
     """Every format by name."""
-    from .inspect_ai import FORMAT as INSPECT
-    from .messages import ANTHROPIC, OPENAI
-    from .otel import FORMAT as OTEL
+    from agentab.formats.inspect_ai import FORMAT as INSPECT
+    from agentab.formats.messages import ANTHROPIC, OPENAI
+    from agentab.formats.otel import FORMAT as OTEL
 
     return {"record": RECORD, "otel": OTEL, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT}
 

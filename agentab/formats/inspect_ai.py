@@ -159,11 +159,11 @@ from typing import Any
 
 import msgspec
 
-from ..errors import TraceError
-from ._base import MISSING as _MISSING
-from ._base import FieldMap, Format, Item
-from ._base import Reject as _Reject
-from ._base import lookup as _path
+from agentab.errors import TraceError
+from agentab.formats._base import MISSING as _MISSING
+from agentab.formats._base import FieldMap, Format, Item
+from agentab.formats._base import Reject as _Reject
+from agentab.formats._base import lookup as _path
 
 __all__ = ["FORMAT"]
 

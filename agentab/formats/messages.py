@@ -139,11 +139,11 @@ from typing import Any
 
 import msgspec
 
-from .._parallel import BOM, JSON_SPACE, open_trace_file
-from ._base import MISSING as _MISSING
-from ._base import FieldMap, Format, Item
-from ._base import Reject as _Reject
-from ._base import lookup as _lookup
+from agentab.formats._files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats._base import MISSING as _MISSING
+from agentab.formats._base import FieldMap, Format, Item
+from agentab.formats._base import Reject as _Reject
+from agentab.formats._base import lookup as _lookup
 
 __all__ = ["ANTHROPIC", "FIELDS", "OPENAI", "sniff_anthropic", "sniff_openai"]
 

@@ -160,12 +160,12 @@ from typing import Any
 
 import msgspec
 
-from agentab._decode import Prepared, PreparedSteps, gc_paused
-from agentab._parallel import open_trace_file
+from agentab.formats._decode import Prepared, PreparedSteps, gc_paused
+from agentab.formats._files import open_trace_file
 from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap, Format, Item, Part
 from agentab.formats._base import Reject as _Reject
-from agentab.record import INT64_MAX
+from agentab.formats.record import INT64_MAX
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "read_part", "read_whole", "sniff", "splits"]
 

@@ -34,9 +34,9 @@ its bootstrap has no closed form, and with the tens of runs per arm that a
 p95 needs (see the tail warning) the two agree closely; agentab does not use it.
 """
 
-from ._kernels import pass_hat_k
-from ._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
-from .two_sample import (
+from agentab.stats._kernels import pass_hat_k
+from agentab.stats._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
+from agentab.stats.two_sample import (
     mean_difference,
     mean_estimates,
     ordinal_superiority,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._design import CountDesign, Design
+from agentab.stats._design import CountDesign, Design
 
 __all__ = ["MeanKernel", "OrdinalKernel", "QuantileKernel", "cell_means", "pass_hat_k"]
 

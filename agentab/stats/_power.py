@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import cliff_delta
-from ._resampling import pvalues, snap_ties, tie_tolerance
+from agentab.stats._kernels import cliff_delta
+from agentab.stats._resampling import pvalues, snap_ties, tie_tolerance
 
 __all__ = [
     "Anova",

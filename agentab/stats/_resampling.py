@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._design import Design
+from agentab.stats._design import Design
 
 __all__ = ["Resampled", "resample", "pvalues", "percentile_interval", "bca_interval"]
 

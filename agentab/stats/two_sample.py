@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StatsWarning
-from ._design import BATCH_CELLS, CountDesign, Design, count_design, make_design
-from ._kernels import MeanKernel, OrdinalKernel, QuantileKernel, cell_means, pass_hat_k
-from ._quantiles import bootstrap_order_statistics, permuted_order_statistics, rank_of
-from ._resampling import (
+from agentab.errors import StatsWarning
+from agentab.stats._design import BATCH_CELLS, CountDesign, Design, count_design, make_design
+from agentab.stats._kernels import MeanKernel, OrdinalKernel, QuantileKernel, cell_means, pass_hat_k
+from agentab.stats._quantiles import bootstrap_order_statistics, permuted_order_statistics, rank_of
+from agentab.stats._resampling import (
     Resampled,
     bca_interval,
     combine_tails,
@@ -45,7 +45,7 @@ from ._resampling import (
     snap_ties,
     tie_tolerance,
 )
-from ._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
+from agentab.stats._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 
 __all__ = ["rate_difference", "mean_difference", "mean_estimates", "ordinal_superiority", "quantile_difference", "pass_k_difference"]
 

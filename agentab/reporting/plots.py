@@ -275,7 +275,7 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = SHIFT_Q
     than the table's interval for the same quantile. ``n_resamples`` defaults to the
     comparison's (at most 1999) and ``seed`` to its seed.
     """
-    from . import stats
+    from agentab import stats
 
     (_, base), (_, cand) = _arm_frames(comparison, metric)
     cluster = comparison.settings["cluster"]

@@ -22,7 +22,6 @@ the parts are discarded and the file is read in one piece.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import subprocess
@@ -34,10 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ._decode import DecodedPart, RecordDecoder, Rejection, gc_paused
+from agentab.formats._decode import DecodedPart, RecordDecoder, Rejection, gc_paused
+from agentab.formats._files import BOM, JSON_SPACE, open_trace_file
 
 if TYPE_CHECKING:
-    from .formats import Format
+    from agentab.formats import Format
 
 #: Files smaller than this are read by one process.
 PARALLEL_MIN_BYTES = 48 * 2**20
@@ -46,14 +46,6 @@ PARALLEL_MIN_BYTES = 48 * 2**20
 #: more bytes.
 _HEAD_START_BYTES = 16 * 2**20
 _BLOCK = 8 * 2**20
-BOM = b"\xef\xbb\xbf"
-#: JSON's whitespace: a line of only these is blank; any other character makes it a (bad) record.
-JSON_SPACE = b" \t\n\r"
-
-
-def open_trace_file(path: Path):
-    """Open a trace file for binary reading, decompressing ``.gz``."""
-    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
 
 
 def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int = 0, end: int | None = None,
@@ -115,17 +107,21 @@ def plan_parts(path: Path, workers: int) -> list[tuple[int, int, int]]:
     return parts
 
 
-#: How a worker starts: ``agentab`` as a bare package (its ``__init__`` not run, so neither pandas nor the
+#: How a worker starts: ``agentab`` and ``agentab.traces`` as bare packages (their ``__init__`` not run, so neither pandas nor the
 #: statistics are imported), the package's folder taken from the first argument; then :func:`_worker`.
-_BOOTSTRAP = ("import sys, types; package = types.ModuleType('agentab'); package.__path__ = [sys.argv.pop(1)]; "
-              "sys.modules['agentab'] = package; from agentab._parallel import _worker")
+_BOOTSTRAP = ("import os, sys, types; root = sys.argv.pop(1)\n"
+              "for name, folder in (('agentab', root), ('agentab.traces', os.path.join(root, 'traces'))):\n"
+              "    package = types.ModuleType(name); package.__path__ = [folder]; sys.modules[name] = package\n"
+              "from agentab.traces._parallel import _worker")
 _WORKER = _BOOTSTRAP + "; sys.exit(_worker(sys.argv[1:]))"
+#: The folder of the ``agentab`` package, the first argument of a worker.
+PACKAGE_FOLDER = str(Path(__file__).resolve().parent.parent)
 
 
 def _launch(path: Path, arm: str | None, part: tuple[int, int, int], first_ordinal: int, out: Path,
             fmt: str = "record", fields: dict[str, str] | None = None) -> subprocess.Popen:
     start, end, first_line = part
-    command = [sys.executable, "-c", _WORKER, str(Path(__file__).resolve().parent), str(path), str(start),
+    command = [sys.executable, "-c", _WORKER, PACKAGE_FOLDER, str(path), str(start),
                str(end), str(first_line), str(first_ordinal), "" if arm is None else arm, str(out), fmt,
                json.dumps(fields or {})]
     with (out / "stderr.txt").open("wb") as errors:  # a file, not a pipe: a chatty worker cannot block
@@ -271,7 +267,7 @@ def _worker(argv: list[str]) -> int:
         read_lines(decoder, Path(path), arm or None, *part)
         _write_part(decoder.export(), Path(out))
     else:
-        from .formats import get
+        from agentab.formats import get
 
         decoded, keys = _read_converted(get(fmt), json.loads(fields), Path(path), arm or None, part,
                                         int(first_ordinal))

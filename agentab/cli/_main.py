@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import __version__, datasets
-from .compare import compare
-from .diagnose import diagnose
-from .errors import (
+from agentab import __version__, datasets
+from agentab.comparison.compare import compare
+from agentab.scoring.diagnose import diagnose
+from agentab.errors import (
     CompareError,
     PowerError,
     ReportError,
@@ -55,12 +55,12 @@ from .errors import (
     TraceWarning,
     where,
 )
-from .report import FORMATS as REPORT_FORMATS
-from .score import metric_kinds, score
-from .summary import format_summary, summarize, summarize_scores
-from .traces import SUFFIXES as TRACE_SUFFIXES
-from .traces import Traces, load_traces
-from .trajectory import TrajectorySpec
+from agentab.reporting.report import FORMATS as REPORT_FORMATS
+from agentab.scoring.score import metric_kinds, score
+from agentab.scoring.summary import format_summary, summarize, summarize_scores
+from agentab.traces._load import SUFFIXES as TRACE_SUFFIXES
+from agentab.traces._load import Traces, load_traces
+from agentab.scoring.trajectory import TrajectorySpec
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -633,7 +633,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "gives the success rate and the intra-task correlation, and its two arms how much the effect\n"
         "varies from task to task (agentab plan PILOT --metric outcome --effect 0.05).\n"
     )
-    from .power import plan
+    from agentab.power import plan
 
     print(plan(scores, "outcome", DEMO_PLAN_EFFECT))
     return EXIT_OK
@@ -647,7 +647,7 @@ def _cmd_example(args: argparse.Namespace) -> int:
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
-    from . import formats
+    from agentab import formats
 
     for fmt in formats.available().values():
         print(f"{fmt.name}: {fmt.summary}")
@@ -726,7 +726,7 @@ def _power_baseline(args: argparse.Namespace) -> object:
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
-    from . import power as pw
+    from agentab import power as pw
 
     baseline = _power_baseline(args)
     common = {
@@ -765,7 +765,7 @@ def _read_pilot(args: argparse.Namespace, progress: _Progress) -> pd.DataFrame:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from .power import plan
+    from agentab.power import plan
 
     effect = _number(args.effect, "--effect")
     pilot = _read_pilot(args, _Progress.for_args(args))

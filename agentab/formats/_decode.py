@@ -36,8 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec.structs import astuple
 
-from .errors import TraceError, where
-from .record import INT64_MAX, TERMINAL_LISTS, Record, Step
+from agentab.errors import TraceError, where
+from agentab.formats.record import INT64_MAX, TERMINAL_LISTS, Record, Step
 
 _STATUSES = frozenset(("ok", "error", None))
 _MAX_EPOCH_S = 9.2e9  # 2261-07-13, inside datetime64[ns]; milliseconds (1.7e12 today) are far beyond

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .summary import share_of_known
+from agentab.scoring.summary import share_of_known
 
 __all__ = ["Finding", "Diagnosis", "diagnose"]
 
@@ -203,8 +203,8 @@ def diagnose(
     ['accuracy', 'rates', 'steps', 'tool_choice']
     """
     if hasattr(data, "runs") and hasattr(data, "steps"):
-        from .score import score
-        from .trajectory import TrajectorySpec
+        from agentab.scoring.score import score
+        from agentab.scoring.trajectory import TrajectorySpec
 
         traces = data
         scores = score(data, TrajectorySpec() if spec is None else spec)

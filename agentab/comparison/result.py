@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .decide import Decision, format_value, html_items
-from .stats import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
+from agentab.comparison.decide import Decision, format_value, html_items
+from agentab.stats import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 
 __all__ = ["Comparison"]
 

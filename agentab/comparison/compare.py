@@ -30,17 +30,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import stats
-from .comparison import Comparison
-from .decide import (
+from agentab import stats
+from agentab.comparison.result import Comparison
+from agentab.comparison.decide import (
     Guardrail,
     check_guardrail,
     decide,
     guardrail_metrics,
     parse_guardrails,
 )
-from .errors import CompareError, StatsWarning
-from .score import DIRECTIONS, KINDS, metric_kinds
+from agentab.errors import CompareError, StatsWarning
+from agentab.scoring.score import DIRECTIONS, KINDS, metric_kinds
 
 __all__ = ["compare", "Comparison", "DEFAULT_DIRECTION", "TABLE_COLUMNS"]
 
@@ -558,9 +558,9 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
 
     (None, None) when the primary metric is already significant (the verdict waits on a guardrail instead).
     """
-    from .errors import PowerError
-    from .planning import plan
-    from .stats._power import log_odds_for_delta
+    from agentab.errors import PowerError
+    from agentab.power.planning import plan
+    from agentab.stats._power import log_odds_for_delta
 
     if pd.notna(row["p_value"]) and row["p_value"] < inp.alpha:
         return None, None

@@ -107,7 +107,7 @@ import pandas as pd
 import scipy.sparse
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from .errors import SpecWarning
+from agentab.errors import SpecWarning
 
 __all__ = ["Call", "TrajectorySpec", "Verdict", "score_run", "rubric_level", "MATCH_MODES", "ARG_RULES"]
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .traces import Traces
+    from agentab.traces._load import Traces
 
 __all__ = ["summarize", "summarize_scores", "format_summary"]
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import ReportError, StatsWarning
+from agentab.errors import ReportError, StatsWarning
 
 __all__ = ["report", "task_profile"]
 
@@ -402,7 +402,7 @@ def _markdown(blocks: list[_Block], folder: Path, prefix: str, figures: list[tup
 
 
 def _report_iv(comparison: Any, path: Any, format: Any, traces: Any, diagnosis: Any) -> tuple[Path, str]:
-    from .comparison import Comparison
+    from agentab.comparison.result import Comparison
 
     if not isinstance(comparison, Comparison):
         raise ReportError(f"report needs a Comparison from agentab.compare, got {type(comparison).__name__}")
@@ -494,8 +494,8 @@ def report(
     True
     """
     path, format = _report_iv(comparison, path, format, traces, diagnosis)
-    from . import plots
-    from .diagnose import diagnose
+    from agentab.reporting import plots
+    from agentab.scoring.diagnose import diagnose
 
     title = title or f"agentab: {comparison.candidate} vs {comparison.baseline}"
     seed = comparison.settings["seed"] if seed is None else seed
@@ -513,7 +513,7 @@ def report(
         warnings.simplefilter("ignore", RuntimeWarning)  # empty step buckets have a NaN rate
         blocks += _trajectory(comparison, diagnosis, plots)
     blocks += _tasks(comparison, plots) + _next_experiment(comparison, plots) + _notes(comparison)
-    from . import __version__
+    from agentab import __version__
 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     footer = f"Made by agentab {__version__} on {stamp}."

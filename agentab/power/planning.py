@@ -60,8 +60,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import PowerError
-from .stats import _power as core
+from agentab.errors import PowerError
+from agentab.stats import _power as core
 
 __all__ = ["Plan", "SimulatedPower", "plan"]
 
@@ -227,7 +227,7 @@ class Plan:
         if n < 2 or m < 1 or n_sims < 1:
             raise PowerError(f"simulate needs tasks >= 2, seeds_per_task >= 1 and n_sims >= 1 (got {n}, {m}, {n_sims})")
         rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-        from .errors import StatsWarning
+        from agentab.errors import StatsWarning
 
         with warnings.catch_warnings():  # each simulated experiment's caveats (few runs in a tail) are not the user's
             warnings.simplefilter("ignore", StatsWarning)
@@ -310,8 +310,8 @@ class _Pilot:
 
 
 def _kind_of(table: pd.DataFrame, metric: str) -> str:
-    from .compare import _infer
-    from .score import metric_kinds
+    from agentab.comparison.compare import _infer
+    from agentab.scoring.score import metric_kinds
 
     kinds = metric_kinds(table)
     if metric in kinds.index:
@@ -337,10 +337,10 @@ def _numeric(column: pd.Series, name: str) -> np.ndarray:
 
 
 def _pilot_iv(pilot: Any, metric: Any, kind: Any, cluster: Any, arm: Any, baseline: Any) -> tuple[_Pilot, str]:
-    from .traces import Traces
+    from agentab.traces._load import Traces
 
     if isinstance(pilot, Traces):
-        from .score import score
+        from agentab.scoring.score import score
 
         pilot = score(pilot)
     if not isinstance(pilot, pd.DataFrame):
@@ -417,7 +417,7 @@ def _pilot_iv(pilot: Any, metric: Any, kind: Any, cluster: Any, arm: Any, baseli
 
 def _settings_iv(alpha: Any, power: Any, design: Any, seeds: Any, cost_ratio: Any, max_tasks: Any, max_seeds: Any,
                  alternative: Any, quantile: Any) -> None:
-    from .power import ALTERNATIVES, _check_number, _check_probability, _check_seeds
+    from agentab.power.formulas import ALTERNATIVES, _check_number, _check_probability, _check_seeds
 
     _check_probability(alpha, "alpha")
     _check_probability(power, "power")
@@ -672,7 +672,7 @@ def plan(
     >>> p.tasks > 20, p.power >= 0.8
     (True, True)
     """
-    from .power import _ALIASES
+    from agentab.power.formulas import _ALIASES
 
     alternative = _ALIASES.get(alternative, alternative)
     _settings_iv(alpha, power, design, seeds_per_task, cost_ratio, max_tasks, max_seeds, alternative, quantile)
@@ -850,7 +850,7 @@ def _design_table(comps: core.Components, seeds: list[int], paired: bool, alpha:
 
 
 def _plan_effect_iv(kind: str, effect: Any) -> float:
-    from .power import _effect_iv
+    from agentab.power.formulas import _effect_iv
 
     if np.ndim(effect) != 0:
         raise PowerError(f"plan takes one number as effect (for ordinal, an odds ratio), got {effect!r}")
@@ -863,7 +863,7 @@ def _plan_effect_iv(kind: str, effect: Any) -> float:
 def _simulated_pvalue(model: _Model, n: int, m: int, alpha: float, alternative: str, n_resamples: int,
                       rng: np.random.Generator) -> float:
     """One simulated experiment under ``model`` and the p-value of agentab's test on it."""
-    from . import stats
+    from agentab import stats
 
     alt = core._scipy_alternative(alternative)
     strata = np.repeat(np.arange(n), m)

@@ -1158,7 +1158,7 @@ def example_experiment(seed: int = 0, *, n_tasks: int = 60, n_seeds: int = 5) ->
     >>> sorted(traces.runs["arm"].unique())
     ['baseline', 'candidate']
     """
-    from agentab.traces import load_traces
+    from agentab.traces._load import load_traces
 
     return load_traces(list(example_records(seed, n_tasks=n_tasks, n_seeds=n_seeds)))
 
@@ -1229,7 +1229,7 @@ def example_specs(seed: int = 0, *, n_tasks: int = 60) -> dict[str, Any]:
     >>> spec.step_budget, spec.step_cap, spec.max_repeats
     (15, 30, 3)
     """
-    from .trajectory import Call, TrajectorySpec
+    from agentab.scoring.trajectory import Call, TrajectorySpec
 
     _check_args(seed, n_tasks, 1)
     specs = {}

@@ -120,7 +120,7 @@ Examples
 --------
 >>> import agentab
 >>> from agentab import TrajectorySpec
->>> from agentab.score import score
+>>> from agentab import score
 >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=4, n_seeds=2)
 >>> table = score(traces, TrajectorySpec(required=("edit_file", "run_tests"), step_budget=15))
 >>> table[["run_id", "passed", "n_steps", "rubric"]].head(3)
@@ -150,10 +150,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import trajectory as _tj
-from .errors import SpecWarning
-from .traces import Traces
-from .trajectory import MATCH_MODES, MAX_CYCLE, TrajectorySpec
+from agentab.scoring import trajectory as _tj
+from agentab.errors import SpecWarning
+from agentab.traces._load import Traces
+from agentab.scoring.trajectory import MATCH_MODES, MAX_CYCLE, TrajectorySpec
 
 __all__ = ["DIRECTIONS", "KINDS", "METRICS", "SpecWarning", "metric_kinds", "rubric_levels", "score"]
 
@@ -268,7 +268,7 @@ def score(traces: Traces, spec: SpecLike = None, *, default: TrajectorySpec | No
 
     >>> import agentab
     >>> from agentab import TrajectorySpec
-    >>> from agentab.score import score
+    >>> from agentab import score
     >>> calls = [("search_docs", {"q": "failing test"}), ("search_docs", {"q": "failing test"}),
     ...          ("read_file", {"path": "src/mian.py"}), ("read_file", {"path": "src/mian.py"}),
     ...          ("run_tests", {}), ("list_dir", {"path": "src"}),
@@ -316,7 +316,7 @@ def metric_kinds(table: pd.DataFrame) -> pd.DataFrame:
     Examples
     --------
     >>> import agentab
-    >>> from agentab.score import score, metric_kinds
+    >>> from agentab import score, metric_kinds
     >>> table = score(agentab.datasets.example_experiment(seed=0, n_tasks=2, n_seeds=1))
     >>> metric_kinds(table).loc[["passed", "n_steps", "rubric", "tokens"]]
                 kind direction

@@ -63,10 +63,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import PowerError, StatsWarning
-from .stats import _power as core
+from agentab.errors import PowerError, StatsWarning
+from agentab.stats import _power as core
 
-__all__ = ["MinimumEffect", "Plan", "PowerError", "SampleSize", "SimulatedPower", "mde", "plan", "power", "sample_size"]
+__all__ = ["MinimumEffect", "SampleSize", "mde", "power", "sample_size"]
 
 KINDS = ("binary", "ordinal", "continuous", "cost", "count")
 METHODS = {
@@ -315,7 +315,7 @@ def _question_iv(
         if np.any(sample < 0):
             raise PowerError(f"{kind}: the baseline sample has negative values; cost and counts are >= 0")
         baseline = np.sort(sample)
-        from .planning import _check_untied
+        from agentab.power.planning import _check_untied
 
         _check_untied(kind, quantile, *core.quantile_tie(baseline, quantile), "baseline sample")
         if len(baseline) < 200:
@@ -491,7 +491,7 @@ def _simulated_power(q: _Question, effect: Any, tasks: int, n_sims: int, n_resam
 def _simulated_rejections(q: _Question, effect: Any, tasks: int, n_sims: int, n_resamples: int,
                           rng: np.random.Generator) -> float:
     """Share of ``n_sims`` experiments simulated under ``q`` that agentab's test rejects."""
-    from . import stats
+    from agentab import stats
 
     m = q.seeds
     runs = tasks * m
@@ -793,5 +793,3 @@ def mde(
     return pd.DataFrame({"runs_per_arm": runs, "tasks_per_arm": tasks, "seeds_per_task": q.seeds,
                          "effect": np.array([np.nan if f is None else f for f in found])})
 
-
-from .planning import Plan, SimulatedPower, plan

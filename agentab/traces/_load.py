@@ -45,11 +45,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import formats
-from ._decode import RecordDecoder, Rejection, gc_paused
-from ._parallel import (BOM, JSON_SPACE, PARALLEL_MIN_BYTES, default_workers, open_trace_file, read_lines,
-                        read_parallel)
-from .errors import TraceError, TraceWarning
+from agentab import formats
+from agentab.formats._decode import RecordDecoder, Rejection, gc_paused
+from agentab.formats._files import BOM, JSON_SPACE, open_trace_file
+from agentab.traces._parallel import PARALLEL_MIN_BYTES, default_workers, read_lines, read_parallel
+from agentab.errors import TraceError, TraceWarning
 
 __all__ = ["Traces", "load_traces", "read_traces"]
 
@@ -151,7 +151,7 @@ class Traces:
 
     def summary(self, by: str = "arm") -> pd.DataFrame:
         """Per-arm summary table; see :func:`agentab.summary.summarize`."""
-        from .summary import summarize
+        from agentab.scoring.summary import summarize
 
         return summarize(self, by=by)
 

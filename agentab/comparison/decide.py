@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import CompareError
+from agentab.errors import CompareError
 
 __all__ = ["Guardrail", "GuardrailCheck", "Decision", "parse_guardrails", "guardrail_metrics", "check_guardrail", "decide", "VERDICTS"]
 

@@ -1,0 +1,10 @@
+"""Load: trace files (every format in :mod:`agentab.formats`) into run and step tables.
+
+:func:`load_traces` reads files, folders and in-memory records into a :class:`Traces` (``runs`` and ``steps``
+tables, plus the rejected records with their reasons); :func:`read_traces` is the same with the options of a
+lenient load. Large JSON Lines files are read by several processes (:mod:`agentab.traces._parallel`).
+"""
+
+from agentab.traces._load import SUFFIXES, Traces, load_traces, read_traces
+
+__all__ = ["SUFFIXES", "Traces", "load_traces", "read_traces"]
