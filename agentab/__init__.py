@@ -25,8 +25,8 @@ from agentab.scoring.diagnose import Diagnosis, Finding, diagnose
 from agentab.errors import CompareError, PowerError, ReportError, SpecError, StatsWarning, TraceError, TraceWarning
 from agentab.reporting.report import report, task_profile
 from agentab.scoring.score import SpecWarning, metric_kinds, score
-from agentab.scoring.summary import summarize, summarize_scores
-from agentab.traces._load import Traces, load_traces, read_traces
+from agentab.traces.summary import summarize, summarize_scores
+from agentab.traces import Traces, load_traces, read_traces
 from agentab.scoring.trajectory import Call, TrajectorySpec, Verdict, score_run
 
 __version__ = "0.1.0.dev0"

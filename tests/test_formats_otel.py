@@ -46,7 +46,7 @@ from opentelemetry.trace import (
 
 import agentab
 import agentab.formats
-from agentab.formats._decode import Prepared
+from agentab.formats.decode import Prepared
 from agentab.formats.otel import FIELDS, FORMAT
 
 T0 = 1_767_225_600 * 10**9  # 2026-01-01T00:00:00Z in unix nanoseconds

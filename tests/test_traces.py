@@ -13,7 +13,7 @@ import pytest
 from conftest import make_record, write_jsonl
 
 import agentab
-import agentab.formats._decode
+import agentab.formats.decode
 from agentab import TraceError, TraceWarning, load_traces, read_traces
 
 
@@ -196,7 +196,7 @@ def test_to_records_and_jsonl_round_trip(tmp_path):
 def test_many_chunks_give_the_same_tables(monkeypatch):
     records = [make_record(f"r{i}", task_id=f"t{i % 3}", seed=i, n_steps=i % 4) for i in range(25)]
     whole = load_traces(records)
-    monkeypatch.setattr(agentab.formats._decode, "CHUNK_RECORDS", 4)
+    monkeypatch.setattr(agentab.formats.decode, "CHUNK_RECORDS", 4)
     chunked = load_traces(records)
     pd.testing.assert_frame_equal(chunked.runs, whole.runs)
     pd.testing.assert_frame_equal(chunked.steps, whole.steps)
@@ -350,7 +350,7 @@ def test_strict_reports_the_earliest_problem(tmp_path):
 # strict=False: nothing is lost
 # --------------------------------------------------------------------------- #
 def test_lenient_loading_accounts_for_every_record(tmp_path, monkeypatch):
-    monkeypatch.setattr(agentab.formats._decode, "CHUNK_RECORDS", 3)
+    monkeypatch.setattr(agentab.formats.decode, "CHUNK_RECORDS", 3)
     lines = [
         make_record("a"),
         "{broken",
@@ -509,7 +509,7 @@ def test_byte_order_mark_is_skipped(tmp_path):
 
 @pytest.mark.parametrize("chunk", [1, 2, 2048])
 def test_a_rejected_run_does_not_shadow_a_valid_one(monkeypatch, chunk):
-    monkeypatch.setattr(agentab.formats._decode, "CHUNK_RECORDS", chunk)
+    monkeypatch.setattr(agentab.formats.decode, "CHUNK_RECORDS", chunk)
     records = [make_record("x", steps=_steps_with(started_at="soon")), make_record("y"), make_record("x")]
     traces = load_traces(records, strict=False)
     assert list(traces.runs["run_id"]) == ["y", "x"] and list(traces.rejected["line"]) == [1]

@@ -57,7 +57,7 @@ from agentab.errors import (
 )
 from agentab.reporting.report import FORMATS as REPORT_FORMATS
 from agentab.scoring.score import metric_kinds, score
-from agentab.scoring.summary import format_summary, summarize, summarize_scores
+from agentab.traces.summary import format_summary, summarize, summarize_scores
 from agentab.traces._load import SUFFIXES as TRACE_SUFFIXES
 from agentab.traces._load import Traces, load_traces
 from agentab.scoring.trajectory import TrajectorySpec

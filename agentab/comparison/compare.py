@@ -40,12 +40,11 @@ from agentab.comparison.decide import (
     parse_guardrails,
 )
 from agentab.errors import CompareError, StatsWarning
-from agentab.scoring.score import DIRECTIONS, KINDS, metric_kinds
+from agentab._vocabulary import DEFAULT_DIRECTION, DIRECTIONS, KINDS
+from agentab.scoring import infer_kind, metric_kinds
 
 __all__ = ["compare", "Comparison", "DEFAULT_DIRECTION", "TABLE_COLUMNS"]
 
-#: Which way is better when ``metrics`` gives a kind without a direction.
-DEFAULT_DIRECTION = {"binary": "higher", "ordinal": "higher", "continuous": "higher", "cost": "lower", "count": "lower"}
 #: Quantiles reported for cost and count metrics.
 QUANTILES = (0.5, 0.95)
 #: Columns never taken as metrics when kinds are inferred.
@@ -126,21 +125,6 @@ def _resolve_arms(data: pd.DataFrame, arm: str, baseline: Any, candidate: Any, n
     return base, next(a for a in present if a != base)
 
 
-def _infer(column: pd.Series) -> str | None:
-    if pd.api.types.is_bool_dtype(column):
-        return "binary"
-    if not pd.api.types.is_numeric_dtype(column):
-        return None
-    known = column.dropna().to_numpy(dtype=float)
-    if len(known) == 0:
-        return None
-    if np.isin(known, (0.0, 1.0)).all():
-        return "binary"
-    if (known == np.round(known)).all() and (known >= 0).all():
-        return "count"
-    return "continuous"
-
-
 def _resolve_metrics(data: pd.DataFrame, metrics: Any, exclude: set[str], notes: list[str]) -> list[_Metric]:
     recorded = metric_kinds(data)
     out: list[_Metric] = []
@@ -152,7 +136,7 @@ def _resolve_metrics(data: pd.DataFrame, metrics: Any, exclude: set[str], notes:
             if name in recorded.index:
                 out.append(_Metric(str(name), recorded.loc[name, "kind"], recorded.loc[name, "direction"], "score", False))
                 continue
-            kind = _infer(data[name])
+            kind = infer_kind(data[name])
             if kind is not None:
                 out.append(_Metric(str(name), kind, "neither", "inferred", False))
                 inferred.append(f"{name}={kind}")
@@ -174,7 +158,7 @@ def _resolve_metrics(data: pd.DataFrame, metrics: Any, exclude: set[str], notes:
             if name in recorded.index:
                 out.append(_Metric(name, recorded.loc[name, "kind"], recorded.loc[name, "direction"], "score"))
                 continue
-            kind = _infer(data[name])
+            kind = infer_kind(data[name])
             if kind is None:
                 raise CompareError(f"metric {name!r} is not numeric or boolean; give its kind")
             out.append(_Metric(name, kind, "neither", "inferred"))
@@ -559,7 +543,7 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
     (None, None) when the primary metric is already significant (the verdict waits on a guardrail instead).
     """
     from agentab.errors import PowerError
-    from agentab.power.planning import plan
+    from agentab.power import plan
     from agentab.stats._power import log_odds_for_delta
 
     if pd.notna(row["p_value"]) and row["p_value"] < inp.alpha:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentab.formats._decode import Prepared
+    from agentab.formats.decode import Prepared
 
 __all__ = ["Item", "Part", "Format", "FieldMap", "Reject", "MISSING", "lookup", "resolve_fields"]
 

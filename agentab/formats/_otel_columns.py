@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from agentab.formats._decode import Prepared, PreparedSteps, iso_texts
+from agentab.formats.decode import Prepared, PreparedSteps, iso_texts
 from agentab.formats import otel as _otel
 from agentab.formats._base import MISSING, Item, Part
 from agentab.formats.record import INT64_MAX

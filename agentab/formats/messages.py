@@ -139,7 +139,7 @@ from typing import Any
 
 import msgspec
 
-from agentab.formats._files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap, Format, Item
 from agentab.formats._base import Reject as _Reject

@@ -160,8 +160,8 @@ from typing import Any
 
 import msgspec
 
-from agentab.formats._decode import Prepared, PreparedSteps, gc_paused
-from agentab.formats._files import open_trace_file
+from agentab.formats.decode import Prepared, PreparedSteps, gc_paused
+from agentab.formats.files import open_trace_file
 from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap, Format, Item, Part
 from agentab.formats._base import Reject as _Reject

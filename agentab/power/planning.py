@@ -310,15 +310,14 @@ class _Pilot:
 
 
 def _kind_of(table: pd.DataFrame, metric: str) -> str:
-    from agentab.comparison.compare import _infer
-    from agentab.scoring.score import metric_kinds
+    from agentab.scoring import infer_kind, metric_kinds
 
     kinds = metric_kinds(table)
     if metric in kinds.index:
         return str(kinds.loc[metric, "kind"])
     if isinstance(table[metric].dtype, pd.CategoricalDtype) and table[metric].cat.ordered:
         return "ordinal"
-    inferred = _infer(table[metric])
+    inferred = infer_kind(table[metric])
     if inferred is None:
         raise PowerError(f"column {metric!r} is not numeric; say kind= (binary, ordinal, continuous, cost, count)")
     return inferred
@@ -337,10 +336,10 @@ def _numeric(column: pd.Series, name: str) -> np.ndarray:
 
 
 def _pilot_iv(pilot: Any, metric: Any, kind: Any, cluster: Any, arm: Any, baseline: Any) -> tuple[_Pilot, str]:
-    from agentab.traces._load import Traces
+    from agentab.traces import Traces
 
     if isinstance(pilot, Traces):
-        from agentab.scoring.score import score
+        from agentab.scoring import score
 
         pilot = score(pilot)
     if not isinstance(pilot, pd.DataFrame):

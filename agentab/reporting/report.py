@@ -402,7 +402,7 @@ def _markdown(blocks: list[_Block], folder: Path, prefix: str, figures: list[tup
 
 
 def _report_iv(comparison: Any, path: Any, format: Any, traces: Any, diagnosis: Any) -> tuple[Path, str]:
-    from agentab.comparison.result import Comparison
+    from agentab.comparison import Comparison
 
     if not isinstance(comparison, Comparison):
         raise ReportError(f"report needs a Comparison from agentab.compare, got {type(comparison).__name__}")
@@ -495,7 +495,7 @@ def report(
     """
     path, format = _report_iv(comparison, path, format, traces, diagnosis)
     from agentab.reporting import plots
-    from agentab.scoring.diagnose import diagnose
+    from agentab.scoring import diagnose
 
     title = title or f"agentab: {comparison.candidate} vs {comparison.baseline}"
     seed = comparison.settings["seed"] if seed is None else seed

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab.scoring.summary import share_of_known
+from agentab.traces import share_of_known
 
 __all__ = ["Finding", "Diagnosis", "diagnose"]
 

@@ -151,16 +151,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentab.scoring import trajectory as _tj
+from agentab._vocabulary import DIRECTIONS, KINDS
 from agentab.errors import SpecWarning
-from agentab.traces._load import Traces
+from agentab.traces import Traces
 from agentab.scoring.trajectory import MATCH_MODES, MAX_CYCLE, TrajectorySpec
 
-__all__ = ["DIRECTIONS", "KINDS", "METRICS", "SpecWarning", "metric_kinds", "rubric_levels", "score"]
+__all__ = ["DIRECTIONS", "KINDS", "METRICS", "SpecWarning", "infer_kind", "metric_kinds", "rubric_levels", "score"]
 
-#: Kinds of metric, each routed to its own comparison.
-KINDS = ("binary", "ordinal", "count", "cost", "continuous")
-#: Which way is better.
-DIRECTIONS = ("higher", "lower", "neither")
 
 #: Every metric column of :func:`score`: name -> (kind, direction), in column order.
 METRICS: Mapping[str, tuple[str, str]] = {
@@ -1234,3 +1231,29 @@ def _score_frame(runs: pd.DataFrame, steps: _Steps, specs: list[TrajectorySpec],
     table.attrs["metrics"] = {c: {"kind": kind[c][0], "direction": kind[c][1]} for c in table.columns if c in kind}
     table.attrs["scoring"] = {"matching_fallback_runs": stats.get("matching_fallback_runs", 0)}
     return table
+
+
+def infer_kind(column: pd.Series) -> str | None:
+    """The kind of a metric column read from its values, or None when it is not a metric.
+
+    Booleans and numbers of only 0 and 1 are ``binary``; non-negative whole numbers ``count``; other
+    numbers ``continuous``; anything else (text, no values) None. Ordinal and cost are never guessed.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> [infer_kind(pd.Series(v)) for v in ([True, False], [0, 1, 1], [3, 0, 12], [0.5, 2.0], ["a"])]
+    ['binary', 'binary', 'count', 'continuous', None]
+    """
+    if pd.api.types.is_bool_dtype(column):
+        return "binary"
+    if not pd.api.types.is_numeric_dtype(column):
+        return None
+    known = column.dropna().to_numpy(dtype=float)
+    if len(known) == 0:
+        return None
+    if np.isin(known, (0.0, 1.0)).all():
+        return "binary"
+    if (known == np.round(known)).all() and (known >= 0).all():
+        return "count"
+    return "continuous"

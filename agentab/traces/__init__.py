@@ -6,5 +6,7 @@ lenient load. Large JSON Lines files are read by several processes (:mod:`agenta
 """
 
 from agentab.traces._load import SUFFIXES, Traces, load_traces, read_traces
+from agentab.traces.summary import format_summary, share_of_known, summarize, summarize_scores
 
-__all__ = ["SUFFIXES", "Traces", "load_traces", "read_traces"]
+__all__ = ["SUFFIXES", "Traces", "format_summary", "load_traces", "read_traces", "share_of_known", "summarize",
+           "summarize_scores"]

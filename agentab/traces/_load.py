@@ -46,8 +46,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentab import formats
-from agentab.formats._decode import RecordDecoder, Rejection, gc_paused
-from agentab.formats._files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.decode import RecordDecoder, Rejection, gc_paused
+from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 from agentab.traces._parallel import PARALLEL_MIN_BYTES, default_workers, read_lines, read_parallel
 from agentab.errors import TraceError, TraceWarning
 
@@ -151,7 +151,7 @@ class Traces:
 
     def summary(self, by: str = "arm") -> pd.DataFrame:
         """Per-arm summary table; see :func:`agentab.summary.summarize`."""
-        from agentab.scoring.summary import summarize
+        from agentab.traces.summary import summarize
 
         return summarize(self, by=by)
 

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from agentab.formats._decode import DecodedPart, RecordDecoder, Rejection, gc_paused
-from agentab.formats._files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.decode import DecodedPart, RecordDecoder, Rejection, gc_paused
+from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 
 if TYPE_CHECKING:
     from agentab.formats import Format
