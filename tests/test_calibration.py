@@ -138,7 +138,7 @@ def _paired_null(kind: str, n_sims: int, seed: int) -> tuple[float, float]:
         theta = np.repeat(tasks(N_TASKS, data), SEEDS)
         x, y = runs(theta, data), runs(theta, data)
         res = test(x, y, x_strata=TASK_IDS, y_strata=TASK_IDS, n_resamples=199, rng=analysis)
-        assert res.details["design_kind"] == "paired"
+        assert res.design_kind == "paired"
         rejected += res.pvalue <= ALPHA
         if kind == "binary":
             sizes.append(_exact_sign_flip_size(np.bincount(TASK_IDS, weights=x), np.bincount(TASK_IDS, weights=y)))
@@ -153,10 +153,10 @@ def _clustered_null(kind: str, n_sims: int, seed: int) -> tuple[float, float]:
         x = runs(np.repeat(tasks(N_TASKS, data), SEEDS), data)
         y = runs(np.repeat(tasks(N_TASKS, data), SEEDS), data)
         res = test(x, y, x_strata=TASK_IDS, y_strata=OTHER_TASK_IDS, n_resamples=199, rng=analysis)
-        assert res.details["design_kind"] == "clustered"
+        assert res.design_kind == "clustered"
         rejected += res.pvalue <= ALPHA
         naive = test(x, y, n_resamples=199, rng=naive_analysis)
-        assert naive.details["design_kind"] == "independent"
+        assert naive.design_kind == "independent"
         naive_rejected += naive.pvalue <= ALPHA
     return rejected / n_sims, naive_rejected / n_sims
 
@@ -167,7 +167,7 @@ def _quantile_null(n_sims: int, seed: int) -> float:
         x = _cost_runs(_cost_tasks(N_TASKS * SEEDS, data), data)  # a fresh task per run: i.i.d. runs
         y = _cost_runs(_cost_tasks(N_TASKS * SEEDS, data), data)
         res = quantile_difference(x, y, q=0.5, n_resamples=199, rng=analysis)
-        assert res.details["design_kind"] == "independent"
+        assert res.design_kind == "independent"
         rejected += res.pvalue <= ALPHA
     return rejected / n_sims
 

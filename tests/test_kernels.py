@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import agentab.stats._design as design_module
+import agentab.stats._inputs as inputs_module
+import agentab.stats._quantiles as quantiles_module
 import agentab.stats.two_sample as two_sample
 from agentab.errors import StatsWarning
 from agentab.stats import mean_difference, ordinal_superiority, quantile_difference, rate_difference
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::agentab.errors.StatsWarning")
 
 def _generic(monkeypatch):
     """Switch both fast paths off."""
-    monkeypatch.setattr(two_sample, "count_design", lambda *a, **k: None)
+    monkeypatch.setattr(inputs_module, "count_design", lambda *a, **k: None)
     monkeypatch.setattr(two_sample, "EXACT_QUANTILE_RUNS", 10**12)
 
 
@@ -54,7 +56,7 @@ def test_count_design_agrees_with_the_generic_path(fn, monkeypatch):
     width = slow.confidence_interval.high - slow.confidence_interval.low
     assert fast.confidence_interval.low == pytest.approx(slow.confidence_interval.low, abs=0.1 * width)
     assert fast.confidence_interval.high == pytest.approx(slow.confidence_interval.high, abs=0.1 * width)
-    assert fast.details["ci_method"] == slow.details["ci_method"] == "BCa"
+    assert fast.ci_method == slow.ci_method == "BCa"
 
 
 def test_exact_quantile_path_agrees_with_the_generic_path(monkeypatch):
@@ -112,7 +114,7 @@ def test_fast_paths_do_not_depend_on_the_batch_size(monkeypatch):
     )
     before = runs()
     monkeypatch.setattr(design_module, "BATCH_CELLS", 64)
-    monkeypatch.setattr(two_sample, "BATCH_CELLS", 64)
+    monkeypatch.setattr(quantiles_module, "BATCH_CELLS", 64)
     after = runs()
     for a, b in zip(before, after):
         np.testing.assert_array_equal(a.pvalue, b.pvalue)
@@ -137,7 +139,7 @@ def test_two_valued_metric_is_exact_and_one_sided_equals_fisher():
     table = np.array([[y.sum(), len(y) - y.sum()], [x.sum(), len(x) - x.sum()]])
     for alternative in ("greater", "less"):
         res = rate_difference(x, y, alternative=alternative, rng=0)
-        assert res.details["exact"] is True
+        assert res.exact is True
         assert res.pvalue == pytest.approx(sps.fisher_exact(table, alternative=alternative).pvalue, rel=1e-10)
     two = rate_difference(x, y, rng=0)
     assert two.pvalue == pytest.approx(min(1.0, 2 * sps.fisher_exact(table, alternative="greater").pvalue), rel=1e-10)
@@ -152,7 +154,7 @@ def test_paired_integer_sums_are_exact_and_equal_enumeration():
     x = (rng.random(tasks * seeds) < 0.4).astype(float)
     y = (rng.random(tasks * seeds) < 0.6).astype(float)
     res = rate_difference(x, y, x_strata=ids, y_strata=ids, n_resamples=999, rng=0)
-    assert res.details["exact"] is True and "dynamic programming" in res.method
+    assert res.exact is True and "dynamic programming" in res.method
     d = y.reshape(tasks, seeds).sum(axis=1) - x.reshape(tasks, seeds).sum(axis=1)
     signed = np.array(list(itertools.product([1, -1], repeat=tasks))) @ d
     expected = min(1.0, 2 * min(np.mean(signed >= d.sum()), np.mean(signed <= d.sum())))

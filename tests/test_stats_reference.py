@@ -20,7 +20,7 @@ def test_ordinal_exact_pvalues_match_coin(case):
     y = np.array(case.y.split(), dtype=float)
     greater = ordinal_superiority(x, y, alternative="greater", rng=0)
     less = ordinal_superiority(x, y, alternative="less", rng=0)
-    assert greater.details["exact"] and less.details["exact"]
+    assert greater.exact and less.exact
     assert greater.pvalue == pytest.approx(case.p_greater, abs=1e-12)
     assert less.pvalue == pytest.approx(case.p_less, abs=1e-12)
     # relabelling the levels (0-3 as 0, 1, 5, 10) changes nothing: only the order is used

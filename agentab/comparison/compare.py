@@ -344,9 +344,8 @@ def _rng(root: np.random.SeedSequence, name: str) -> np.random.Generator:
 
 def _row(metric: _Metric, statistic: str, res: Any, role: str, *, j: int | None = None, name: str | None = None) -> dict:
     pick = (lambda v: float(np.asarray(v)[j])) if j is not None else (lambda v: float(v))
-    details = res.details
-    kind = details["design_kind"]
-    tasks = details["n_units"][0] if kind == "paired" else sum(details["n_units"]) if kind == "clustered" else pd.NA
+    kind = res.design_kind
+    tasks = res.n_units[0] if kind == "paired" else sum(res.n_units) if kind == "clustered" else pd.NA
     return {
         "metric": name or metric.name,
         "kind": metric.kind,
@@ -354,8 +353,8 @@ def _row(metric: _Metric, statistic: str, res: Any, role: str, *, j: int | None 
         "role": role,
         "method": res.method,
         "design": res.design,
-        "n_baseline": details["n_runs"][0],
-        "n_candidate": details["n_runs"][1],
+        "n_baseline": res.n_runs[0],
+        "n_candidate": res.n_runs[1],
         "tasks": tasks,
         "baseline": pick(res.estimates.baseline),
         "candidate": pick(res.estimates.candidate),
@@ -368,7 +367,7 @@ def _row(metric: _Metric, statistic: str, res: Any, role: str, *, j: int | None 
         "p_value": pick(res.pvalue),
         "direction": metric.direction,
         "warnings": "; ".join(
-            dict.fromkeys(res.warnings if j is None else (*details["notes"], *details["notes_by_q"][j]))
+            dict.fromkeys(res.warnings if j is None else (*res.notes, *res.notes_by_q[j]))
         ),
     }
 
@@ -491,8 +490,7 @@ def _assess(table: pd.DataFrame, alpha: float) -> list[str]:
 
 
 def _levels_table(name: str, res: Any, column: pd.Series) -> pd.DataFrame:
-    d = res.details
-    levels = d["levels"]
+    levels = res.levels
     if isinstance(column.dtype, pd.CategoricalDtype) and column.cat.ordered:
         levels = column.cat.categories[levels.astype(int)]
     elif np.all(levels == np.round(levels)):
@@ -501,9 +499,9 @@ def _levels_table(name: str, res: Any, column: pd.Series) -> pd.DataFrame:
         {
             "metric": name,
             "level": levels,
-            "baseline": d["shares"].baseline,
-            "candidate": d["shares"].candidate,
-            "shift": d["shift"],
+            "baseline": res.shares.baseline,
+            "candidate": res.shares.candidate,
+            "shift": res.shift,
         }
     )
 
@@ -564,7 +562,7 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
             sd = float(base.std(ddof=1))
             effect = float(row["effect"]) / sd if sd > 0 else 0.0
         elif kind == "ordinal":
-            shares = np.asarray(res.details["shares"].baseline, dtype=float)
+            shares = np.asarray(res.shares.baseline, dtype=float)
             effect = math.exp(log_odds_for_delta(shares, float(row["effect"]))) if len(shares) else math.nan
         else:
             effect = float(row["ratio"]) - 1.0
@@ -573,7 +571,7 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
     if effect == 0 or (kind == "ordinal" and effect == 1):
         return f"no sample-size advice: {what} is zero; pass min_effect= to plan for the effect that matters", None
     seeds = max(1, _fewest_seeds(inp.data.loc[inp.base_rows], np.ones(int(inp.base_rows.sum())), inp.cluster))
-    paired = res.details["design_kind"] == "paired"
+    paired = res.design_kind == "paired"
     try:
         p = plan(
             inp.data.loc[inp.base_rows | inp.cand_rows], inp.primary_metric, effect, kind=kind, alpha=inp.alpha, power=0.8,
@@ -763,11 +761,11 @@ def compare(
         if advice is not None:
             decision = dataclasses.replace(decision, reasons=(*decision.reasons, advice))
     design = {
-        "kind": primary_res.details["design_kind"],
+        "kind": primary_res.design_kind,
         "label": primary_res.design,
         "seeds": _seeds(inp),
-        "dropped_tasks": primary_res.details["dropped_tasks"],
-        "dropped_runs": primary_res.details["dropped_runs"],
+        "dropped_tasks": primary_res.dropped_tasks,
+        "dropped_runs": primary_res.dropped_runs,
     }
     kinds = pd.DataFrame(
         [(m.name, m.kind, m.direction, m.source) for m in inp.metrics], columns=["metric", "kind", "direction", "source"]

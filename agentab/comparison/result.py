@@ -264,7 +264,7 @@ def _one_quantile(result: QuantileResult, j: int) -> QuantileResult:
     """The part of a quantile comparison that concerns its ``j``-th quantile, as scalars."""
     pick = lambda v: float(np.atleast_1d(v)[j])
     ci, ri = result.confidence_interval, result.ratio_interval
-    notes = (*result.details.get("notes", ()), *result.details.get("notes_by_q", ((),) * (j + 1))[j])
+    notes = (*result.notes, *result.notes_by_q[j])
     return dataclasses.replace(
         result,
         statistic=pick(result.statistic),

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["ConfidenceInterval", "Estimates", "TwoSampleResult", "QuantileResult"]
+__all__ = ["ConfidenceInterval", "Estimates", "OrdinalResult", "QuantileResult", "TwoSampleResult"]
 
 
 class ConfidenceInterval(NamedTuple):
@@ -49,12 +49,34 @@ class TwoSampleResult:
     design : str
         The design the resampling respected, e.g. ``"paired by task (40 tasks)"``.
     details : dict
-        Everything else: ``design_kind``, ``exact``, ``n_resamples``,
-        ``ci_method``, ``n_runs``, ``n_units``, ``excluded`` (missing values
-        per arm), ``dropped_tasks``, ``dropped_runs``, and per-test extras.
+        Per-test extras no other layer reads (e.g. ``welch`` of
+        :func:`~agentab.stats.mean_difference`, ``k`` of
+        :func:`~agentab.stats.pass_k_difference`).
     warnings : tuple of str
         Warnings raised while computing the result (also issued as
         :class:`agentab.errors.StatsWarning`).
+    design_kind : {"paired", "clustered", "independent"}
+        The design resampled.
+    n_runs, n_units : tuple of int
+        Runs and units (tasks, or runs without task ids) of (baseline, candidate) that entered.
+    excluded : tuple of int
+        Missing values left out, per arm.
+    dropped_tasks, dropped_runs : tuple of int
+        Tasks run by one arm only (and their runs), left out of a paired comparison, per arm.
+    exact : bool or None
+        Whether the permutation distribution was enumerated (None: no test).
+    n_resamples : int
+        Resamples asked for; ``n_permutations`` those the test used (0: no test).
+    ci_method : str or None
+        ``"BCa"`` or ``"percentile"`` (None: no interval).
+    confidence_level : float or None
+    alternative : str or None
+        The alternative hypothesis, in scipy's words.
+    seed : int or None
+        The seed drawn from: passing it back as ``rng`` reproduces the result exactly (None when a
+        Generator was given, which cannot be recorded).
+    notes : tuple of str
+        The notes on the data and design, before the ones about one statistic.
     """
 
     statistic: Any
@@ -65,6 +87,20 @@ class TwoSampleResult:
     design: str
     details: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    design_kind: str = "independent"
+    n_runs: tuple[int, int] = (0, 0)
+    n_units: tuple[int, int] = (0, 0)
+    excluded: tuple[int, int] = (0, 0)
+    dropped_tasks: tuple[int, int] = (0, 0)
+    dropped_runs: tuple[int, int] = (0, 0)
+    exact: bool | None = None
+    n_resamples: int = 0
+    n_permutations: float = 0
+    ci_method: str | None = None
+    confidence_level: float | None = None
+    alternative: str | None = None
+    seed: int | None = None
+    notes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         ci = self.confidence_interval
@@ -84,6 +120,8 @@ class QuantileResult(TwoSampleResult):
     ----------
     q : numpy.ndarray
         The probabilities compared (e.g. 0.5 and 0.95).
+    notes_by_q : tuple of tuple of str
+        The notes about each quantile (a fragile tail, an infinite ratio), aligned with ``q``.
     ratio : numpy.ndarray
         Candidate quantile / baseline quantile.
     ratio_interval : ConfidenceInterval
@@ -93,3 +131,26 @@ class QuantileResult(TwoSampleResult):
     q: Any = None
     ratio: Any = None
     ratio_interval: ConfidenceInterval = field(default_factory=lambda: ConfidenceInterval(None, None))
+    notes_by_q: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True, repr=False)
+class OrdinalResult(TwoSampleResult):
+    """An ordinal comparison (Cliff's delta), with each arm's share of every level.
+
+    Attributes
+    ----------
+    probability_of_superiority : float
+        P(candidate > baseline) + P(tie) / 2, which is ``(statistic + 1) / 2``.
+    levels : numpy.ndarray
+        The levels, worst first.
+    shares : Estimates
+        Each arm's (task-averaged) share of every level, aligned with ``levels``.
+    shift : numpy.ndarray
+        Candidate share minus baseline share per level.
+    """
+
+    probability_of_superiority: float = float("nan")
+    levels: Any = None
+    shares: Estimates = Estimates(None, None)
+    shift: Any = None

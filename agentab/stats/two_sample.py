@@ -26,174 +26,30 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from agentab.errors import StatsWarning
-from agentab.stats._design import BATCH_CELLS, CountDesign, Design, count_design, make_design
+from agentab.stats._design import CountDesign
+from agentab.stats._exact import _hypergeometric_pvalue, _integer_task_differences, _sign_flip_exact_pvalue
+from agentab.stats._inputs import (_bootstrap_words, _emit, _Input, _permutation_words, _result_fields, _scale,
+                                   _two_sample_iv)
 from agentab.stats._kernels import MeanKernel, OrdinalKernel, QuantileKernel, cell_means, pass_hat_k
-from agentab.stats._quantiles import bootstrap_order_statistics, permuted_order_statistics, rank_of
-from agentab.stats._resampling import (
-    Resampled,
-    bca_interval,
-    combine_tails,
-    percentile_interval,
-    pvalues,
-    resample,
-    snap_ties,
-    tie_tolerance,
-)
-from agentab.stats._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
+from agentab.stats._quantiles import EXACT_QUANTILE_RUNS, independent_quantiles, ratio
+from agentab.stats._resampling import bca_interval, percentile_interval, pvalues, resample
+from agentab.stats._results import ConfidenceInterval, Estimates, OrdinalResult, QuantileResult, TwoSampleResult
 
 __all__ = ["rate_difference", "mean_difference", "mean_estimates", "ordinal_superiority", "quantile_difference", "pass_k_difference"]
 
-ALTERNATIVES = ("two-sided", "greater", "less")
 #: Below this many runs beyond a tail quantile, the quantile is fragile.
 MIN_TAIL_RUNS = 20
-
-
-@dataclass(frozen=True)
-class _Input:
-    """Validated arguments shared by every two-sample function."""
-
-    values: np.ndarray  # baseline runs then candidate runs, missing values removed
-    design: Design
-    alternative: str
-    confidence_level: float
-    n_resamples: int
-    rng: np.random.Generator
-    excluded: tuple[int, int]
-    notes: list[str]
-
-
-# --------------------------------------------------------------------------- #
-# Input validation
-# --------------------------------------------------------------------------- #
-def _as_values(sample: Any, name: str) -> np.ndarray:
-    try:
-        values = np.asarray(sample, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"`{name}` must be numeric (numbers or booleans): {exc}") from None
-    if values.ndim != 1:
-        raise ValueError(f"`{name}` must be one-dimensional, got shape {values.shape}")
-    if np.isinf(values).any():
-        raise ValueError(f"`{name}` contains infinite values; remove or cap them first")
-    return values
-
-
-def _as_strata(strata: Any, n: int, name: str) -> np.ndarray:
-    labels = np.asarray(strata)
-    if labels.dtype.kind not in "iufUS":  # anything but plain numbers and text: look at every id
-        labels = labels.astype(object)
-    if labels.ndim != 1 or len(labels) != n:
-        raise ValueError(f"`{name}` must give one task per run: {n} runs, got shape {labels.shape}")
-    if labels.dtype.kind == "f":
-        missing = np.isnan(labels)
-    elif labels.dtype == object:
-        missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
-    else:
-        missing = np.zeros(len(labels), dtype=bool)
-    if missing.any():
-        raise ValueError(f"`{name}` has {int(missing.sum())} missing task id(s), first at position {int(np.argmax(missing))}")
-    return labels
-
-
-def _two_sample_iv(
-    x: Any,
-    y: Any,
-    x_strata: Any,
-    y_strata: Any,
-    paired: bool | str,
-    alternative: str,
-    confidence_level: float,
-    n_resamples: int,
-    rng: Any,
-) -> _Input:
-    xv = _as_values(x, "x")
-    yv = _as_values(y, "y")
-    if (x_strata is None) != (y_strata is None):
-        raise ValueError("give task ids for both samples (`x_strata` and `y_strata`) or for neither")
-    if x_strata is not None:
-        xs = _as_strata(x_strata, len(xv), "x_strata")
-        ys = _as_strata(y_strata, len(yv), "y_strata")
-    if paired not in ("auto", True, False):
-        raise ValueError(f"`paired` must be 'auto', True or False, got {paired!r}")
-    if paired is True and x_strata is None:
-        raise ValueError("a paired design needs the task of every run (`x_strata`, `y_strata`); runs are never paired by position")
-    if alternative not in ALTERNATIVES:
-        raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
-    if not 0 < confidence_level < 1:
-        raise ValueError(f"`confidence_level` must be between 0 and 1, got {confidence_level!r}")
-    if int(n_resamples) != n_resamples or n_resamples < 1:
-        raise ValueError(f"`n_resamples` must be a positive integer, got {n_resamples!r}")
-    notes: list[str] = []
-    keep_x = ~np.isnan(xv)
-    keep_y = ~np.isnan(yv)
-    excluded = (int((~keep_x).sum()), int((~keep_y).sum()))
-    if sum(excluded):
-        notes.append(f"missing values excluded: {excluded[0]} baseline, {excluded[1]} candidate")
-    xv = xv if keep_x.all() else xv[keep_x]
-    yv = yv if keep_y.all() else yv[keep_y]
-    for name, v in (("x (baseline)", xv), ("y (candidate)", yv)):
-        if len(v) == 0:
-            raise ValueError(f"`{name}` has no values" + (" after excluding missing ones" if sum(excluded) else ""))
-    if x_strata is not None:
-        design, kb, kc = make_design(len(xv), len(yv), xs[keep_x], ys[keep_y], paired)
-        if design.kind == "paired" and (design.n_runs[0] == 0 or len(design.base_cells) == 0):
-            raise ValueError("a paired design needs tasks run by both arms; these samples share none")
-        xv, yv = xv[kb], yv[kc]
-        if sum(design.dropped_units):
-            notes.append(
-                f"tasks run by one arm only dropped from the paired comparison: {design.dropped_units[0]} baseline "
-                f"({design.dropped_runs[0]} runs), {design.dropped_units[1]} candidate ({design.dropped_runs[1]} runs)"
-            )
-    else:
-        design = count_design(np.concatenate([xv, yv]), len(xv), len(yv))
-        if design is None:
-            design, _, _ = make_design(len(xv), len(yv), None, None, paired)
-    if min(design.n_units) < 2:
-        notes.append(
-            f"only {min(design.n_units)} {'task' if design.kind != 'independent' else 'run'} in an arm: "
-            "there is no variation to test against and no interval worth the name"
-        )
-    count = design.n_permutations(limit=10**6)
-    if count is not None:
-        smallest = (2.0 if alternative == "two-sided" else 1.0) / count
-        if smallest > 1 - confidence_level:
-            notes.append(
-                f"with {design.label} the smallest attainable p-value is {min(smallest, 1.0):.3g}: "
-                "no difference can be significant at this level; add tasks"
-            )
-    return _Input(
-        np.concatenate([xv, yv]),
-        design,
-        alternative,
-        float(confidence_level),
-        int(n_resamples),
-        np.random.default_rng(rng),
-        excluded,
-        notes,
-    )
 
 
 # --------------------------------------------------------------------------- #
 # Shared computation
 # --------------------------------------------------------------------------- #
-def _permutation_words(design: Design, exact: bool, n_resamples: int) -> str:
-    what = {
-        "paired": "sign flips of per-task differences",
-        "clustered": "whole tasks reassigned between arms",
-        "independent": "runs permuted between arms",
-    }[design.kind]
-    how = f"exact, all {design.n_permutations(limit=n_resamples)}" if exact else f"Monte Carlo, {n_resamples} resamples"
-    return f"permutation test ({what}; {how})"
 
 
-def _bootstrap_words(design: Design, ci_method: str) -> str:
-    unit = {"paired": "tasks (both arms)", "clustered": "tasks within arm", "independent": "runs within arm"}[design.kind]
-    return f"{ci_method} bootstrap over {unit}"
 
 
 def _interval(data: _Input, kernel: Any, res: Any, bca: bool) -> tuple[ConfidenceInterval, str, list[str]]:
@@ -210,23 +66,6 @@ def _interval(data: _Input, kernel: Any, res: Any, bca: bool) -> tuple[Confidenc
     return ConfidenceInterval(low, high), "BCa", notes
 
 
-def _details(data: _Input, res: Any, ci_method: str, **extra: Any) -> dict[str, Any]:
-    d = data.design
-    return {
-        "design_kind": d.kind,
-        "exact": res.exact,
-        "n_resamples": data.n_resamples,
-        "n_permutations": len(res.null) if res.null is not None else 0,
-        "ci_method": ci_method,
-        "confidence_level": data.confidence_level,
-        "alternative": data.alternative,
-        "n_runs": d.n_runs,
-        "n_units": d.n_units,
-        "excluded": data.excluded,
-        "dropped_tasks": d.dropped_units,
-        "dropped_runs": d.dropped_runs,
-        **extra,
-    }
 
 
 def _welch_from_counts(levels: np.ndarray, base: np.ndarray, cand: np.ndarray, alternative: str) -> Any:
@@ -242,63 +81,6 @@ def _welch_from_counts(levels: np.ndarray, base: np.ndarray, cand: np.ndarray, a
     from scipy import stats as sps  # scipy.stats is heavy: imported when first needed
 
     return sps.ttest_ind_from_stats(mc, sc, nc, mb, sb, nb, equal_var=False, alternative=alternative)
-
-
-#: From this many runs (no task ids) quantiles are resampled from their exact distributions.
-EXACT_QUANTILE_RUNS = 2000
-
-
-def _independent_quantiles(data: _Input, qs: np.ndarray, test: bool) -> Resampled:
-    """Observed, permutation and bootstrap quantiles of independent runs without touching every run per resample.
-
-    See :mod:`agentab.stats._quantiles`: the bootstrap draws each arm's order
-    statistic from its exact distribution; the permutation locates each arm's
-    order statistic in the pooled sample through block counts. Same
-    distributions as the generic path, O(log n) and O(sqrt n) per resample.
-    """
-    n_base, n_cand = data.design.n_runs
-    base = np.sort(data.values[:n_base])
-    cand = np.sort(data.values[n_base:])
-    rb = np.array([rank_of(n_base, q) for q in qs])
-    rc = np.array([rank_of(n_cand, q) for q in qs])
-    effect = cand[rc - 1] - base[rb - 1]
-    null = None
-    if test:
-        pooled = np.sort(data.values)
-        streams = [np.random.default_rng(s) for s in data.rng.integers(2**63, size=1 + 2 * len(qs))]
-        width = int(math.sqrt(len(pooled))) + 1
-        batch = max(1, BATCH_CELLS // (4 * width))
-        parts = []
-        for start in range(0, data.n_resamples, batch):
-            size = min(batch, data.n_resamples - start)
-            pb, pc = permuted_order_statistics(len(pooled), n_cand, rb, rc, size, streams)
-            parts.append(pooled[pc] - pooled[pb])
-        null = np.concatenate(parts)
-    rng_base, rng_cand = (np.random.default_rng(s) for s in data.rng.integers(2**63, size=2))
-    boot_base = np.stack([base[bootstrap_order_statistics(n_base, r, data.n_resamples, rng_base)] for r in rb], axis=1)
-    boot_cand = np.stack([cand[bootstrap_order_statistics(n_cand, r, data.n_resamples, rng_cand)] for r in rc], axis=1)
-    tol = tie_tolerance(_scale(data.values))
-    return Resampled(
-        base[rb - 1], cand[rc - 1], effect, None if null is None else snap_ties(null, effect, tol), False,
-        boot_base, boot_cand, snap_ties(boot_cand - boot_base, effect, tol),
-    )
-
-
-def _ratio(cand: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """``cand / base``, with 0 / 0 = 1 (both zero: no change) and x / 0 = inf for x > 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((cand == 0) & (base == 0), 1.0, cand / base)
-
-
-def _scale(values: np.ndarray) -> float:
-    finite = np.abs(values[np.isfinite(values)])
-    return float(finite.max()) if len(finite) else 1.0
-
-
-def _emit(notes: list[str], what: str) -> tuple[str, ...]:
-    for note in notes:
-        warnings.warn(f"{what}: {note}", StatsWarning, stacklevel=4)
-    return tuple(notes)
 
 
 def _mean_like(
@@ -320,12 +102,12 @@ def _mean_like(
         p = _hypergeometric_pvalue(data.design, data.alternative)
         res = dataclasses.replace(res, exact=True)
         log_count = data.design.log_n_permutations()  # never the exact integer: C(2e6, 1e6) takes minutes
-        extra = {**extra, "n_permutations": round(math.exp(log_count)) if log_count < 40 else math.inf}
+        n_permutations = round(math.exp(log_count)) if log_count < 40 else math.inf
         test_words = "permutation test (runs permuted between arms; exact: the hypergeometric law of the candidate's count); "
     elif use_dp:
         p = _sign_flip_exact_pvalue(integer, data.alternative)
         res = dataclasses.replace(res, exact=True)
-        extra = {**extra, "n_permutations": 2 ** len(integer)}
+        n_permutations = 2 ** len(integer)
         test_words = (
             f"permutation test (sign flips of per-task differences; exact, all 2^{len(integer)} by dynamic "
             "programming over integer task sums); "
@@ -333,6 +115,7 @@ def _mean_like(
     else:
         p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0]) if test else np.nan
         test_words = f"{_permutation_words(data.design, res.exact, data.n_resamples)}; " if test else ""
+        n_permutations = None
     ci, ci_method, notes = _interval(data, kernel, res, bca=True)
     method = f"{statistic}; {test_words}{_bootstrap_words(data.design, ci_method)}"
     all_notes = data.notes + notes
@@ -343,83 +126,18 @@ def _mean_like(
         Estimates(float(res.base[0]), float(res.cand[0])),
         method,
         data.design.label,
-        _details(data, res, ci_method, **extra),
+        extra,
         _emit(all_notes, statistic),
+        **_result_fields(data, res, ci_method, n_permutations),
     )
 
 
-#: Largest sum of |task differences| for the exact dynamic programme (its support is twice that).
-MAX_DP_SUPPORT = 200_000
 
 
-def _integer_task_differences(data: _Input, summaries: np.ndarray) -> np.ndarray | None:
-    """Per-task differences of the statistic's cell summaries, scaled by the runs per cell, when
-    they are integers (run sums of 0/1 or integer values) and every cell has the same number of
-    runs: the sign-flip statistic is then their signed sum."""
-    d = data.design
-    if d.kind != "paired":
-        return None
-    sizes = np.bincount(d.cell, minlength=d.n_cells)
-    if not (sizes == sizes[0]).all():
-        return None
-    diff = (summaries[d.cand_cells] - summaries[d.base_cells]) * sizes[0]
-    rounded = np.round(diff)
-    if not np.allclose(diff, rounded, rtol=0, atol=1e-9) or np.abs(rounded).sum() > MAX_DP_SUPPORT:
-        return None
-    return rounded.astype(np.int64)
 
 
-def _hypergeometric_pvalue(design: CountDesign, alternative: str) -> float:
-    """Exact permutation p-value for a metric with two values (Fisher's exact test, randomisation form).
-
-    With two values the difference of means is increasing in the candidate's
-    count of the larger value, whose permutation distribution is
-    hypergeometric (Fisher 1935; Lehmann & Romano 2005, sec. 4.5). The
-    two-sided p-value doubles the smaller tail, like every other test here
-    (``scipy.stats.fisher_exact`` instead sums the outcomes no more likely
-    than the observed one).
-    """
-    n_base, n_cand = design.n_runs
-    total, high = n_base + n_cand, int(design.base_counts[1] + design.cand_counts[1])
-    observed = int(design.cand_counts[1])
-    # Sum the probabilities on the support within 40 standard deviations of the mean (beyond it
-    # they are below 1e-300): a vectorised log-pmf, where the library's tail sums are slow for
-    # millions of runs.
-    mean = n_cand * high / total
-    sd = math.sqrt(max(n_cand * (high / total) * (1 - high / total) * (total - n_cand) / max(total - 1, 1), 1e-12))
-    low_k, high_k = max(0, n_cand - (total - high)), min(high, n_cand)
-    k = np.arange(max(low_k, math.floor(mean - 40 * sd - 1)), min(high_k, math.ceil(mean + 40 * sd + 1)) + 1)
-    from scipy import stats as sps  # scipy.stats is heavy: imported when first needed
-
-    pmf = np.exp(sps.hypergeom.logpmf(k, total, high, n_cand))
-    greater, less = float(pmf[k >= observed].sum()), float(pmf[k <= observed].sum())
-    p = float(combine_tails(greater, less, alternative))
-    return max(p, np.finfo(float).tiny)
 
 
-def _sign_flip_exact_pvalue(diff: np.ndarray, alternative: str) -> float:
-    """Exact sign-flip p-value of ``sum(diff)`` by convolution over tasks.
-
-    Under the null each task's difference enters with sign +1 or -1 with
-    probability 1/2, independently; the distribution of the signed sum of
-    integers is built task by task on the integer grid (Pesarin & Salmaso
-    2010, *Permutation Tests for Complex Data*, sec. 2.6, on the
-    dynamic-programming form of the paired permutation test).
-    """
-    size = np.abs(diff)
-    total = int(size.sum())
-    probs = np.zeros(2 * total + 1)
-    probs[total] = 1.0
-    for step in size[size > 0]:
-        shifted = np.zeros_like(probs)
-        shifted[step:] += probs[:-step]
-        shifted[:-step] += probs[step:]
-        probs = 0.5 * shifted
-    observed = int(diff.sum()) + total
-    greater = probs[observed:].sum()
-    less = probs[: observed + 1].sum()
-    p = float(combine_tails(greater, less, alternative))
-    return float(min(1.0, max(p, np.finfo(float).tiny)))
 
 
 # --------------------------------------------------------------------------- #
@@ -577,14 +295,6 @@ def mean_estimates(
     kernel = MeanKernel(cell_means(data.values, data.design))
     base, cand, effect = (float(v[0, 0]) for v in kernel(*data.design.observed()))
     nan = float("nan")
-    details = {
-        "design_kind": data.design.kind,
-        "n_runs": data.design.n_runs,
-        "n_units": data.design.n_units,
-        "excluded": data.excluded,
-        "dropped_tasks": data.design.dropped_units,
-        "dropped_runs": data.design.dropped_runs,
-    }
     notes = [n for n in data.notes if "smallest attainable p-value" not in n]
     return TwoSampleResult(
         effect,
@@ -593,8 +303,10 @@ def mean_estimates(
         Estimates(base, cand),
         "difference in task-averaged means (descriptive; no test, no interval)",
         data.design.label,
-        details,
+        {},
         _emit(notes, "means"),
+        **{**_result_fields(data, None, None), "n_resamples": 0, "confidence_level": None, "alternative": None,
+           "seed": None},
     )
 
 
@@ -677,7 +389,7 @@ def ordinal_superiority(
 
     ``statistic`` is Cliff's delta, ``P(Y > X) - P(Y < X)`` for a candidate
     run ``Y`` and a baseline run ``X`` (Cliff 1993, Psychological Bulletin
-    114:494-509); ``details["probability_of_superiority"]`` is
+    114:494-509); ``probability_of_superiority`` is
     ``P(Y > X) + P(Y = X) / 2 = (delta + 1) / 2``, the Mann-Whitney
     ``U / (n_x n_y)`` (Vargha & Delaney 2000's A). Both depend only on the
     order of the levels, so relabelling the levels (0-3 as 1-4, or 0, 1, 5,
@@ -689,8 +401,8 @@ def ordinal_superiority(
     :func:`scipy.stats.mannwhitneyu` approximates), the interval BCa
     bootstrap (percentile where BCa is undefined). ``estimates`` are mean
     levels, a descriptive figure only: levels are not equally spaced.
-    ``details["levels"]``, ``details["shares"]`` give each arm's
-    (task-averaged) share of every level, and ``details["shift"]`` the
+    ``levels`` and ``shares`` give each arm's
+    (task-averaged) share of every level, and ``shift`` the
     candidate's share minus the baseline's.
 
     Parameters are those of :func:`rate_difference`.
@@ -706,9 +418,9 @@ def ordinal_superiority(
     >>> base = np.array([0, 1, 1, 2, 2, 2, 3, 0, 1, 2])
     >>> cand = np.array([1, 2, 2, 3, 3, 3, 3, 1, 2, 3])
     >>> res = ordinal_superiority(base, cand, rng=0)
-    >>> round(res.statistic, 2), round(res.details["probability_of_superiority"], 3)
+    >>> round(res.statistic, 2), round(res.probability_of_superiority, 3)
     (0.51, 0.755)
-    >>> res.details["shift"].round(6)
+    >>> res.shift.round(6)
     array([-0.2, -0.1, -0.1,  0.4])
     """
     data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
@@ -726,21 +438,20 @@ def ordinal_superiority(
         f"Cliff's delta (= 2 x probability of superiority - 1); "
         f"{_permutation_words(data.design, res.exact, data.n_resamples)}; {_bootstrap_words(data.design, ci_method)}"
     )
-    extra = {
-        "probability_of_superiority": (delta + 1.0) / 2.0,
-        "levels": levels,
-        "shares": Estimates(base_share, cand_share),
-        "shift": cand_share - base_share,
-    }
-    return TwoSampleResult(
+    return OrdinalResult(
         delta,
         p,
         ci,
         Estimates(float(res.base[0]), float(res.cand[0])),
         method,
         data.design.label,
-        _details(data, res, ci_method, **extra),
+        {},
         _emit(data.notes + notes, "ordinal comparison"),
+        **_result_fields(data, res, ci_method),
+        probability_of_superiority=(delta + 1.0) / 2.0,
+        levels=levels,
+        shares=Estimates(base_share, cand_share),
+        shift=cand_share - base_share,
     )
 
 
@@ -811,21 +522,21 @@ def quantile_difference(
     data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
     d = data.design
     if d.kind == "independent" and not isinstance(d, CountDesign) and sum(d.n_runs) >= EXACT_QUANTILE_RUNS:
-        res = _independent_quantiles(data, qs, test)
+        res = independent_quantiles(data, qs, test)
     else:
         kernel = QuantileKernel(data.values, d, qs)
         res = resample(d, kernel, n_resamples=data.n_resamples, rng=data.rng, test=test, scale=_scale(data.values))
     p = pvalues(res.null, res.effect, data.alternative, exact=res.exact) if test else np.full(len(qs), np.nan)
     by_q: list[list[str]] = [[] for _ in qs]
     lows, highs, rlows, rhighs = [], [], [], []
-    boot_ratio = _ratio(res.boot_cand, res.boot_base)
-    ratio = _ratio(res.cand, res.base)
+    boot_ratio = ratio(res.boot_cand, res.boot_base)
+    ratios = ratio(res.cand, res.base)
     for j, qj in enumerate(qs):
         low, high = percentile_interval(res.boot_effect[:, j], data.confidence_level, discrete=True)
         lows.append(low)
         highs.append(high)
         rl, rh = percentile_interval(boot_ratio[:, j], data.confidence_level, discrete=True)
-        if np.isinf(ratio[j]):
+        if np.isinf(ratios[j]):
             by_q[j].append(f"the p{100 * qj:g} ratio is infinite (the baseline's is 0): judge it by the difference")
         rlows.append(rl)
         rhighs.append(rh)
@@ -848,9 +559,11 @@ def quantile_difference(
         Estimates(out(res.base), out(res.cand)),
         method,
         d.label,
-        _details(data, res, "percentile", notes=tuple(data.notes), notes_by_q=tuple(tuple(n) for n in by_q)),
+        {},
         _emit(data.notes + [n for notes in by_q for n in notes], "quantile comparison"),
+        **_result_fields(data, res, "percentile"),
+        notes_by_q=tuple(tuple(n) for n in by_q),
         q=out(qs),
-        ratio=out(ratio),
+        ratio=out(ratios),
         ratio_interval=ConfidenceInterval(out(rlows), out(rhighs)),
     )
