@@ -48,11 +48,15 @@ TONES = {"good": "#1b7837", "bad": "#b2182b", "neutral": "#595959"}
 
 @dataclass(frozen=True)
 class Title:
-    """A heading line; ``tone`` ("good", "bad", "neutral") colours it in HTML; ``level`` 3 makes it an h3."""
+    """A heading line; ``tone`` ("good", "bad", "neutral") colours it in HTML; ``level`` 3 makes it an h3.
+
+    ``plain`` is how it reads in text when that differs (e.g. capitals where HTML has colour and size).
+    """
 
     text: str
     tone: str | None = None
     level: int | None = None
+    plain: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ def html_items(texts: Sequence[str]) -> str:
 
 def _text_lines(block: Block) -> list[str]:
     if isinstance(block, Title):
-        return [block.text]
+        return [block.text if block.plain is None else block.plain]
     if isinstance(block, Lines):
         return list(block.lines)
     if isinstance(block, Items):

@@ -312,9 +312,9 @@ def test_bad_input_messages():
         (dict(metrics={"outcome": ("binary", "up")}), "unknown direction 'up'"),
         (dict(metrics={"missing": "binary"}), "metric 'missing' is not a column"),
         (dict(metrics=KINDS, primary="nope"), "primary metric 'nope' is not a column"),
-        (dict(alpha=1.5), "`alpha` == 1.5"),
-        (dict(n_resamples=10), "`n_resamples` == 10"),
-        (dict(paired="yes"), "`paired` == 'yes'"),
+        (dict(alpha=1.5), r"`alpha` must be in \(0, 1\), got 1.5"),
+        (dict(n_resamples=10), "`n_resamples` must be an integer >= 99, got 10"),
+        (dict(paired="yes"), "`paired` must be 'auto', True or False, got 'yes'"),
     ]
     for kwargs, message in cases:
         with pytest.raises(CompareError, match=message):
@@ -511,3 +511,31 @@ def test_a_kind_the_values_cannot_have_is_a_compare_error():
         agentab.compare(frame, metrics={"outcome": "binary", "tokens": "binary"}, n_resamples=99, seed=0)
     with pytest.raises(CompareError, match=r"metric 'delta' is compared as cost but has 10 negative value\(s\)"):
         agentab.compare(frame, metrics={"outcome": "binary", "delta": "cost"}, n_resamples=99, seed=0)
+
+
+def test_reproducible_by_default_and_from_the_recorded_seed():
+    data = synthetic(n_tasks=12, seeds=3, lift=0.5, cost_factor=1.5, seed=11)
+    first = compare(data, metrics=KINDS, n_resamples=B)
+    again = compare(data, metrics=KINDS, n_resamples=B)
+    pd.testing.assert_frame_equal(first.table, again.table)
+    assert first.settings.seed == 0 and first.to_dict()["settings"]["seed"] == 0
+    fresh = compare(data, metrics=KINDS, n_resamples=B, seed=None)
+    recorded = fresh.settings.seed
+    assert isinstance(recorded, int) and fresh.to_dict()["settings"]["seed"] == recorded
+    replay = compare(data, metrics=KINDS, n_resamples=B, seed=recorded)
+    pd.testing.assert_frame_equal(fresh.table, replay.table)
+    drawn = compare(data, metrics=KINDS, n_resamples=B, seed=np.random.default_rng(3))
+    pd.testing.assert_frame_equal(drawn.table, compare(data, metrics=KINDS, n_resamples=B, seed=drawn.settings.seed).table)
+    # a different seed moves the Monte Carlo intervals: the check above is not vacuous
+    other = compare(data, metrics=KINDS, n_resamples=B, seed=recorded + 1)
+    assert not other.table["ci_low"].equals(fresh.table["ci_low"])
+
+
+def test_settings_and_design_are_typed_and_read_as_mappings():
+    result = compare(synthetic(n_tasks=8, seeds=2), metrics=KINDS, n_resamples=B, seed=4)
+    assert result.settings.alpha == result.settings["alpha"] == 0.05
+    assert dict(result.settings) == result.to_dict()["settings"]
+    assert result.design.kind == result.design["kind"] == "paired"
+    assert set(dict(result.design)) == {"kind", "label", "seeds", "dropped_tasks", "dropped_runs"}
+    with pytest.raises(KeyError):
+        result.settings["nope"]

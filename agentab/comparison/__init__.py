@@ -7,6 +7,7 @@
 
 from agentab.comparison.compare import TABLE_COLUMNS, compare
 from agentab.comparison.decide import VERDICTS, Decision, parse_guardrails
-from agentab.comparison.result import Comparison
+from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings
 
-__all__ = ["Comparison", "Decision", "TABLE_COLUMNS", "VERDICTS", "compare", "parse_guardrails"]
+__all__ = ["Comparison", "ComparisonDesign", "ComparisonSettings", "Decision", "TABLE_COLUMNS", "VERDICTS", "compare",
+           "parse_guardrails"]

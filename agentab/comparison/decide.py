@@ -38,7 +38,6 @@ given as strings ``"metric: statistic op margin"`` (``"tokens: p95 <= +10%"``).
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentab._display import Display, Items, Title
 from agentab.errors import CompareError
 
 __all__ = ["Guardrail", "GuardrailCheck", "Decision", "parse_guardrails", "guardrail_metrics", "check_guardrail", "decide", "VERDICTS"]
@@ -206,7 +206,7 @@ def check_guardrail(guardrail: Guardrail, row: pd.Series) -> GuardrailCheck:
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(Display):
     """The verdict and why.
 
     Attributes
@@ -226,28 +226,23 @@ class Decision:
     explanations: tuple[str, ...]
     guardrails: tuple[GuardrailCheck, ...]
 
-    def __str__(self) -> str:
-        lines = [f"verdict: {self.verdict}"]
-        lines += [f"  - {r}" for r in self.reasons]
+    def _view(self, shout: bool = False) -> list:
+        """The verdict line, its reasons, and what changed (shown in text and HTML alike).
+
+        ``shout``: the verdict line in capitals in text ("VERDICT: ship"), as a comparison shows it.
+        """
+        tone = {"ship": "good", "don't ship": "bad"}.get(self.verdict, "neutral")
+        plain = f"{'VERDICT' if shout else 'verdict'}: {self.verdict}"
+        view: list = [Title(f"Verdict: {self.verdict}", tone=tone, level=3, plain=plain), Items(self.reasons)]
         if self.explanations:
-            lines.append("  what changed (explains, does not decide):")
-            lines += [f"    - {e}" for e in self.explanations]
-        return "\n".join(lines)
+            view.append(Items(self.explanations, title="  what changed (explains, does not decide):", indent="    ",
+                              collapsed=True))
+        return view
 
-    def _repr_html_(self) -> str:
-        colour = {"ship": "#1b7837", "don't ship": "#b2182b"}.get(self.verdict, "#595959")
-        parts = [f"<h3 style='color:{colour}'>Verdict: {html.escape(self.verdict)}</h3><ul>{html_items(self.reasons)}</ul>"]
-        if self.explanations:
-            parts.append(
-                "<details><summary>What changed (explains, does not decide)</summary>"
-                f"<ul>{html_items(self.explanations)}</ul></details>"
-            )
-        return "".join(parts)
-
-
-def html_items(texts: Sequence[str]) -> str:
-    """HTML list items of plain texts (escaped)."""
-    return "".join(f"<li>{html.escape(t)}</li>" for t in texts)
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict, reasons, explanations and guardrail checks as plain values."""
+        return {"verdict": self.verdict, "reasons": list(self.reasons), "explanations": list(self.explanations),
+                "guardrails": [str(check) for check in self.guardrails]}
 
 
 def format_value(value: float, kind: str, signed: bool = False) -> str:

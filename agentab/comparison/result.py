@@ -3,21 +3,91 @@
 from __future__ import annotations
 
 import dataclasses
-import html
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from agentab.comparison.decide import Decision, format_value, html_items
+from agentab._display import Blank, Display, Items, Lines, Table
+from agentab.comparison.decide import Decision, format_value
 from agentab.stats import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 
-__all__ = ["Comparison"]
+__all__ = ["Comparison", "ComparisonDesign", "ComparisonSettings"]
+
+
+class _Record(Mapping):
+    """A frozen record whose fields also read as a mapping (``settings["alpha"]``, ``dict(settings)``)."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def _keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
-class Comparison:
+class ComparisonSettings(_Record):
+    """The settings a comparison ran with; passing them back to :func:`agentab.compare` reproduces it.
+
+    Attributes
+    ----------
+    alpha : float
+    n_resamples : int
+    seed : int
+        The seed actually used (drawn and recorded when ``compare`` was given ``seed=None``).
+    cluster : str or None
+        The task column (None: runs independent).
+    paired : {"auto", True, False}
+        As asked; the design used is :attr:`Comparison.design`.
+    primary : str
+        The primary row, e.g. ``"outcome"`` or ``"tokens p95"``.
+    arm : str
+        The arm column.
+    """
+
+    alpha: float
+    n_resamples: int
+    seed: int
+    cluster: str | None
+    paired: bool | str
+    primary: str
+    arm: str
+
+
+@dataclass(frozen=True)
+class ComparisonDesign(_Record):
+    """The design of the primary metric's comparison.
+
+    Attributes
+    ----------
+    kind : {"paired", "clustered", "independent"}
+    label : str
+        E.g. ``"paired by task (30 tasks)"``.
+    seeds : str
+        Seeds (runs) per task: ``"3"``, or a range ``"2-5"``.
+    dropped_tasks, dropped_runs : tuple of int
+        Tasks run by one arm only (and their runs), left out of a paired design, per arm.
+    """
+
+    kind: str
+    label: str
+    seeds: str
+    dropped_tasks: tuple[int, int] = (0, 0)
+    dropped_runs: tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class Comparison(Display):
     """The result of :func:`compare`.
 
     Attributes
@@ -32,15 +102,17 @@ class Comparison:
         The arms compared.
     arms : pandas.DataFrame
         Per arm: model, harness, runs, tasks.
-    design : dict
-        The design used for the primary metric and the seeds per task.
+    design : ComparisonDesign
+        The design used for the primary metric and the seeds per task (its
+        fields also read as a mapping: ``design["kind"]``).
     metrics : pandas.DataFrame
         Every metric's kind, direction and where they came from
         (declared, score, inferred).
     levels : pandas.DataFrame
         Ordinal metrics: each level's share in each arm and the shift.
-    settings : dict
-        alpha, n_resamples, seed, cluster, paired, primary.
+    settings : ComparisonSettings
+        alpha, n_resamples, seed (the one used), cluster, paired, primary, arm
+        (also readable as a mapping).
     notes : tuple of str
         What :func:`compare` decided on the user's behalf (arm roles, missing
         task column, excluded rows).
@@ -61,10 +133,10 @@ class Comparison:
     baseline: str
     candidate: str
     arms: pd.DataFrame
-    design: dict[str, Any]
+    design: ComparisonDesign
     metrics: pd.DataFrame
     levels: pd.DataFrame
-    settings: dict[str, Any]
+    settings: ComparisonSettings
     notes: tuple[str, ...]
     results: dict[str, Any] = field(repr=False, default_factory=dict)
     data: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
@@ -81,7 +153,8 @@ class Comparison:
         that test's result. ``"tokens"``: the quantile comparison with arrays
         over its quantiles; ``"tokens p95"``: the same for p95 alone, with
         scalar fields. Each has statistic, pvalue, confidence_interval,
-        estimates, method, design and details.
+        estimates, method, design and the typed fields of
+        :class:`~agentab.stats.TwoSampleResult`.
         """
         if name in self.results:
             return self.results[name]
@@ -140,7 +213,7 @@ class Comparison:
             "explanations": list(self.decision.explanations),
             "baseline": self.baseline,
             "candidate": self.candidate,
-            "primary": self.settings["primary"],
+            "primary": self.settings.primary,
             "arms": arms.to_dict(orient="records"),
             "design": dict(self.design),
             "settings": dict(self.settings),
@@ -167,8 +240,8 @@ class Comparison:
 
         cand, base = describe(self.candidate), describe(self.baseline)
         design = (
-            f"design: {self.design['label']}; seeds per task {self.design['seeds']}; "
-            f"alpha {s['alpha']:g}; {s['n_resamples']} resamples; seed {s['seed']}"
+            f"design: {self.design.label}; seeds per task {self.design.seeds}; "
+            f"alpha {s.alpha:g}; {s.n_resamples} resamples; seed {s.seed}"
         )
         return [f"agentab comparison: {cand} vs {base}", design]
 
@@ -178,7 +251,7 @@ class Comparison:
         shown = pd.DataFrame({"metric": t["metric"], "statistic": t["statistic"]})
         for col in ("baseline", "candidate", "effect"):
             shown[col] = [format_value(v, k, signed=col == "effect") for v, k in zip(t[col], t["kind"])]
-        shown["95% CI" if self.settings["alpha"] == 0.05 else "CI"] = [
+        shown["95% CI" if self.settings.alpha == 0.05 else "CI"] = [
             f"[{format_value(lo, k, True)}, {format_value(hi, k, True)}]" if np.isfinite(lo) else "-"
             for lo, hi, k in zip(t["ci_low"], t["ci_high"], t["kind"])
         ]
@@ -215,32 +288,17 @@ class Comparison:
         warned = self.table[self.table["warnings"] != ""]
         return [f"{m}: {w}" for m, w in zip(warned["metric"], warned["warnings"])]
 
-    def __str__(self) -> str:
-        lines = self._header()
-        lines += ["", str(self.decision).replace("verdict:", "VERDICT:", 1), ""]
-        lines.append(self.summary_table().to_string(index=False))
-        lines += [f"({line})" for line in self.footnotes()]
+    def _view(self) -> list:
+        """What ``str()`` and Jupyter show: header, verdict, the table, footnotes, level shares, warnings, notes."""
+        view: list = [Lines(self._header()), Blank(), *self.decision._view(shout=True), Blank(),
+                      Table(self.summary_table()), Lines([f"({line})" for line in self.footnotes()], small=True)]
         if len(self.levels):
-            lines.append("")
-            lines += self._level_lines()
+            view += [Blank(), Lines(self._level_lines())]
         if self._warning_lines():
-            lines += ["", "warnings:"] + [f"  {w}" for w in self._warning_lines()]
+            view += [Blank(), Items(self._warning_lines(), title="warnings:", bullet="", collapsed=True)]
         if self.notes:
-            lines.append("")
-            lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<div>{html.escape(line)}</div>" for line in self._header())
-        parts = [f"<div>{head}", self.decision._repr_html_()]
-        parts.append(self.summary_table().to_html(index=False, escape=True, border=0))
-        parts.append(f"<div style='font-size:smaller'>{'<br>'.join(html.escape(f) for f in self.footnotes())}</div>")
-        if len(self.levels):
-            parts.append(f"<p>{'<br>'.join(html.escape(line) for line in self._level_lines())}</p>")
-        if self._warning_lines() or self.notes:
-            parts.append(f"<details><summary>Warnings and notes</summary><ul>{html_items(self._warning_lines() + list(self.notes))}</ul></details>")
-        parts.append("</div>")
-        return "".join(parts)
+            view += [Blank(), Items(list(self.notes), title=None, indent="", bullet="note: ")]
+        return view
 
 
 def _jsonable(value: Any) -> Any:

@@ -144,7 +144,7 @@ def forest(comparison: Any) -> Figure:
         text = "-" if not np.isfinite(p) else f"p {p:.3g}" + ("" if row["role"] == "primary" else f"; Holm {p_adj:.3g}")
         ax.text(1.02, 0.5, f"{text}\n{row['assessment']}", transform=ax.transAxes, va="center", ha="left", fontsize=7.5,
                 color=colour)
-    axes[0].set_title(f"Effects: {comparison.candidate} minus {comparison.baseline}, with {1 - comparison.settings['alpha']:.0%} CI")
+    axes[0].set_title(f"Effects: {comparison.candidate} minus {comparison.baseline}, with {1 - comparison.settings.alpha:.0%} CI")
     axes[-1].set_xlabel("effect, each row on its own scale (line: no change)")
     fig.subplots_adjust(hspace=0.9, left=0.32, right=0.82)
     return fig
@@ -189,7 +189,7 @@ def _task_weights(frame: pd.DataFrame, cluster: str | None) -> np.ndarray:
 
 
 def _arm_frames(comparison: Any, metric: str) -> list[tuple[str, pd.DataFrame]]:
-    data, arm = comparison.data, comparison.settings["arm"]
+    data, arm = comparison.data, comparison.settings.arm
     if metric not in data:
         raise KeyError(f"{metric!r} is not a column of the compared runs")
     out = []
@@ -211,7 +211,7 @@ def ecdf(comparison: Any, metric: str) -> Figure:
     fig = Figure(figsize=(7.5, 3.4))
     ax = fig.subplots()
     colours = arm_colours([], comparison.baseline, comparison.candidate)
-    cluster = comparison.settings["cluster"]
+    cluster = comparison.settings.cluster
     zeros = {}
     for name, frame in _arm_frames(comparison, metric):
         values = frame[metric].to_numpy(dtype=float)
@@ -278,15 +278,15 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = SHIFT_Q
     from agentab import stats
 
     (_, base), (_, cand) = _arm_frames(comparison, metric)
-    cluster = comparison.settings["cluster"]
-    paired = comparison.design["kind"] == "paired"
-    n = min(comparison.settings["n_resamples"], 1999) if n_resamples is None else n_resamples
-    rng = np.random.default_rng(comparison.settings["seed"] if seed is None else seed)
+    cluster = comparison.settings.cluster
+    paired = comparison.design.kind == "paired"
+    n = min(comparison.settings.n_resamples, 1999) if n_resamples is None else n_resamples
+    rng = np.random.default_rng(comparison.settings.seed if seed is None else seed)
     res = stats.quantile_difference(
         base[metric].to_numpy(dtype=float), cand[metric].to_numpy(dtype=float), list(q),
         x_strata=None if cluster is None else base[cluster].to_numpy(),
         y_strata=None if cluster is None else cand[cluster].to_numpy(),
-        paired=paired, confidence_level=1 - comparison.settings["alpha"] / len(q), n_resamples=n, rng=rng, test=False,
+        paired=paired, confidence_level=1 - comparison.settings.alpha / len(q), n_resamples=n, rng=rng, test=False,
     )
     qs = np.atleast_1d(res.q)
     ratio = np.atleast_1d(res.ratio), np.atleast_1d(res.ratio_interval.low), np.atleast_1d(res.ratio_interval.high)
@@ -318,7 +318,7 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = SHIFT_Q
     ax.set_xticks(qs, labels=[f"p{100 * v:g}" for v in qs])
     ax.set_xlabel("quantile")
     ax.set_ylabel(f"{metric}: candidate vs baseline, % change" if relative else f"{metric}: candidate minus baseline")
-    ax.set_title(f"{metric}: quantile shift, {1 - comparison.settings['alpha']:.0%} simultaneous bootstrap CIs "
+    ax.set_title(f"{metric}: quantile shift, {1 - comparison.settings.alpha:.0%} simultaneous bootstrap CIs "
                  f"(Bonferroni over {len(qs)} quantiles)")
     return fig
 

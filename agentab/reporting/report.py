@@ -76,7 +76,7 @@ def task_profile(comparison: Any, metric: str | None = None) -> pd.DataFrame:
     >>> agentab.task_profile(result).columns[:3].tolist()
     ['runs baseline', 'outcome baseline', 'seeds baseline']
     """
-    data, arm, cluster = comparison.data, comparison.settings["arm"], comparison.settings["cluster"]
+    data, arm, cluster = comparison.data, comparison.settings.arm, comparison.settings.cluster
     if cluster is None:
         raise ReportError("a per-task profile needs a task column (the comparison had cluster=None)")
     metric = _profile_metric(comparison) if metric is None else metric
@@ -127,7 +127,7 @@ def _direction(comparison: Any, metric: str) -> str:
 
 def _primary_metric(comparison: Any) -> str:
     """The primary metric's column (``"tokens p50"`` -> ``"tokens"``)."""
-    primary = str(comparison.settings["primary"])
+    primary = str(comparison.settings.primary)
     return primary if primary in comparison.metrics.index else primary.rsplit(" p", 1)[0]
 
 
@@ -145,8 +145,8 @@ def _header(comparison: Any, title: str) -> list[_Block]:
     arms.insert(1, "role", ["baseline" if a == comparison.baseline else "candidate" for a in arms["arm"]])
     design, s = comparison.design, comparison.settings
     design_text = (
-        f"Design: {design['label']}; seeds per task {design['seeds']}; primary metric {s['primary']} tested at "
-        f"alpha {s['alpha']:g}; {s['n_resamples']:,} resamples; seed {s['seed']}."
+        f"Design: {design.label}; seeds per task {design.seeds}; primary metric {s.primary} tested at "
+        f"alpha {s.alpha:g}; {s.n_resamples:,} resamples; seed {s.seed}."
     )
     blocks = [
         _Block("h1", title),
@@ -245,7 +245,7 @@ def _trajectory(comparison: Any, diagnosis: Any, plots: Any) -> list[_Block]:
 
 
 def _tasks(comparison: Any, plots: Any) -> list[_Block]:
-    if comparison.settings["cluster"] is None:
+    if comparison.settings.cluster is None:
         return []
     metric = _profile_metric(comparison)
     if metric is None:
@@ -498,12 +498,12 @@ def report(
     from agentab.scoring import diagnose
 
     title = title or f"agentab: {comparison.candidate} vs {comparison.baseline}"
-    seed = comparison.settings["seed"] if seed is None else seed
+    seed = comparison.settings.seed if seed is None else seed
     blocks = _header(comparison, title) + _effects(comparison, plots) + _levels(comparison, plots)
     blocks += _cost(comparison, plots, seed)
     if diagnosis is None:
         try:
-            diagnosis = diagnose(comparison.data, by=comparison.settings["arm"], traces=traces)
+            diagnosis = diagnose(comparison.data, by=comparison.settings.arm, traces=traces)
         except KeyError as err:
             blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: the runs have no {err.args[0]!r} column "
                                                                "(agentab.score's table has it).")]
