@@ -3,9 +3,12 @@
 Descriptive only: no test, no interval. The success rate is averaged over
 tasks (each task's mean outcome, then the mean over tasks), which is what a
 benchmark score measures and equals the pooled rate when every task has the
-same number of seeds. Quantiles are numpy's default linear interpolation
-(Hyndman & Fan 1996, definition 7); long-tailed counts (steps, tokens, cost)
-are summarised by p50 and p95 rather than the mean, which the tail drags.
+same number of seeds. Quantiles are agentab's one definition
+(:func:`agentab._vocabulary.quantile`: the inverse empirical distribution
+function with every task weighing the same, as :func:`agentab.compare` and
+the reports use), so one set of runs shows one p95 everywhere; long-tailed
+counts (steps, tokens, cost) are summarised by p50 and p95 rather than the
+mean, which the tail drags.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from agentab._vocabulary import quantile, task_weights
+
 if TYPE_CHECKING:  # pragma: no cover
     from agentab.traces._load import Traces
 
@@ -23,9 +28,10 @@ __all__ = ["summarize", "summarize_scores", "format_summary"]
 _NO_ARM = "(no arm)"
 
 
-def _quantile(values: pd.Series, q: float) -> float:
-    known = values.dropna().to_numpy(dtype=float)
-    return float(np.quantile(known, q)) if len(known) else float("nan")
+def _quantile(values: pd.Series, q: float, tasks: pd.Series) -> float:
+    """The ``q``-quantile of the known values, every task weighing the same (agentab's one definition)."""
+    known = values.notna().to_numpy()
+    return quantile(values.to_numpy(dtype=float)[known], q, task_weights(tasks.to_numpy()[known]))
 
 
 def _labels(values: pd.Series) -> str:
@@ -70,6 +76,7 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
         per_task = group.groupby("task_id", observed=True)["outcome"].mean()
         seeds = group.groupby("task_id", observed=True).size()
         n_steps = group["n_steps"].astype("float64")
+        tasks = group["task_id"].astype(object)
         rows[key] = {
             "model": _labels(group["model"]),
             "harness": _labels(group["harness"]),
@@ -77,12 +84,12 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
             "tasks": int(group["task_id"].nunique()),
             "seeds_per_task": float(seeds.median()),
             "success_rate": float(per_task.astype("float64").mean()),
-            "steps_p50": _quantile(n_steps, 0.50),
-            "steps_p95": _quantile(n_steps, 0.95),
-            "tokens_p50": _quantile(group["tokens"].astype("float64"), 0.50),
-            "tokens_p95": _quantile(group["tokens"].astype("float64"), 0.95),
-            "cost_p50": _quantile(group["cost_usd"], 0.50),
-            "cost_p95": _quantile(group["cost_usd"], 0.95),
+            "steps_p50": _quantile(n_steps, 0.50, tasks),
+            "steps_p95": _quantile(n_steps, 0.95, tasks),
+            "tokens_p50": _quantile(group["tokens"].astype("float64"), 0.50, tasks),
+            "tokens_p95": _quantile(group["tokens"].astype("float64"), 0.95, tasks),
+            "cost_p50": _quantile(group["cost_usd"], 0.50, tasks),
+            "cost_p95": _quantile(group["cost_usd"], 0.95, tasks),
             "step_error_rate": float(group["n_errors"].sum() / n_steps.sum()) if n_steps.sum() else float("nan"),
             "runs_with_error": float((group["n_errors"] > 0).mean()),
         }
