@@ -15,12 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._checks import MIN_DECISION_RESAMPLES, check_alpha, check_n_resamples, check_paired, seed_sequence
+from agentab._checks import (
+    MIN_DECISION_RESAMPLES,
+    check_alpha,
+    check_n_resamples,
+    check_paired,
+    seed_sequence,
+)
 from agentab._vocabulary import DEFAULT_DIRECTION, DIRECTIONS, KINDS
 from agentab.comparison.decide import Guardrail, guardrail_metrics, parse_guardrails
 from agentab.errors import CompareError
 from agentab.scoring import infer_kind, metric_kinds
-
 
 #: Columns never taken as metrics when kinds are inferred.
 _NOT_METRICS = {"run_id", "task_id", "seed", "arm", "model", "harness", "reasons", "metadata", "terminal_state"}

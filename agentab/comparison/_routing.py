@@ -17,7 +17,6 @@ from agentab import stats
 from agentab.comparison._inputs import _arm_values, _CompareInput, _Metric
 from agentab.errors import CompareError
 
-
 #: Quantiles reported for cost and count metrics.
 QUANTILES = (0.5, 0.95)
 

@@ -30,7 +30,14 @@ import pandas as pd
 from agentab._checks import recorded_seed
 from agentab._vocabulary import DEFAULT_DIRECTION
 from agentab.comparison._inputs import _compare_iv, _CompareInput, _min_effect_iv
-from agentab.comparison._routing import QUANTILES, _assess, _compare_metric, _fewest_seeds, _levels_table, _runs_per_task
+from agentab.comparison._routing import (
+    QUANTILES,
+    _assess,
+    _compare_metric,
+    _fewest_seeds,
+    _levels_table,
+    _runs_per_task,
+)
 from agentab.comparison.decide import Decision, check_guardrail, decide
 from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings
 from agentab.errors import CompareError, StatsWarning
@@ -313,7 +320,9 @@ def _table(rows: list[dict], inp: _CompareInput) -> pd.DataFrame:
     # cannot be rejected, and leaving it out of the Holm family costs no error control.
     family = (table["role"] == "secondary") & table["p_value"].notna() & ~table["constant"]
     if family.any():
-        from statsmodels.stats.multitest import multipletests  # heavy: imported when first needed
+        from statsmodels.stats.multitest import (
+            multipletests,  # heavy: imported when first needed
+        )
 
         table.loc[family, "p_adjusted"] = multipletests(table.loc[family, "p_value"], alpha=inp.alpha, method="holm")[1]
     table["assessment"] = _assess(table, inp.alpha)

@@ -14,8 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from agentab._checks import (check_alternative, check_confidence_level, check_n_resamples, check_paired,
-                             recorded_seed, seed_sequence)
+from agentab._checks import (
+    check_alternative,
+    check_confidence_level,
+    check_n_resamples,
+    check_paired,
+    recorded_seed,
+    seed_sequence,
+)
 from agentab.errors import StatsWarning
 from agentab.stats._design import Design, count_design, make_design
 

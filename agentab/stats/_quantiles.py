@@ -45,7 +45,9 @@ __all__ = ["rank_of", "bootstrap_order_statistics", "permuted_order_statistics",
 
 def bootstrap_order_statistics(n: int, rank: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """0-based positions of the ``rank``-th order statistic in ``size`` bootstrap resamples of ``n`` values."""
-    from scipy.special import betainc  # imported when first needed: `import agentab` stays light
+    from scipy.special import (
+        betainc,  # imported when first needed: `import agentab` stays light
+    )
 
     j = np.arange(1, n + 1)
     # P(at least `rank` of n draws on the first j positions) = P(Binomial(n, j/n) >= rank) = I_{j/n}(rank, n - rank + 1)

@@ -31,13 +31,41 @@ from typing import Any
 import numpy as np
 
 from agentab.stats._design import CountDesign
-from agentab.stats._exact import _hypergeometric_pvalue, _integer_task_differences, _sign_flip_exact_pvalue
-from agentab.stats._inputs import (_bootstrap_words, _emit, _Input, _permutation_words, _result_fields, _scale,
-                                   _two_sample_iv)
-from agentab.stats._kernels import MeanKernel, OrdinalKernel, QuantileKernel, cell_means, pass_hat_k
+from agentab.stats._exact import (
+    _hypergeometric_pvalue,
+    _integer_task_differences,
+    _sign_flip_exact_pvalue,
+)
+from agentab.stats._inputs import (
+    _bootstrap_words,
+    _emit,
+    _Input,
+    _permutation_words,
+    _result_fields,
+    _scale,
+    _two_sample_iv,
+)
+from agentab.stats._kernels import (
+    MeanKernel,
+    OrdinalKernel,
+    QuantileKernel,
+    cell_means,
+    pass_hat_k,
+)
 from agentab.stats._quantiles import EXACT_QUANTILE_RUNS, independent_quantiles, ratio
-from agentab.stats._resampling import bca_interval, percentile_interval, pvalues, resample
-from agentab.stats._results import ConfidenceInterval, Estimates, OrdinalResult, QuantileResult, TwoSampleResult
+from agentab.stats._resampling import (
+    bca_interval,
+    percentile_interval,
+    pvalues,
+    resample,
+)
+from agentab.stats._results import (
+    ConfidenceInterval,
+    Estimates,
+    OrdinalResult,
+    QuantileResult,
+    TwoSampleResult,
+)
 
 __all__ = ["rate_difference", "mean_difference", "mean_estimates", "ordinal_superiority", "quantile_difference", "pass_k_difference"]
 

@@ -5,8 +5,14 @@ tables, plus the rejected records with their reasons); :func:`read_traces` is th
 lenient load. Large JSON Lines files are read by several processes (:mod:`agentab.traces._parallel`).
 """
 
-from agentab.traces._load import SUFFIXES, Traces, load_traces, read_traces
-from agentab.traces.summary import format_summary, share_of_known, summarize, summarize_scores
+from agentab.traces._load import SUFFIXES, load_traces
+from agentab.traces._tables import Traces, read_traces
+from agentab.traces.summary import (
+           format_summary,
+           share_of_known,
+           summarize,
+           summarize_scores,
+)
 
 __all__ = ["SUFFIXES", "Traces", "format_summary", "load_traces", "read_traces", "share_of_known", "summarize",
            "summarize_scores"]

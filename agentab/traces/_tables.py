@@ -1,0 +1,340 @@
+"""The tables of loaded traces: :class:`Traces` (runs, steps, rejected records), built from the decoder's
+columns, written to and read from Parquet and JSON Lines.
+
+The record format is documented in :mod:`agentab.formats.record`; :mod:`agentab.traces._load` reads
+files into the columns these tables are built from.
+
+``Traces.runs`` columns
+    ``run_id``, ``task_id``, ``arm``, ``model``, ``harness`` (categorical);
+    ``seed`` (Int64); ``outcome`` (``boolean`` when every outcome is
+    true/false, else float64); ``n_steps``, ``n_errors`` (steps whose
+    observation status is ``"error"``), ``tokens_in``, ``tokens_out``,
+    ``tokens`` (sums over steps; missing if any step's count is missing),
+    ``retries``, ``backtracks``, ``files_created``, ``files_modified``,
+    ``files_deleted``, ``external_calls`` (counts of the terminal-state lists;
+    missing when not recorded) as Int64; ``cost_usd``, ``latency_s``
+    (float64, NaN when not recorded); ``terminal_state``, ``metadata``
+    (canonical JSON text); ``source``, ``line`` (where the record was read).
+``Traces.steps`` columns
+    ``run_id`` (categorical, same categories as the runs), ``index`` (Int64),
+    ``tool`` (categorical), ``args`` (canonical JSON text: sorted keys, no
+    whitespace, so equal arguments compare equal), ``status`` (categorical
+    ``ok``/``error``), ``error`` (text), ``tokens_in``, ``tokens_out``
+    (Int64), ``started_at``, ``ended_at`` (``datetime64[ns, UTC]``),
+    ``observation``, ``metadata`` (canonical JSON text).
+``Traces.rejected`` columns
+    ``source``, ``line``, ``run_id``, ``field``, ``reason``: one row per
+    record left out (only with ``strict=False``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from agentab.errors import TraceError, TraceWarning
+from agentab.formats.decode import Rejection
+
+__all__ = ["Traces", "read_traces"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_RUN_CATEGORIES = ("run_id", "task_id", "arm", "model", "harness", "source")
+
+
+_TEXT = pd.Index(["text"]).dtype  # the default dtype of text categories in this pandas
+
+
+_REJECTED_COLUMNS = ("source", "line", "run_id", "field", "reason")
+
+
+@dataclass(frozen=True, repr=False)
+class Traces:
+    """Loaded agent runs: ``runs`` (one row per run) and ``steps`` (one per step).
+
+    Attributes
+    ----------
+    runs, steps : pandas.DataFrame
+        See the module docstring for every column.
+    rejected : pandas.DataFrame
+        Records left out by ``load_traces(..., strict=False)``, with
+        ``source``, ``line``, ``run_id``, ``field`` and ``reason``.
+    n_read : int
+        Records read: always ``len(runs) + len(rejected)``.
+    sources : tuple of str
+        The files (or ``"<records>"``) read, in order.
+    formats : tuple of (str, str)
+        Each file's (or record list's) format, as given or detected by
+        ``load_traces(format="auto")``.
+
+    Examples
+    --------
+    >>> import agentab
+    >>> traces = agentab.load_traces([
+    ...     {"run_id": "r1", "task_id": "t1", "seed": 0, "outcome": True,
+    ...      "steps": [{"index": 0, "tool": "ls", "args": {"path": "."},
+    ...                 "observation": {"status": "ok"}}]}])
+    >>> traces
+    Traces(1 run, 1 step, 0 rejected)
+    >>> traces.steps.loc[0, "args"]
+    '{"path":"."}'
+    """
+
+    runs: pd.DataFrame
+    steps: pd.DataFrame
+    rejected: pd.DataFrame
+    n_read: int
+    sources: tuple[str, ...] = field(default=())
+    formats: tuple[tuple[str, str], ...] = field(default=())
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __repr__(self) -> str:
+        def plural(n: int, word: str) -> str:
+            return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+        arms = self.arms
+        arm_text = f", {plural(len(arms), 'arm')}" if arms else ""
+        return (
+            f"Traces({plural(len(self.runs), 'run')}, {plural(len(self.steps), 'step')}"
+            f"{arm_text}, {len(self.rejected):,} rejected)"
+        )
+
+    @property
+    def arms(self) -> list[str]:
+        """Arm names in order of first appearance (missing arms left out)."""
+        return [str(a) for a in pd.unique(self.runs["arm"].dropna())]
+
+    def metadata_values(self, key: str) -> pd.Series:
+        """``metadata[key]`` of every run, as text, indexed like ``runs`` (None where a run has no such key).
+
+        Text stays as it is; any other value (a number, a flag, a list) becomes
+        its canonical JSON text (``true``, ``3``), so equal values compare equal.
+
+        Examples
+        --------
+        >>> import agentab
+        >>> traces = agentab.load_traces([
+        ...     {"run_id": "a", "task_id": "t", "seed": 0, "outcome": True, "steps": [],
+        ...      "metadata": {"task_type": "edit", "retried": True}},
+        ...     {"run_id": "b", "task_id": "t", "seed": 1, "outcome": False, "steps": []}])
+        >>> traces.metadata_values("task_type").tolist(), traces.metadata_values("retried").tolist()
+        (['edit', None], ['true', None])
+        """
+        def value(text: Any) -> Any:
+            meta = json.loads(text) if isinstance(text, str) else None
+            found = meta.get(key) if isinstance(meta, dict) else None
+            return found if found is None or isinstance(found, str) else json.dumps(found, sort_keys=True)
+
+        return pd.Series([value(text) for text in self.runs["metadata"]], index=self.runs.index, dtype=object)
+
+    def summary(self, by: str = "arm") -> pd.DataFrame:
+        """Per-arm summary table; see :func:`agentab.summary.summarize`."""
+        from agentab.traces.summary import summarize
+
+        return summarize(self, by=by)
+
+    # -- persistence ---------------------------------------------------------- #
+    def to_parquet(self, path: PathLike) -> Path:
+        """Write ``runs.parquet``, ``steps.parquet``, ``rejected.parquet`` into ``path``.
+
+        Dtypes (categoricals, nullable ints, timestamps) survive the round
+        trip through :func:`read_traces`.
+        """
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        self.runs.to_parquet(out / "runs.parquet", index=False)
+        self.steps.to_parquet(out / "steps.parquet", index=False)
+        self.rejected.to_parquet(out / "rejected.parquet", index=False)
+        (out / "traces.json").write_text(json.dumps({"n_read": self.n_read, "sources": list(self.sources)}))
+        return out
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Rebuild one trace record (dict) per run, in the documented format.
+
+        Ids come back as text and timestamps as ISO-8601 text in UTC; every
+        other value comes back as it was loaded.
+        """
+        by_run: dict[str, list[dict[str, Any]]] = {}
+        for row in self.steps.itertuples(index=False):
+            by_run.setdefault(row.run_id, []).append(_step_record(row))
+        return [_run_record(row, by_run.get(row.run_id, [])) for row in self.runs.itertuples(index=False)]
+
+    def to_jsonl(self, path: PathLike) -> Path:
+        """Write :meth:`to_records` as JSON Lines (one run per line)."""
+        out = Path(path)
+        with out.open("wb") as fh:
+            for record in self.to_records():
+                fh.write(msgspec.json.encode(record) + b"\n")
+        return out
+
+
+def _copy_present(rec: dict[str, Any], row: Any, names: tuple[str, ...], convert: Any) -> None:
+    """Set ``rec[name] = convert(row.name)`` for each name whose value is not missing."""
+    for name in names:
+        value = getattr(row, name)
+        if not pd.isna(value):
+            rec[name] = convert(value)
+
+
+def _step_record(row: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {"index": int(row.index), "tool": row.tool, "args": json.loads(row.args)}
+    _copy_present(rec, row, ("observation",), json.loads)
+    _copy_present(rec, row, ("tokens_in", "tokens_out"), int)
+    _copy_present(rec, row, ("started_at", "ended_at"), lambda t: t.isoformat())
+    _copy_present(rec, row, ("metadata",), json.loads)
+    return rec
+
+
+def _run_record(row: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    rec: dict[str, Any] = {"run_id": row.run_id, "task_id": row.task_id, "seed": int(row.seed)}
+    _copy_present(rec, row, ("arm",), str)
+    rec["steps"] = steps
+    _copy_present(rec, row, ("terminal_state",), json.loads)
+    _copy_present(rec, row, ("retries", "backtracks"), int)
+    outcome = row.outcome
+    rec["outcome"] = bool(outcome) if isinstance(outcome, (bool, np.bool_)) else float(outcome)
+    _copy_present(rec, row, ("cost_usd", "latency_s"), float)
+    _copy_present(rec, row, ("metadata",), json.loads)
+    return rec
+
+
+def _types_mapper(kind: pa.DataType) -> Any:
+    if pa.types.is_integer(kind):
+        return pd.Int64Dtype()
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return pd.StringDtype("pyarrow")
+    if pa.types.is_boolean(kind):
+        return pd.BooleanDtype()
+    return None
+
+
+def _keep(table: pa.Table, drop: pa.Array) -> pa.Table:
+    if len(drop) == 0:
+        return table
+    return table.filter(pc.invert(pc.is_in(table["_ordinal"], value_set=drop)))
+
+
+def _frames(runs_table: pa.Table, steps_table: pa.Table,
+            rejected: list[Rejection]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    drop = pa.array([r.ordinal for r in rejected], pa.int64())
+    runs_table = _keep(runs_table, drop)
+    steps_table = _keep(steps_table, drop)
+
+    is_bool = runs_table["_outcome_is_bool"]
+    n_bool = pc.sum(is_bool).as_py() or 0
+    all_bool = n_bool == runs_table.num_rows
+    if 0 < n_bool < runs_table.num_rows:
+        warnings.warn(
+            f"outcome mixes true/false ({n_bool} runs) with numbers ({runs_table.num_rows - n_bool} runs); "
+            "true/false are read as 1.0/0.0",
+            TraceWarning,
+            stacklevel=3,
+        )
+    run_ordinals = runs_table["_ordinal"].to_numpy()
+    step_ordinals = steps_table["_ordinal"].to_numpy()
+    columns = {}
+    for name in runs_table.column_names:
+        if name.startswith("_"):
+            continue
+        column = runs_table[name]
+        if name in _RUN_CATEGORIES:
+            column = column.combine_chunks().dictionary_encode()
+        elif name == "outcome" and all_bool:
+            column = pc.not_equal(column, 0.0)
+        columns[name] = column
+    runs = pa.table(columns).to_pandas(types_mapper=_types_mapper, split_blocks=True, self_destruct=True)
+    runs["seed"] = runs["seed"].astype("Int64")
+
+    step_columns = {}
+    for name in steps_table.column_names:
+        if name.startswith("_"):
+            continue
+        column = steps_table[name]
+        if name in ("tool", "status"):
+            column = column.combine_chunks().dictionary_encode()
+        step_columns[name] = column
+    steps = pa.table(step_columns).to_pandas(types_mapper=_types_mapper, split_blocks=True, self_destruct=True)
+    _text_categories(runs, _RUN_CATEGORIES)
+    _text_categories(steps, ("tool",))
+    run_codes = runs["run_id"].cat.codes.to_numpy()
+    position = np.searchsorted(run_ordinals, step_ordinals)
+    steps.insert(0, "run_id", pd.Categorical.from_codes(run_codes[position], dtype=runs["run_id"].dtype))
+    steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
+    return runs, steps
+
+
+def _text_categories(frame: pd.DataFrame, columns: Sequence[str]) -> None:
+    """Make ``columns`` categoricals whose categories have this pandas' default text dtype.
+
+    Arrow gives an empty or all-missing column object-dtype categories and
+    parquet can hand back other text dtypes; one rule keeps ``DataFrame.equals``
+    true across load, save and read.
+    """
+    for column in columns:
+        values = frame[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            categories = values.cat.categories
+            if categories.dtype == _TEXT:
+                continue
+            codes = values.cat.codes.to_numpy()
+        else:
+            codes, categories = pd.factorize(values, sort=True)
+        frame[column] = pd.Categorical.from_codes(codes, categories=pd.Index(list(categories), dtype=_TEXT))
+
+
+def _rejected_frame(rejected: list[Rejection]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        [(r.source, r.line, r.run_id, r.field, r.reason) for r in rejected], columns=list(_REJECTED_COLUMNS)
+    )
+    return frame.astype({"source": pd.StringDtype("pyarrow"), "line": "Int64", "run_id": pd.StringDtype("pyarrow"),
+                         "field": pd.StringDtype("pyarrow"), "reason": pd.StringDtype("pyarrow")})
+
+
+def _arrow_strings(frame: pd.DataFrame) -> pd.DataFrame:
+    """Older pandas read text columns back with Python storage: restore Arrow storage."""
+    text = [c for c in frame.columns if isinstance(frame[c].dtype, pd.StringDtype)]
+    return frame.astype({c: pd.StringDtype("pyarrow") for c in text}) if text else frame
+
+
+def read_traces(path: PathLike) -> Traces:
+    """Read traces written by :meth:`Traces.to_parquet`.
+
+    Examples
+    --------
+    >>> import tempfile, agentab
+    >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=4, n_seeds=2)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     back = agentab.read_traces(traces.to_parquet(tmp))
+    >>> back.runs.equals(traces.runs) and back.steps.equals(traces.steps)
+    True
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such directory (expected one written by Traces.to_parquet)")
+    missing = [n for n in ("runs.parquet", "steps.parquet", "rejected.parquet") if not (folder / n).exists()]
+    if missing:
+        raise TraceError(f"not a traces folder: missing {', '.join(missing)}", source=str(folder))
+    runs, steps, rejected = (_arrow_strings(pd.read_parquet(folder / f"{name}.parquet"))
+                             for name in ("runs", "steps", "rejected"))
+    _text_categories(runs, _RUN_CATEGORIES)  # parquet drops categoricals from a table without rows
+    _text_categories(steps, ("tool",))
+    steps["run_id"] = steps["run_id"].astype(runs["run_id"].dtype)
+    steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
+    info_path = folder / "traces.json"
+    info = json.loads(info_path.read_text()) if info_path.exists() else {}
+    return Traces(runs=runs, steps=steps, rejected=rejected,
+                  n_read=int(info.get("n_read", len(runs) + len(rejected))),
+                  sources=tuple(info.get("sources", ())))
