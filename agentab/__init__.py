@@ -29,7 +29,7 @@ from agentab.traces.summary import summarize, summarize_scores
 from agentab.traces import Traces, load_traces, read_traces
 from agentab.scoring.trajectory import Call, TrajectorySpec, Verdict, score_run
 
-__version__ = "0.1.0.dev0"
+from agentab._version import __version__
 
 
 def __getattr__(name: str) -> object:

@@ -513,7 +513,7 @@ def report(
         warnings.simplefilter("ignore", RuntimeWarning)  # empty step buckets have a NaN rate
         blocks += _trajectory(comparison, diagnosis, plots)
     blocks += _tasks(comparison, plots) + _next_experiment(comparison, plots) + _notes(comparison)
-    from agentab import __version__
+    from agentab._version import __version__
 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     footer = f"Made by agentab {__version__} on {stamp}."

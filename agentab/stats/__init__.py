@@ -28,14 +28,24 @@ How the work is kept small (each path agrees with the generic one, tested):
   results do not depend on the batch size.
 
 The quantile is the inverse-ECDF one (Hyndman & Fan definition 1), always an
-observed value. The Harrell-Davis estimator (a weighted average of all order
+observed value: :mod:`agentab._vocabulary` holds its one definition, which the
+summaries, reports and plans use too.
+
+Results are frozen dataclasses with typed fields (``statistic``, ``pvalue``,
+``confidence_interval``, ``estimates``, and what the design and resampling
+were: ``design_kind``, ``n_runs``, ``exact``, ``ci_method``, ``seed``, ...);
+``rng`` follows scipy (None draws fresh entropy), and the seed actually used
+is recorded in ``seed``, so passing it back reproduces a result exactly.
+
+This layer imports numpy and scipy only, and of agentab only
+:mod:`agentab.errors`, :mod:`agentab._checks` and :mod:`agentab._vocabulary`. The Harrell-Davis estimator (a weighted average of all order
 statistics) is smoother for small samples, but it is not an observed value,
 its bootstrap has no closed form, and with the tens of runs per arm that a
 p95 needs (see the tail warning) the two agree closely; agentab does not use it.
 """
 
 from agentab.stats._kernels import pass_hat_k
-from agentab.stats._results import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
+from agentab.stats._results import ConfidenceInterval, Estimates, OrdinalResult, QuantileResult, TwoSampleResult
 from agentab.stats.two_sample import (
     mean_difference,
     mean_estimates,
@@ -54,6 +64,7 @@ __all__ = [
     "mean_estimates",
     "pass_hat_k",
     "TwoSampleResult",
+    "OrdinalResult",
     "QuantileResult",
     "ConfidenceInterval",
     "Estimates",
