@@ -1,21 +1,37 @@
 """agentab: did the change to your AI agent ship an improvement?
 
-The data flow reads top to bottom:
+The package is laid out as the data flow, one subpackage per stage; each stage imports only the ones
+before it (ARCHITECTURE.md has the rules and where to add things):
 
-- :mod:`agentab.record` -- the trace record (one JSON object per agent run);
-- :mod:`agentab.formats` -- the trace formats read besides the record (OpenTelemetry, message lists, Inspect);
-- :mod:`agentab.traces` -- :func:`load_traces` into run and step tables;
-- :mod:`agentab.trajectory` -- scoring one run on its trajectory (:func:`score_run`);
-- :mod:`agentab.score` -- :func:`score`: every run of an experiment, vectorised, with metric kinds;
-- :mod:`agentab.diagnose` -- :func:`diagnose`: failure shapes across the experiment, with evidence;
-- :mod:`agentab.stats` -- two-sample tests on arrays that respect tasks (permutation, bootstrap);
-- :mod:`agentab.compare` -- :func:`compare`: every metric routed to its test, one table;
-- :mod:`agentab.decide` -- the verdict (ship / don't ship / inconclusive), guardrails;
-- :mod:`agentab.summary` -- per-arm descriptive summaries;
-- :mod:`agentab.plots` -- figures of a comparison, a diagnosis and a plan (matplotlib);
-- :mod:`agentab.report` -- :func:`report`: the HTML (or Markdown) report of a comparison;
+- :mod:`agentab.formats` -- read: agentab's own trace record and every other trace format (OpenTelemetry
+  GenAI spans, OpenAI and Anthropic message lists, Inspect logs), file opening, the record decoder;
+- :mod:`agentab.traces` -- load: :func:`load_traces` into run and step tables (:class:`Traces`), parallel
+  reading of large files, Parquet, descriptive summaries (:func:`summarize`);
+- :mod:`agentab.scoring` -- score: one run on its trajectory (:func:`score_run`), every run of an experiment
+  at once (:func:`score`), the metric kinds, failure shapes (:func:`diagnose`);
+- :mod:`agentab.stats` -- two-sample tests on arrays that respect tasks (permutation, bootstrap); no traces,
+  no DataFrames;
+- :mod:`agentab.power` -- plan: sample size, power and minimum effect from formulas, and :func:`power.plan`
+  (tasks x seeds from pilot runs);
+- :mod:`agentab.comparison` -- compare and decide: :func:`compare` routes every metric to its test, adjusts,
+  checks guardrails and reaches one :class:`Decision` in a :class:`Comparison`;
+- :mod:`agentab.reporting` -- show: :func:`report` (HTML or Markdown), :func:`task_profile`, and the figures
+  (:mod:`agentab.plots`, imported on first use: matplotlib);
 - :mod:`agentab.datasets` -- a realistic embedded two-arm example experiment;
-- :mod:`agentab.cli` -- the ``agentab`` command.
+- :mod:`agentab.cli` -- the ``agentab`` command, a thin layer over these names.
+
+Shared by every layer: :mod:`agentab.errors` (the exceptions and warnings), ``agentab._vocabulary`` (metric
+kinds, directions, alternatives, the one quantile definition), ``agentab._checks`` (every shared argument
+check and the seed rules) and ``agentab._display`` (text, HTML and frames of every result from one view).
+
+Examples
+--------
+>>> import agentab
+>>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=8, n_seeds=2)
+>>> scores = agentab.score(traces, agentab.datasets.example_specs(n_tasks=8))
+>>> result = agentab.compare(scores, metrics=["outcome"], n_resamples=199)
+>>> result.settings.seed, result.verdict
+(0, 'inconclusive')
 """
 
 from agentab import datasets, formats, power, stats
