@@ -19,11 +19,13 @@ from types import MappingProxyType
 
 import numpy as np
 
-__all__ = ["ALTERNATIVES", "ALTERNATIVE_ALIASES", "DEFAULT_DIRECTION", "DIRECTIONS", "KINDS", "QUANTILE_TOL",
+__all__ = ["ALTERNATIVES", "ALTERNATIVE_ALIASES", "DEFAULT_DIRECTION", "DIRECTIONS", "KINDS", "QUANTILE_KINDS", "QUANTILE_TOL",
            "quantile", "rank_of", "task_weights"]
 
 #: Kinds of metric, each routed to its own test.
 KINDS = ("binary", "ordinal", "count", "cost", "continuous")
+#: The long-tailed kinds, compared by quantiles (p50, p95), never by their mean.
+QUANTILE_KINDS = ("count", "cost")
 #: Which way is better.
 DIRECTIONS = ("higher", "lower", "neither")
 #: Which way is better when a kind is given without a direction.

@@ -22,7 +22,7 @@ from agentab._checks import (
     check_paired,
     seed_sequence,
 )
-from agentab._vocabulary import DEFAULT_DIRECTION, DIRECTIONS, KINDS
+from agentab._vocabulary import DEFAULT_DIRECTION, DIRECTIONS, KINDS, QUANTILE_KINDS
 from agentab.comparison.decide import Guardrail, guardrail_metrics, parse_guardrails
 from agentab.errors import CompareError
 from agentab.scoring import infer_kind, metric_kinds
@@ -208,12 +208,12 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         raise CompareError(
             f"primary metric {primary!r} has no direction; declare it, e.g. metrics={{{spec.name!r}: ({spec.kind!r}, 'higher')}}"
         )
-    if spec.kind in ("cost", "count") and primary_q is None:
+    if spec.kind in QUANTILE_KINDS and primary_q is None:
         raise CompareError(
             f"primary metric {primary!r} is a {spec.kind} metric: name a quantile, e.g. '{primary} p50' "
             "(its mean is descriptive only: the tail drags it)"
         )
-    if spec.kind not in ("cost", "count") and primary_q is not None:
+    if spec.kind not in QUANTILE_KINDS and primary_q is not None:
         raise CompareError(f"primary {primary!r}: quantiles apply to cost and count metrics; {spec.name!r} is {spec.kind}")
     primary = spec.name if primary_q is None else f"{spec.name} p{100 * primary_q:g}"
     # Arm labels compared through their (few) distinct values, never as one string per run.

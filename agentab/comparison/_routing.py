@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from agentab import stats
+from agentab._vocabulary import QUANTILE_KINDS
 from agentab.comparison._inputs import _arm_values, _CompareInput, _Metric
 from agentab.errors import CompareError
 
@@ -75,7 +76,7 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
             f"metric {metric.name!r} is compared as binary but has {len(other)} value(s) other than 0/1 (or booleans), "
             f"e.g. {float(other[0]):g}: declare its kind (count, cost, ordinal or continuous)"
         )
-    if metric.kind in ("cost", "count") and (known < 0).any():
+    if metric.kind in QUANTILE_KINDS and (known < 0).any():
         raise CompareError(
             f"metric {metric.name!r} is compared as {metric.kind} but has {int((known < 0).sum())} negative value(s): "
             "declare it continuous"

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from agentab._checks import recorded_seed
-from agentab._vocabulary import DEFAULT_DIRECTION
+from agentab._vocabulary import DEFAULT_DIRECTION, KINDS
 from agentab.comparison._inputs import _compare_iv, _CompareInput, _min_effect_iv
 from agentab.comparison._routing import (
     QUANTILES,
@@ -90,7 +90,7 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
     if pd.notna(row["p_value"]) and row["p_value"] < inp.alpha:
         return None, None
     kind = row["kind"]
-    if kind not in ("binary", "ordinal", "continuous", "cost", "count"):
+    if kind not in KINDS:
         return f"no sample-size advice for a {kind} primary metric", None
     if inp.cluster is None:
         return "no sample-size advice without a task column (the ICC cannot be measured)", None

@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from agentab._display import Display, Items, Title
+from agentab._vocabulary import QUANTILE_KINDS
 from agentab.errors import CompareError
 
 __all__ = ["Guardrail", "GuardrailCheck", "Decision", "parse_guardrails", "guardrail_metrics", "check_guardrail", "decide", "VERDICTS"]
@@ -57,7 +58,7 @@ _GRAMMAR = re.compile(
     r"^\s*(?P<stat>p\d+(?:\.\d+)?|mean|rate|delta)\s*(?P<op><=|>=)\s*(?P<margin>[+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?P<pct>%)?\s*$",
     re.IGNORECASE,
 )
-_STAT_KINDS = {"mean": ("continuous", "cost", "count"), "rate": ("binary",), "delta": ("ordinal",)}
+_STAT_KINDS = {"mean": ("continuous", *QUANTILE_KINDS), "rate": ("binary",), "delta": ("ordinal",)}
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def _parse_one(metric: str, text: str, kinds: Mapping[str, str]) -> Guardrail:
         q = float(stat[1:])
         if not 0 < q < 100:
             raise CompareError(f"guardrail {metric!r}: quantile {stat} must be between p0 and p100 (exclusive)")
-        if kind not in ("cost", "count"):
+        if kind not in QUANTILE_KINDS:
             raise CompareError(f"guardrail {metric!r}: quantile guardrails ({stat}) need a cost or count metric; {metric!r} is {kind}")
         stat = f"p{q:g}"  # "p95.0" and "p095" read as "p95", the row's name
     elif kind not in _STAT_KINDS[stat]:
@@ -120,7 +121,7 @@ def _parse_one(metric: str, text: str, kinds: Mapping[str, str]) -> Guardrail:
     margin = float(match["margin"]) / (100 if relative else 1)
     if relative and margin <= -1:
         raise CompareError(f"guardrail {metric!r}: a relative margin must be above -100%, got {text!r}")
-    row = f"{metric} {stat}" if stat.startswith("p") or kind in ("cost", "count") else metric
+    row = f"{metric} {stat}" if stat.startswith("p") or kind in QUANTILE_KINDS else metric
     return Guardrail(metric, stat, match["op"], margin, relative, text.strip(), row)
 
 

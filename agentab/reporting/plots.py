@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from agentab._vocabulary import QUANTILE_KINDS
+
 __all__ = [
     "PALETTE",
     "forest",
@@ -97,7 +99,7 @@ def arm_colours(arms: Sequence[Any], baseline: Any = None, candidate: Any = None
 def _scale(row: pd.Series) -> tuple[float, float, float, str]:
     """A table row's effect and interval on the scale people read it: points, %, delta or units."""
     kind = row["kind"]
-    if kind in ("cost", "count") and np.isfinite(row["ratio"]) and np.isfinite(row["ratio_low"]) and np.isfinite(row["ratio_high"]):
+    if kind in QUANTILE_KINDS and np.isfinite(row["ratio"]) and np.isfinite(row["ratio_low"]) and np.isfinite(row["ratio_high"]):
         return 100 * (row["ratio"] - 1), 100 * (row["ratio_low"] - 1), 100 * (row["ratio_high"] - 1), "% change"
     if kind == "binary":
         return 100 * row["effect"], 100 * row["ci_low"], 100 * row["ci_high"], "points"
