@@ -195,3 +195,28 @@ def test_small_rooms():
                 if size > MAX_FUNCTION_LINES and not _why_whole(lines, node):
                     problems.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}: {size} lines")
     assert not problems, "\n".join(problems)
+
+
+def test_one_display_mechanism():
+    """Results are shown through agentab._display alone: no other module writes its own _repr_html_."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "_display.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name == "_repr_html_":
+                pytest.fail(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} writes its own _repr_html_")
+
+
+def test_one_vocabulary():
+    """The metric kinds and the alternatives are spelled out in agentab/_vocabulary.py only."""
+    kinds = ast.parse('("binary", "ordinal", "count", "cost", "continuous")').body[0].value
+    wanted = {elt.value for elt in kinds.elts}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "_vocabulary.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(isinstance(e, ast.Constant) for e in node.elts):
+                values = {e.value for e in node.elts}
+                assert values != wanted, f"{path.relative_to(PACKAGE.parent)}:{node.lineno} lists the metric kinds again"
+                assert not {"larger", "smaller"} <= values, (
+                    f"{path.relative_to(PACKAGE.parent)}:{node.lineno} spells statsmodels' alternatives: use _vocabulary")
