@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 
 import agentab
-from agentab.errors import where
-from agentab.traces import SUFFIXES
 from agentab.cli._inputs import TABLE_SUFFIXES, InputError, load, read_spec, read_table, score
 from agentab.cli._output import Progress, note
+from agentab.errors import where
+from agentab.traces import SUFFIXES
 
 __all__ = ["Arms", "arm_name", "compare_data"]
 

@@ -16,13 +16,23 @@ import pandas as pd
 
 import agentab
 from agentab._checks import MIN_DECISION_RESAMPLES, check_alternative, check_n_resamples
-from agentab.errors import PowerError, SpecError
-from agentab.traces import format_summary
 from agentab.cli._arms import compare_data
-from agentab.cli._inputs import (TABLE_SUFFIXES, InputError, checked, load, number, parse_guardrails, parse_metrics,
-                                 read_spec, read_table, score)
+from agentab.cli._inputs import (
+    TABLE_SUFFIXES,
+    InputError,
+    checked,
+    load,
+    number,
+    parse_guardrails,
+    parse_metrics,
+    read_spec,
+    read_table,
+    score,
+)
 from agentab.cli._output import EXIT_OK, Progress, exit_code, note, print_rejected, say, say_result
+from agentab.errors import PowerError, SpecError
 from agentab.reporting import FORMATS as REPORT_FORMATS
+from agentab.traces import format_summary
 
 __all__ = ["DEFAULT_METRICS", "DEMO_GUARDRAILS", "DEMO_METRICS", "DEMO_PLAN_EFFECT", "run_compare", "run_demo",
            "run_diagnose", "run_example", "run_formats", "run_plan", "run_power", "run_score", "run_summary"]

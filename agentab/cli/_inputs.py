@@ -17,8 +17,8 @@ import pandas as pd
 
 import agentab
 from agentab._vocabulary import DIRECTIONS
-from agentab.errors import PowerError, SpecError, TraceError
 from agentab.cli._output import Progress, note
+from agentab.errors import PowerError, SpecError, TraceError
 
 __all__ = ["KINDS", "TABLE_SUFFIXES", "InputError", "checked", "fields", "load", "number", "parse_guardrails",
            "parse_metrics", "positive_int", "read_spec", "read_table", "require_file", "score"]

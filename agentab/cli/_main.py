@@ -34,11 +34,19 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from agentab.errors import CompareError, PowerError, ReportError, SpecError, TraceError, TraceWarning
 from agentab.cli._inputs import InputError
-from agentab.cli._output import (EXIT_BAD_INPUT, EXIT_DONT_SHIP, EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_INTERRUPTED,
-                                 EXIT_OK, error, show_warning)
+from agentab.cli._output import (
+    EXIT_BAD_INPUT,
+    EXIT_DONT_SHIP,
+    EXIT_INCONCLUSIVE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    error,
+    show_warning,
+)
 from agentab.cli._parser import build_parser
+from agentab.errors import CompareError, PowerError, ReportError, SpecError, TraceError, TraceWarning
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_DONT_SHIP", "EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
 

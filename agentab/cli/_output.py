@@ -34,8 +34,9 @@ import pandas as pd
 import agentab
 from agentab.errors import where
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_DONT_SHIP", "EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_OK", "FAIL_ON", "Progress",
-           "clean", "error", "exit_code", "note", "print_rejected", "say", "say_result", "show_warning"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_DONT_SHIP", "EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK",
+           "FAIL_ON", "Progress", "clean", "error", "exit_code", "note", "print_rejected", "say", "say_result",
+           "show_warning"]
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
