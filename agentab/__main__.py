@@ -1,5 +1,5 @@
 """``python -m agentab`` runs the command-line interface."""
 
-from agentab.cli._main import main
+from agentab.cli import main
 
 raise SystemExit(main())

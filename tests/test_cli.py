@@ -34,6 +34,58 @@ def test_every_command_is_documented(capsys):
                 assert action.help, f"{name} {action.dest} has no help"
 
 
+
+def _commands_of(parser):
+    return parser._subparsers._group_actions[0].choices
+
+
+def test_every_command_and_every_flag_has_help():
+    parser = build_parser()
+    for action in parser._actions:
+        if action.option_strings:  # the flags; the commands are checked one by one below
+            assert action.help, f"agentab {action.option_strings} has no help"
+    listed = {choice.dest: choice.help for choice in parser._subparsers._group_actions[0]._choices_actions}
+    for name, sub in _commands_of(parser).items():
+        assert listed.get(name), f"{name} has no help line in `agentab --help`"
+        for action in sub._actions:
+            assert action.help and action.help != "==SUPPRESS==", f"{name} {action.option_strings or action.dest}"
+
+
+def test_the_commands_and_their_flags_are_frozen():
+    """Renaming or removing a command or flag breaks users' scripts and CI jobs: this test must be edited to do so."""
+    parser = build_parser()
+    assert sorted(o for a in parser._actions for o in a.option_strings) == [
+        "--debug", "--help", "--quiet", "--version", "-h", "-q"]
+    flags = {name: sorted(o for a in sub._actions for o in a.option_strings)
+             for name, sub in _commands_of(parser).items()}
+    assert flags == {
+        "demo": ["--debug", "--help", "--quiet", "--seed", "-h", "-q"],
+        "example": ["--debug", "--help", "--out", "--seed", "--seeds", "--tasks", "-h"],
+        "formats": ["--debug", "--help", "-h"],
+        "summary": ["--by", "--debug", "--field", "--format", "--help", "--lenient", "--quiet", "-h", "-q"],
+        "score": ["--debug", "--field", "--format", "--help", "--lenient", "--out", "--quiet", "--spec", "-h", "-o",
+                  "-q"],
+        "diagnose": ["--by", "--debug", "--field", "--format", "--help", "--lenient", "--quiet", "--spec", "-h",
+                     "-q"],
+        "compare": ["--alpha", "--arm-column", "--cluster", "--debug", "--fail-on", "--field", "--format",
+                    "--guardrail", "--help", "--json", "--lenient", "--metric", "--min-effect", "--n-resamples",
+                    "--names", "--paired", "--primary", "--quiet", "--report", "--seed", "--spec", "-h", "-q"],
+        "power": ["--alpha", "--alternative", "--baseline", "--column", "--debug", "--effect", "--help", "--icc",
+                  "--mde", "--method", "--metric", "--n", "--power", "--quantile", "--seed", "--seeds", "-h"],
+        "plan": ["--alpha", "--alternative", "--baseline-arm", "--cluster", "--cost-ratio", "--debug", "--design",
+                 "--effect", "--field", "--format", "--help", "--kind", "--lenient", "--max-tasks", "--metric",
+                 "--power", "--quantile", "--quiet", "--seed", "--seeds", "--simulate", "--spec", "-h", "-q"],
+    }
+
+
+def test_the_kinds_flags_take_are_the_vocabulary():
+    from agentab._vocabulary import KINDS
+
+    commands = _commands_of(build_parser())
+    for name, dest in (("power", "metric"), ("plan", "kind")):
+        action = next(a for a in commands[name]._actions if a.dest == dest)
+        assert sorted(action.choices) == sorted(KINDS), name
+
 def test_demo_prints_the_per_arm_summary(capsys):
     code, out, err = run(capsys, "demo")
     assert code == 0, err
@@ -62,6 +114,17 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     good = write_jsonl(tmp_path / "good.jsonl", [make_record("a")])
     code, _, err = run(capsys, "summary", str(good), "--by", "colour")
     assert code == EXIT_BAD_INPUT and "cannot group by 'colour'" in err
+
+
+def test_terminal_escapes_are_stripped_from_the_output(tmp_path, capsys):
+    missing = tmp_path / "runs\x1b[2J\x1b]0;title\x07\x9b31m.jsonl"
+    code, out, err = run(capsys, "summary", str(missing))
+    assert code == EXIT_BAD_INPUT and out == ""
+    assert err == f"agentab: error: {tmp_path / 'runs31m.jsonl'}: no such file or directory\n"
+    path = write_jsonl(tmp_path / "runs.jsonl", [make_record("a"), make_record("b", task_id={"\x1b[31m": 1})])
+    code, out, err = run(capsys, "summary", str(path), "--lenient")
+    assert code == 0 and "1 of 2 records rejected" in out, err
+    assert not any(c in out + err for c in "\x1b\x07\x9b")
 
 
 def test_lenient_summary_lists_rejections(tmp_path, capsys):
@@ -136,6 +199,20 @@ def test_power_sample_size_power_curve_and_mde(capsys):
     code, out, _ = run(capsys, "power", "--metric", "ordinal", "--baseline", "0.2,0.3,0.3,0.2", "--effect", "1.5",
                        "--seeds", "3", "--icc", "0.2")
     assert code == 0 and "design effect 1.40" in out
+
+
+def test_power_alternative_takes_scipy_words_too(tmp_path, capsys):
+    base = ["power", "--metric", "binary", "--baseline", "0.5", "--effect", "0.1"]
+    for ours, scipys in (("larger", "greater"), ("smaller", "less")):
+        effect = [] if ours == "larger" else ["--effect", "-0.1"]
+        code, out, err = run(capsys, *base, *effect, "--alternative", ours)
+        assert code == 0, err
+        code, same, err = run(capsys, *base, *effect, "--alternative", scipys)
+        assert code == 0 and same == out, err
+    code, _, err = run(capsys, "example", "--out", str(tmp_path), "--tasks", "6", "--seeds", "2")
+    code, out, err = run(capsys, "plan", str(tmp_path / "baseline.jsonl"), "--metric", "outcome", "--effect", "0.2",
+                         "--alternative", "greater")
+    assert code == 0 and "Recommended:" in out, err
 
 
 def test_power_cost_from_a_sample_file(tmp_path, capsys):
@@ -401,7 +478,7 @@ def _bad_inputs(root, example_runs):
         (["compare", base, cand, str(broken)], "give two sources, BASELINE CANDIDATE (got 3)"),
         (["compare", base, cand, "--report", str(root / "r.pdf")], "must end in .html or .md"),
         (["compare", base, cand, "--alpha", "1.5"], "--alpha must be between 0 and 1"),
-        (["compare", base, cand, "--n-resamples", "10"], "--n-resamples must be at least 99"),
+        (["compare", base, cand, "--n-resamples", "10"], "--n-resamples must be an integer >= 99"),
         (["compare", base, cand, "--spec", str(root / "nospec.json")], "nospec.json: no such file or directory"),
         (["compare", base, cand, "--min-effect", "big"], "--min-effect must be a number"),
         (["compare", base, cand, "--paired", "yes", "--cluster", "none"], "--paired yes needs a task column"),
@@ -492,16 +569,13 @@ def test_every_command_takes_debug_after_it(tmp_path):
 
 
 def test_internal_error_exits_1(example_runs, capsys, monkeypatch):
-    import importlib
-
+    import agentab
     from agentab import cli
-
-    commands = importlib.import_module("agentab.cli._main")
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(commands, "compare", broken)
+    monkeypatch.setattr(agentab, "compare", broken)
     code, _out, err = run(capsys, "compare", str(example_runs), *FAST)
     assert code == cli.EXIT_INTERNAL
     assert err == "agentab: internal error: RuntimeError: boom (run with --debug for details)\n"

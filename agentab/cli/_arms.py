@@ -1,0 +1,227 @@
+"""The arms of ``agentab compare``: which runs are the baseline's and which the candidate's.
+
+Two ways in:
+
+- ``BASELINE CANDIDATE``: two trace files/folders (or two scores tables), arms by position, named
+  by ``--names``, else by the records' own ``arm`` field (one per source), else after the files or
+  folders (their parents when both have the same name);
+- ``SOURCE... --arm-column COL`` (the default for one source: the records' ``arm``): the arms are the
+  values of a runs column or a metadata key; ``--names`` picks two when there are more.
+
+:func:`compare_data` returns the scores with an arm column, ready for :func:`agentab.compare`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+import agentab
+from agentab.cli._inputs import TABLE_SUFFIXES, InputError, load, read_spec, read_table, score
+from agentab.cli._output import Progress, note
+from agentab.errors import where
+from agentab.traces import SUFFIXES
+
+__all__ = ["Arms", "arm_name", "compare_data"]
+
+_TRACE_SUFFIXES = tuple(sorted(SUFFIXES, key=len, reverse=True))  # the longest ending first
+
+
+class Arms(NamedTuple):
+    """The runs to compare: scores with an arm column, the traces they came from (None: tables), the arms."""
+
+    data: pd.DataFrame
+    traces: agentab.Traces | None
+    column: str
+    baseline: str | None
+    candidate: str | None
+
+
+def arm_name(path: Path) -> str:
+    """runs/base.jsonl.gz -> "base"; a folder -> its name."""
+    name = path.name
+    for suffix in (*_TRACE_SUFFIXES, *TABLE_SUFFIXES):
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def compare_data(args: argparse.Namespace, progress: Progress) -> Arms:
+    """The runs to compare, with their arms, from the command's sources, --names and --arm-column."""
+    sources = list(args.sources)
+    tables = [p.suffix.lower() in TABLE_SUFFIXES for p in sources]
+    if any(tables) and not all(tables):
+        raise InputError("give trace files/folders or scores tables (.csv/.parquet), not both")
+    names = tuple(args.names) if args.names else None
+    if names and names[0] == names[1]:
+        raise InputError(f"--names: baseline and candidate must differ, got {names[0]!r} twice")
+    if args.arm_column is not None or len(sources) == 1:
+        return _by_column(args, sources, all(tables), names, progress)
+    if len(sources) != 2:
+        raise InputError(
+            f"give two sources, BASELINE CANDIDATE (got {len(sources)}), or take the arms from a column with --arm-column COL"
+        )
+    if sources[0].resolve() == sources[1].resolve():
+        raise InputError(f"{sources[0]}: BASELINE and CANDIDATE are the same {'folder' if sources[0].is_dir() else 'file'}")
+    if all(tables):
+        return _tables_by_position(args, sources, names)
+    return _traces_by_position(args, sources, progress)
+
+
+def _by_column(args: argparse.Namespace, sources: list[Path], tables: bool, names: tuple[str, str] | None,
+               progress: Progress) -> Arms:
+    """SOURCE... --arm-column COL: the arms are the values of a column (the records' `arm` by default)."""
+    column = args.arm_column or "arm"
+    where_ = ", ".join(map(str, sources))
+    if tables:
+        frames = [read_table(p) for p in sources]
+        data, traces = (frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)), None
+    else:
+        spec = read_spec(args.spec)
+        traces = load(sources, args, progress)
+        data = _runs_column(score(traces, spec, progress), traces, column, where_)
+    _check_arms(data, column, names, where_)
+    return Arms(data, traces, column, *(names or (None, None)))
+
+
+def _tables_by_position(args: argparse.Namespace, sources: list[Path], names: tuple[str, str] | None) -> Arms:
+    """BASELINE CANDIDATE as two scores tables, whose own arm column (if any) must agree with the arm's name."""
+    names = names or _default_names(args, *sources)
+    named_by = "by --names" if args.names else "after the files or folders"
+    frames = []
+    for path, name in zip(sources, names):
+        frame = read_table(path)
+        if "arm" in frame.columns and frame["arm"].notna().any():
+            own = [str(a) for a in pd.unique(frame["arm"].dropna())]
+            if own != [name]:
+                raise InputError(
+                    f"{path}: the table's arm column says {', '.join(map(repr, own))}, but this arm is named {name!r} "
+                    f"({named_by}): name the arms with --names BASELINE CANDIDATE, or compare by that column: agentab compare "
+                    f"{' '.join(map(str, sources))} --arm-column arm"
+                )
+        frames.append(frame.assign(arm=name))
+    return Arms(pd.concat(frames, ignore_index=True), None, "arm", *names)
+
+
+def _traces_by_position(args: argparse.Namespace, sources: list[Path], progress: Progress) -> Arms:
+    """BASELINE CANDIDATE as two trace files/folders, loaded together, each run's arm its source's."""
+    spec = read_spec(args.spec)
+    traces = load([str(p) for p in sources], args, progress)  # the records' own arms, if any, are kept
+    position = _source_positions(traces.runs["source"], sources)
+    names = _position_names(args, traces.runs["arm"], position, sources)
+    for i, (path, name) in enumerate(zip(sources, names)):
+        if not (position == i).any():
+            message = f"{path}: no valid runs for arm {name!r}: every record was rejected"
+            if len(traces.rejected):
+                first = traces.rejected.iloc[0]
+                message += f" (e.g. {where(first['source'], first['line'])}: {first['reason']})"
+            raise InputError(message)
+    scores = score(traces, spec, progress)
+    arm_of = pd.Series([names[i] for i in position], index=traces.runs["run_id"].astype(str).to_numpy())
+    scores["arm"] = arm_of.reindex(scores["run_id"].astype(str)).to_numpy()
+    return Arms(scores, traces, "arm", *names)
+
+
+def _default_names(args: argparse.Namespace, baseline: Path, candidate: Path) -> tuple[str, str]:
+    """The arms named after their files or folders; after the nearest parent folders that differ when those are equal."""
+    names = arm_name(baseline), arm_name(candidate)
+    if names[0] != names[1]:
+        return names
+    for left, right in zip(baseline.resolve().parents, candidate.resolve().parents):
+        if left.name and right.name and left.name != right.name:
+            note(args, f"both sources are named {names[0]!r}: the arms are named after their folders, "
+                       f"{left.name!r} and {right.name!r} (--names to choose)")
+            return left.name, right.name
+    raise InputError(
+        f"{baseline} and {candidate}: both arms would be named {names[0]!r}; name them with --names BASELINE CANDIDATE"
+    )
+
+
+def _runs_column(scores: pd.DataFrame, traces: agentab.Traces, column: str, where_: str) -> pd.DataFrame:
+    """Add ``column`` to the scores: a runs column, or a key of the runs' metadata."""
+    if column in scores.columns:
+        return scores
+    runs = traces.runs
+    if column in runs.columns:
+        values = runs[column]
+    else:
+        values = traces.metadata_values(column) if "metadata" in runs.columns else pd.Series(dtype=object)
+        if not values.notna().any():
+            shown = [c for c in runs.columns if c not in ("metadata", "line")]
+            raise InputError(
+                f"{where_}: --arm-column {column!r} is neither a runs column nor a metadata key "
+                f"(columns: {', '.join(map(str, shown))})"
+            )
+    by_run = pd.Series(values.to_numpy(), index=runs["run_id"].astype(str).to_numpy())
+    scores = scores.copy()
+    scores[column] = by_run.reindex(scores["run_id"].astype(str)).to_numpy()
+    return scores
+
+
+def _check_arms(data: pd.DataFrame, column: str, names: Sequence[str] | None, where_: str) -> None:
+    """Every run has an arm; --names are arms of the column; without them, exactly two arms."""
+    if column not in data.columns:
+        raise InputError(f"{where_}: no column {column!r} (columns: {', '.join(map(str, data.columns))})")
+    missing = data[column].isna()
+    if missing.all():
+        hint = (" (the records have no `arm` field): give two sources, BASELINE CANDIDATE, or the column holding "
+                "the arms with --arm-column") if column == "arm" else ""
+        raise InputError(f"{where_}: no run has a value in column {column!r}{hint}")
+    if missing.any():
+        raise InputError(f"{where_}: {int(missing.sum()):,} of {len(data):,} runs have no value in column {column!r}")
+    arms = list(dict.fromkeys(str(a) for a in pd.unique(data[column])))
+    if names:
+        for name in names:
+            if name not in arms:
+                raise InputError(f"--names: no arm {name!r} in column {column!r} (arms: {', '.join(arms)})")
+    elif len(arms) < 2:
+        raise InputError(
+            f"{where_}: column {column!r} has one arm ({arms[0]}); give two sources, BASELINE CANDIDATE, or an "
+            "--arm-column with two arms"
+        )
+    elif len(arms) > 2:
+        raise InputError(
+            f"{where_}: column {column!r} has {len(arms)} arms ({', '.join(arms)}); pick two with --names BASELINE CANDIDATE"
+        )
+
+
+def _source_positions(files: pd.Series, sources: Sequence[Path]) -> np.ndarray:
+    """0 for the runs read from BASELINE (a file, or a file under the folder), 1 for CANDIDATE's."""
+    where_from = {}
+    for name in pd.unique(files.astype(str)):
+        path = Path(name)
+        where_from[name] = next(i for i, src in enumerate(sources) if path == src or path.is_relative_to(src))
+    return np.array([where_from[name] for name in files.astype(str)], dtype=int)
+
+
+def _position_names(args: argparse.Namespace, arms: pd.Series, position: Any, sources: Sequence[Path]) -> tuple[str, str]:
+    """The arms' names: --names; else the records' own arm field, one per source; else the files or folders."""
+    own = [sorted(set(arms[position == i].dropna().astype(str))) for i in (0, 1)]
+    if args.names:
+        replaced = [f"{src}: {', '.join(o)}" for src, o, name in zip(sources, own, args.names) if o and o != [name]]
+        if replaced:
+            note(args, f"the records' own arm field is replaced by --names ({'; '.join(replaced)})")
+        return tuple(args.names)
+    if not own[0] and not own[1]:
+        return _default_names(args, *sources)
+    hint = (f"name the arms with --names BASELINE CANDIDATE, or take them from the records: agentab compare "
+            f"{' '.join(map(str, sources))} --arm-column arm")
+    for src, o, i in zip(sources, own, (0, 1)):
+        if len(o) > 1:
+            raise InputError(f"{src}: its records name {len(o)} arms ({', '.join(o)}); {hint}")
+        if not o:
+            raise InputError(f"{src}: its records have no arm field, while the other source's records do; {hint}")
+        missing = int(arms[position == i].isna().sum())
+        if missing:
+            raise InputError(f"{src}: {missing} of its records have no arm field and the others say {o[0]!r}; {hint}")
+    if own[0] == own[1]:
+        raise InputError(f"{sources[0]} and {sources[1]}: the records of both name the arm {own[0][0]!r}; {hint}")
+    names = own[0][0], own[1][0]
+    if names != (arm_name(sources[0]), arm_name(sources[1])):
+        note(args, f"the arms are named as their records name them: {names[0]!r} and {names[1]!r} (--names to rename)")
+    return names

@@ -1,0 +1,310 @@
+"""The commands of ``agentab``: each reads its options, hands the work to the library, prints the result.
+
+One function per command, ``run_<command>(args) -> exit code``; the library is called at call time
+through its public names (``agentab.compare``, ``agentab.power.plan``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+import agentab
+from agentab._checks import MIN_DECISION_RESAMPLES, check_alternative, check_n_resamples
+from agentab.cli._arms import compare_data
+from agentab.cli._inputs import (
+    TABLE_SUFFIXES,
+    InputError,
+    checked,
+    load,
+    number,
+    parse_guardrails,
+    parse_metrics,
+    read_spec,
+    read_table,
+    score,
+)
+from agentab.cli._output import EXIT_OK, Progress, exit_code, note, print_rejected, say, say_result
+from agentab.errors import PowerError, SpecError
+from agentab.reporting import FORMATS as REPORT_FORMATS
+from agentab.traces import format_summary
+
+__all__ = ["DEFAULT_METRICS", "DEMO_GUARDRAILS", "DEMO_METRICS", "DEMO_PLAN_EFFECT", "run_compare", "run_demo",
+           "run_diagnose", "run_example", "run_formats", "run_plan", "run_power", "run_score", "run_summary"]
+
+#: The metrics ``agentab compare`` (and ``agentab demo``) compare by default, those the scores have:
+#: outcome decides; trajectory and cost explain.
+DEFAULT_METRICS = [
+    "outcome", "rubric", "tokens", "cost_usd", "n_steps", "loop", "cap_hit", "non_terminated",
+    "arg_accuracy", "n_errors",
+]  # fmt: skip
+#: The same list under its first name.
+DEMO_METRICS = DEFAULT_METRICS
+#: The guardrails of ``agentab demo`` (``agentab compare`` has none by default).
+DEMO_GUARDRAILS = {"tokens": "p95 <= +10%", "cost_usd": "p95 <= +10%"}
+#: The effect ``agentab demo`` plans for: +5 points of success.
+DEMO_PLAN_EFFECT = 0.05
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """``agentab demo``: the whole product on the embedded example experiment."""
+    progress = Progress.for_args(args)
+    start = time.perf_counter()
+    traces = agentab.datasets.example_experiment(seed=args.seed)
+    elapsed = time.perf_counter() - start
+    n_tasks = traces.runs["task_id"].nunique()
+    say("agentab demo: the embedded example experiment")
+    say(f"  {traces!r}, {n_tasks} tasks, loaded in {elapsed:.2f} s\n"
+        "  baseline and candidate share the model and differ in the harness (a loop guard and\n"
+        "  clearer tool descriptions); every task ran with the same seeds in both arms.\n")
+    say(format_summary(agentab.summarize(traces)))
+    say("\nSuccess rate is averaged over tasks; steps, tokens and cost are long-tailed, so they are\n"
+        "shown at p50 and p95 (numpy's linear quantile), not as means.")
+    specs = agentab.datasets.example_specs(seed=args.seed, n_tasks=n_tasks)
+    scores = score(traces, specs, progress)
+    say("\nTrajectory scores (each task's spec: read, edit and test the target within 15 steps,\n"
+        "loop cap 3, modify only the intended files, delete nothing):\n")
+    say(format_summary(agentab.summarize_scores(scores)))
+    with progress.phase("diagnosing", total=1):
+        findings = agentab.diagnose(traces, spec=specs).findings
+    if findings:
+        say(f"\nFindings ({len(findings)}):")
+        for finding in findings[:8]:
+            say(f"- {finding.title}\n    {finding.reading}")
+    say("\nComparison: outcome decides (tested at alpha 0.05), trajectory explains (Holm-adjusted),\n"
+        "cost constrains (guardrails on the p95 of tokens and dollars). Tasks are the unit: the same\n"
+        "tasks ran in both arms, so every test swaps the arms of whole tasks.\n")
+    with progress.phase("comparing", unit=" metrics") as tick:
+        result = agentab.compare(scores, metrics=DEMO_METRICS, guardrails=DEMO_GUARDRAILS, seed=args.seed,
+                                 progress=tick)
+    say(result)
+    say(f"\nPlanning the next experiment: how many tasks and seeds detect +{DEMO_PLAN_EFFECT * 100:.0f} points of\n"
+        "success (the primary metric) with 80% power? This experiment serves as the pilot: its baseline arm\n"
+        "gives the success rate and the intra-task correlation, and its two arms how much the effect\n"
+        "varies from task to task (agentab plan PILOT --metric outcome --effect 0.05).\n")
+    say(agentab.power.plan(scores, "outcome", DEMO_PLAN_EFFECT))
+    return EXIT_OK
+
+
+def run_example(args: argparse.Namespace) -> int:
+    """``agentab example``: the example experiment written as JSONL, one file per arm."""
+    paths = agentab.datasets.write_example(args.out, seed=args.seed, n_tasks=args.tasks, n_seeds=args.seeds)
+    for arm, path in paths.items():
+        say(f"{arm}: {path}")
+    return EXIT_OK
+
+
+def run_formats(args: argparse.Namespace) -> int:
+    """``agentab formats``: the trace formats, with an example of each."""
+    for fmt in agentab.formats.available().values():
+        say(f"{fmt.name}: {fmt.summary}")
+        say(f"  example: {fmt.example}")
+        if fmt.fields:
+            mapping = ", ".join(f"{name} <- {key}" for name, key in fmt.fields.items())
+            say(f"  run-level fields (--field NAME=KEY to change): {mapping}")
+        say()
+    say("--format auto (the default) detects each file's format from its first bytes.")
+    return EXIT_OK
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    """``agentab summary``: the per-arm summary of trace files."""
+    traces = load(list(args.traces), args, Progress.for_args(args))
+    say(format_summary(agentab.summarize(traces, by=args.by)))
+    print_rejected(traces, quiet=args.quiet)
+    return EXIT_OK
+
+
+def run_score(args: argparse.Namespace) -> int:
+    """``agentab score``: every run scored; the per-run table written, or its per-arm summary printed."""
+    progress = Progress.for_args(args)
+    spec = read_spec(args.spec)
+    suffix = None if args.out is None else args.out.suffix.lower()
+    if suffix not in (None, *TABLE_SUFFIXES):
+        raise SpecError(f"{args.out}: the output must end in .csv or .parquet")
+    traces = load(list(args.traces), args, progress)
+    scores = score(traces, spec, progress)
+    if args.out is None:
+        say(format_summary(agentab.summarize_scores(scores)))
+    else:
+        if suffix == ".parquet":
+            scores.to_parquet(args.out, index=False)
+        else:
+            scores.to_csv(args.out, index=False)
+        say(f"{len(scores):,} runs scored: {args.out}")
+    print_rejected(traces, quiet=args.quiet)
+    return EXIT_OK
+
+
+def run_diagnose(args: argparse.Namespace) -> int:
+    """``agentab diagnose``: failure shapes across an experiment."""
+    progress = Progress.for_args(args)
+    spec = read_spec(args.spec)
+    traces = load(list(args.traces), args, progress)
+    with progress.phase(f"diagnosing {len(traces.runs):,} runs", total=1):
+        found = agentab.diagnose(traces, spec=spec, by=args.by)
+    say(found)
+    print_rejected(traces, quiet=args.quiet)
+    return EXIT_OK
+
+
+def _power_baseline(args: argparse.Namespace) -> object:
+    """``agentab power --baseline``: a rate, level shares, or a pilot sample read from a file."""
+    text = args.baseline
+    if text is None:
+        return None
+    if args.metric == "binary":
+        return number(text, "--baseline")
+    if args.metric == "ordinal":
+        return [number(part, "--baseline share") for part in text.split(",")]
+    if args.metric == "continuous":
+        raise PowerError("--baseline is not used for continuous metrics (the effect is Cohen's d)")
+    path = Path(text)
+    if not path.exists():
+        raise PowerError(f"--baseline {text}: no such file (cost/count take a pilot sample file)")
+    if path.suffix in TABLE_SUFFIXES:
+        table = read_table(path)
+        if args.column is None or args.column not in table.columns:
+            raise PowerError(f"{path}: say --column (columns: {', '.join(map(str, table.columns))})")
+        try:
+            return pd.to_numeric(table[args.column], errors="raise").to_numpy(dtype=float)
+        except (ValueError, TypeError) as err:
+            raise PowerError(f"{path}, column {args.column}: {err}") from err
+    values = []
+    for line_number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.strip():
+            values.append(number(line, f"{path}, line {line_number}"))
+    return values
+
+
+def _alternative(args: argparse.Namespace) -> str:
+    """--alternative in scipy's words (two-sided, greater, less); larger and smaller are translated here."""
+    return checked(check_alternative, args.alternative, "--alternative")
+
+
+def run_power(args: argparse.Namespace) -> int:
+    """``agentab power``: sample size (default), power (--n) or minimum detectable effect (--mde --n)."""
+    baseline = _power_baseline(args)
+    common = {
+        "baseline": baseline, "alpha": args.alpha, "seeds_per_task": args.seeds, "icc": args.icc,
+        "alternative": _alternative(args), "quantile": args.quantile, "method": args.method,
+    }
+    runs = None if not args.n else args.n if len(args.n) > 1 else args.n[0]
+    if args.mde:
+        if not args.n:
+            raise PowerError("--mde needs --n (runs per arm)")
+        result = agentab.power.mde(args.metric, runs, power=args.power, **common)
+        say(result.to_string(index=False) if isinstance(result, pd.DataFrame) else result)
+        return EXIT_OK
+    if args.effect is None:
+        raise PowerError("--effect is required (or --mde with --n)")
+    effect = (
+        [number(part, "--effect") for part in args.effect.split(",")]
+        if args.metric == "ordinal" and "," in args.effect
+        else number(args.effect, "--effect")
+    )
+    if args.n:
+        result = agentab.power.power(args.metric, effect, runs, seed=args.seed, **common)
+        say(result.to_string(index=False) if isinstance(result, pd.DataFrame) else result)
+    else:
+        say(agentab.power.sample_size(args.metric, effect, power=args.power, seed=args.seed, **common))
+    return EXIT_OK
+
+
+def _read_pilot(args: argparse.Namespace, progress: Progress) -> pd.DataFrame:
+    """``agentab plan``'s pilot: one scores table, or traces scored with --spec."""
+    paths = list(args.pilot)
+    if len(paths) == 1 and paths[0].suffix.lower() in TABLE_SUFFIXES:
+        return read_table(paths[0])
+    spec = read_spec(args.spec)
+    traces = load(paths, args, progress)
+    print_rejected(traces, quiet=args.quiet)
+    return score(traces, spec, progress)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """``agentab plan``: tasks x seeds per task from pilot runs."""
+    effect = number(args.effect, "--effect")
+    pilot = _read_pilot(args, Progress.for_args(args))
+    result = agentab.power.plan(
+        pilot, args.metric, effect, kind=args.kind, alpha=args.alpha, power=args.power, design=args.design,
+        seeds_per_task=args.seeds, cost_ratio=args.cost_ratio, cluster=args.cluster, baseline=args.baseline_arm,
+        quantile=args.quantile, alternative=_alternative(args), max_tasks=args.max_tasks,
+    )
+    say(result)
+    if args.simulate:
+        say()
+        say(result.simulate(args.simulate, seed=args.seed))
+    return EXIT_OK
+
+
+def _default_metrics(data: pd.DataFrame, column: str, baseline: str | None, candidate: str | None) -> list[str]:
+    """The default metrics the scores have, with values in both arms (arg_accuracy needs a reference, say)."""
+    arms = data[column].astype(str)
+    compared = arms.isin([baseline, candidate]) if baseline and candidate else pd.Series(True, index=data.index)
+    out = []
+    for name in DEFAULT_METRICS:
+        if name in data.columns:
+            present = data.loc[compared, name].notna().groupby(arms[compared]).any()
+            if len(present) and present.all():
+                out.append(name)
+    return out
+
+
+def _check_report_path(path: Path | None) -> None:
+    """Before any work: a report name that agentab.report will take, in a folder that exists or can be made."""
+    if path is None:
+        return
+    if path.suffix.lower() not in tuple(REPORT_FORMATS):
+        raise InputError(f"--report {path}: the report must end in .html or .md")
+    if path.is_dir():
+        raise InputError(f"--report {path}: a folder; give the report's file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"--report {path}: cannot make its folder {path.parent}: {err.strerror or err}") from err
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """``agentab compare``: the verdict, its reasons and the table (or JSON); the exit code per --fail-on."""
+    progress = Progress.for_args(args)
+    # Everything that can be checked without the data is checked before loading it.
+    metrics = parse_metrics(args.metric)
+    guardrails = parse_guardrails(args.guardrail)
+    _check_report_path(args.report)
+    if not 0 < args.alpha < 1:
+        raise InputError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    checked(check_n_resamples, args.n_resamples, "--n-resamples", minimum=MIN_DECISION_RESAMPLES)
+    if args.seed < 0:
+        raise InputError(f"--seed must be a non-negative integer, got {args.seed}")
+    min_effect = None if args.min_effect is None else number(args.min_effect, "--min-effect")
+    cluster = None if args.cluster.lower() == "none" else args.cluster
+    if cluster is None and args.paired == "yes":
+        raise InputError("--paired yes needs a task column (--cluster COL): runs are never paired by their order")
+    arms = compare_data(args, progress)
+    if arms.traces is not None:
+        print_rejected(arms.traces, quiet=args.quiet, file=sys.stderr)
+    if metrics is None:
+        metrics = _default_metrics(arms.data, arms.column, arms.baseline, arms.candidate)
+    for name in metrics:
+        if name not in arms.data.columns:
+            known = [str(c) for c in agentab.metric_kinds(arms.data).index if c != arms.column]
+            raise InputError(f"--metric {name!r}: no such column in the scores (metrics: {', '.join(known)})")
+    with progress.phase("comparing", unit=" metrics") as tick:
+        result = agentab.compare(
+            arms.data, arm=arms.column, baseline=arms.baseline, candidate=arms.candidate, metrics=metrics,
+            primary=args.primary, guardrails=guardrails, cluster=cluster,
+            paired={"auto": "auto", "yes": True, "no": False}[args.paired], alpha=args.alpha,
+            n_resamples=args.n_resamples, seed=args.seed, min_effect=min_effect, progress=tick,
+        )
+    say_result(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else str(result))
+    if args.report is not None:
+        with progress.phase("writing the report", total=1):
+            written = agentab.report(result, args.report, traces=arms.traces, seed=args.seed)
+        note(args, f"report written to {written}")
+    return exit_code(args.fail_on, result.verdict)

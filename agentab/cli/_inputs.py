@@ -1,0 +1,179 @@
+"""The command line's inputs: option values, spec files, scores tables and traces, read and checked.
+
+Bad input found here raises :class:`InputError` (or the library's own error), which the command
+turns into one line on stderr and exit code 2. Shared checks come from :mod:`agentab._checks`,
+with the parameter named as its flag (``--n-resamples must be ...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+
+import agentab
+from agentab._vocabulary import DIRECTIONS
+from agentab.cli._output import Progress, note
+from agentab.errors import PowerError, SpecError, TraceError
+
+__all__ = ["KINDS", "TABLE_SUFFIXES", "InputError", "checked", "fields", "load", "number", "parse_guardrails",
+           "parse_metrics", "positive_int", "read_spec", "read_table", "require_file", "score"]
+
+#: The metric kinds (those of :data:`agentab._vocabulary.KINDS`), in the order help and messages list them.
+KINDS = ("binary", "ordinal", "continuous", "cost", "count")
+#: The endings of a scores table (``agentab score -o``).
+TABLE_SUFFIXES = (".csv", ".parquet")
+
+T = TypeVar("T")
+
+
+class InputError(ValueError):
+    """Bad command-line input found by the CLI itself (exit 2)."""
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type`` of a count: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def number(text: str, what: str) -> float:
+    """A number, with ``%`` meaning hundredths (``5%`` is 0.05)."""
+    raw = text.strip()
+    try:
+        return float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise PowerError(f"{what} must be a number (or a percentage), got {text!r}") from None
+
+
+def checked(check: Callable[..., T], value: Any, flag: str, **options: Any) -> T:
+    """``check(value, InputError, **options)`` from :mod:`agentab._checks`, its message naming ``flag``.
+
+    Examples
+    --------
+    >>> from agentab._checks import check_n_resamples
+    >>> checked(check_n_resamples, 10, "--n-resamples", minimum=99)
+    Traceback (most recent call last):
+    agentab.cli._inputs.InputError: --n-resamples must be an integer >= 99, got 10
+    """
+    try:
+        return check(value, InputError, **options)
+    except InputError as err:
+        parameter = f"`{flag.lstrip('-').replace('-', '_')}`"
+        raise InputError(str(err).replace(parameter, flag)) from None
+
+
+def fields(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--field NAME=KEY ...`` as load_traces' ``fields`` mapping."""
+    if not getattr(args, "field", None):
+        return None
+    out = {}
+    for item in args.field:
+        name, eq, key = (part.strip() for part in item.partition("="))
+        if not eq or not name or not key:
+            raise InputError(f"--field {item!r}: expected NAME=KEY, e.g. --field outcome=reward")
+        out[name] = key
+    return out
+
+
+def parse_metrics(items: Sequence[str] | None) -> dict[str, Any] | None:
+    """``--metric COL``, ``COL=KIND``, ``COL=KIND:DIR`` -> compare's ``metrics`` mapping (None: the default set)."""
+    if not items:
+        return None
+    out: dict[str, Any] = {}
+    for item in items:
+        name, has_kind, spec = (part.strip() for part in item.partition("="))
+        if not name or (has_kind and not spec):
+            raise InputError(f"--metric {item!r}: expected COLUMN, COLUMN=KIND or COLUMN=KIND:higher|lower")
+        if name in out:
+            raise InputError(f"--metric {name!r} is given twice")
+        if not has_kind:
+            out[name] = None
+            continue
+        kind, has_direction, direction = (part.strip().lower() for part in spec.partition(":"))
+        if kind not in KINDS:
+            raise InputError(f"--metric {item!r}: unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
+        if has_direction and direction not in DIRECTIONS:
+            raise InputError(f"--metric {item!r}: the direction must be higher or lower (which is better) or neither, "
+                             f"got {direction!r}")
+        out[name] = (kind, direction) if has_direction else kind
+    return out
+
+
+def parse_guardrails(items: Sequence[str] | None) -> list[str] | None:
+    """``--guardrail "tokens:p95<=+10%"`` -> compare's list of "metric: rule" (the rule is checked by compare)."""
+    if not items:
+        return None
+    out = []
+    for item in items:
+        metric, colon, rule = item.partition(":")
+        if not colon or not metric.strip() or not rule.strip():
+            raise InputError(f"--guardrail {item!r}: expected 'METRIC: STAT OP MARGIN', e.g. 'tokens: p95 <= +10%'")
+        out.append(f"{metric.strip()}:{rule.strip()}")
+    return out
+
+
+def require_file(path: Path) -> None:
+    """A file (or folder) that exists, else the one-line error of a missing file."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+
+
+def read_spec(path: Path | None) -> agentab.TrajectorySpec | dict[str, agentab.TrajectorySpec]:
+    """A spec file: one spec object, or ``{"tasks": {task_id: spec}}``; no file, an empty spec."""
+    if path is None:
+        return agentab.TrajectorySpec()
+    require_file(path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise SpecError(f"{path}, line {err.lineno}: malformed JSON: {err.msg}") from err
+    except UnicodeDecodeError as err:
+        raise SpecError(f"{path}: not a UTF-8 text file ({err.reason})") from err
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    try:
+        if set(data) == {"tasks"}:
+            return {str(task): agentab.TrajectorySpec(**spec) for task, spec in data["tasks"].items()}
+        return agentab.TrajectorySpec(**data)
+    except (TypeError, ValueError, AttributeError) as err:
+        raise SpecError(f"{path}: {err}") from err
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A scores table (.csv or .parquet), with a one-line error when it cannot be read."""
+    require_file(path)
+    try:
+        return pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
+    except (ValueError, OSError, ImportError) as err:  # ParserError, EmptyDataError, ArrowInvalid are ValueErrors
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(f"{path}: cannot read the table: {first}") from err
+
+
+def load(source: Any, args: argparse.Namespace, progress: Progress) -> agentab.Traces:
+    """:func:`agentab.load_traces` with the command's --format, --field and --lenient, and a loading bar."""
+    field_map = fields(args)
+    try:
+        with progress.phase("loading", unit=" files") as tick:
+            traces = agentab.load_traces(source, format=getattr(args, "format", "auto"), fields=field_map,
+                                         strict=not args.lenient, progress=tick)
+    except (TypeError, ValueError) as err:  # a bad --format or --field: the loader's message names it
+        if isinstance(err, TraceError):
+            raise
+        raise InputError(str(err).replace("`format` ==", "--format").replace("`fields`", "--field")) from err
+    converted = sorted({fmt for _, fmt in traces.formats if fmt != "record"})
+    if converted and getattr(args, "format", "auto") == "auto":
+        note(args, f"read as {', '.join(converted)} (detected; --format to choose)")
+    return traces
+
+
+def score(traces: agentab.Traces, spec: Any, progress: Progress) -> pd.DataFrame:
+    """:func:`agentab.score` of every run, shown as one step of a bar."""
+    with progress.phase(f"scoring {len(traces.runs):,} runs", total=1):
+        return agentab.score(traces, spec)

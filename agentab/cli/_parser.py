@@ -1,0 +1,367 @@
+"""The argument parser of ``agentab``: every command's options, each shared option written once.
+
+:func:`build_parser` makes the top-level parser and one subparser per command (``_add_<command>``);
+the options several commands share are added by the small ``add_*`` functions below, so a flag's
+name, type and default live in one place. Each subparser's ``func`` is its command in
+:mod:`agentab.cli._commands`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from agentab import __version__
+from agentab.cli import _commands as run
+from agentab.cli._inputs import KINDS, positive_int
+from agentab.cli._output import FAIL_ON
+
+__all__ = ["add_format", "add_lenient", "add_power_settings", "add_seed", "add_spec", "add_traces", "build_parser"]
+
+_EPILOG = """\
+examples:
+  agentab demo                         the embedded example experiment: summary, scores, findings, decision
+  agentab example --out runs/          write the example as runs/baseline.jsonl, runs/candidate.jsonl
+  agentab summary runs/                per-arm summary of every .jsonl/.json(.gz) file under runs/
+  agentab formats                      the trace formats --format takes, with an example of each
+  agentab summary a.jsonl b.jsonl --lenient
+                                       load what is valid, report what was rejected
+  agentab score runs/ --spec spec.json -o scores.csv
+                                       score every run's trajectory; write one row per run
+  agentab diagnose runs/ --spec spec.json
+                                       failure shapes across the experiment, with evidence
+  agentab compare runs/baseline.jsonl runs/candidate.jsonl --spec spec.json
+                                       ship, don't ship or inconclusive, with reasons and the table
+  agentab compare old/ new/ --guardrail "tokens: p95 <= +10%" --fail-on dont-ship --report ab.html
+                                       a CI gate: exit 3 on "don't ship", an HTML report either way
+  agentab compare runs/ --arm-column model --names gpt-4o sonnet-4 --json > result.json
+                                       arms from a column (or metadata key); the result as JSON
+  agentab power --metric binary --baseline 0.5 --effect 0.05 --seeds 3 --icc 0.2
+                                       runs and tasks per arm to detect +5 points of success
+  agentab power --metric ordinal --baseline 0.2,0.3,0.3,0.2 --effect 1.5 --n 100 200 400
+                                       power curve of a 0-3 rubric at an odds ratio of 1.5
+  agentab plan pilot/ --metric rubric --effect 1.5 --spec spec.json
+                                       tasks x seeds options from pilot runs, the cheapest recommended
+
+exit codes:
+  0  success (any verdict, unless --fail-on)
+  1  internal error (a bug; --debug shows the traceback)
+  2  bad input: one line on stderr naming the file and the problem (--debug: the traceback)
+  3  agentab compare --fail-on dont-ship|inconclusive: the verdict is "don't ship"
+  4  agentab compare --fail-on inconclusive: the verdict is "inconclusive"
+
+--json (agentab compare) prints one JSON object, schema "agentab.comparison/1" (see `agentab compare --help`).
+--debug and --quiet go before or after the command; --quiet silences progress bars and notes.
+Progress bars are drawn on stderr only when it is a terminal.
+"""
+
+_COMPARE_EPILOG = """\
+arms:
+  BASELINE CANDIDATE  two trace files/folders (or two scores tables); each arm is named after its file
+                      (without .jsonl/.json/.gz/.csv/.parquet) or folder, or its parent folder when both
+                      have the same name (runs/a/traces.jsonl vs runs/b/traces.jsonl: a and b); --names
+                      names them. Records carrying an `arm` field must agree with that name.
+  SOURCE...           with --arm-column COL (default for a single source: the records' `arm`), the arms are
+                      the values of COL: a runs column (arm, model, harness, source) or a key of the
+                      runs' metadata; --names BASE CAND picks the two to compare when there are more.
+
+metrics (default: those of outcome, rubric, tokens, cost_usd, n_steps, loop, cap_hit, non_terminated,
+arg_accuracy, n_errors the scores have): --metric tokens=cost, --metric latency_s=continuous:lower,
+--metric rubric (the score's own kind). The primary metric and guardrail metrics are always compared;
+a cost or count primary names its quantile: --primary "tokens p50".
+
+guardrails: "METRIC: STAT OP MARGIN", spaces optional: "tokens: p95 <= +10%", "cost_usd:p50<=+5%",
+"loop: rate <= +0.02", "rubric: delta >= -0.05". STAT is pNN (cost, count), mean, rate (binary) or
+delta (ordinal); judged on the confidence interval: holds, breached (don't ship) or unresolved.
+
+--json prints comparison.to_dict() (indent 2, no NaN: missing numbers are null), top-level keys:
+  schema ("agentab.comparison/1"), verdict ("ship" | "don't ship" | "inconclusive"), reasons,
+  explanations (lists of sentences), baseline, candidate (arm names), primary, arms (per arm: model,
+  harness, runs, tasks), design, settings (alpha, n_resamples, seed, cluster, paired, primary, ...),
+  metrics (one object per table row: metric, kind, statistic, role, effect, ci_low, ci_high, p_value,
+  p_adjusted, assessment, ...), levels, guardrails (rule, status, estimate, ci_low, ci_high, bound),
+  notes, plan (the next experiment of an inconclusive verdict: tasks, seeds_per_task, ...; else null).
+  Keys may be added within a schema version, never renamed or removed.
+
+exit codes: 0 success; 1 internal error; 2 bad input (one line on stderr); with --fail-on dont-ship,
+3 when the verdict is "don't ship"; with --fail-on inconclusive, 3 for "don't ship" and 4 for
+"inconclusive" (anything but ship fails).
+
+The same command with the same --seed (default 0) prints the same result.
+"""
+
+_SPEC_HELP = "trajectory spec (JSON), as for `agentab score`"
+
+
+# --------------------------------------------------------------------------- #
+# Shared options
+# --------------------------------------------------------------------------- #
+def _command(commands: Any, name: str, func: Any, *, quiet: bool, **options: Any) -> argparse.ArgumentParser:
+    """A command's subparser, with --debug (and --quiet) so that they work after it as well as before."""
+    parser = commands.add_parser(name, **options)
+    # SUPPRESS: when not given after the command, the value given (or not) before it stands.
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show Python tracebacks on errors")
+    if quiet:
+        parser.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                            help="no progress bars or notes; the rejected records (--lenient) as one count line")
+    parser.set_defaults(func=func)
+    return parser
+
+
+def add_traces(parser: argparse.ArgumentParser) -> None:
+    """TRACES..., --lenient, --format and --field: the commands that read traces and nothing else."""
+    parser.add_argument("traces", nargs="+", type=Path, help="trace files or folders of them (any format: see --format)")
+    add_lenient(parser, "load the valid runs and list the rejected records, instead of stopping at the first problem")
+    add_format(parser)
+
+
+def add_lenient(parser: Any, help: str) -> None:
+    """--lenient: load the valid runs, list the rejected records."""
+    parser.add_argument("--lenient", action="store_true", help=help)
+
+
+def add_format(parser: Any) -> None:
+    """--format and --field, for every command that reads traces."""
+    parser.add_argument("--format", default="auto", metavar="FORMAT",
+                        help="the traces' format: auto (default: detected per file), or one of `agentab formats`")
+    parser.add_argument("--field", action="append", metavar="NAME=KEY",
+                        help="converted formats: read a run-level field (task_id, seed, arm, outcome, ...) from KEY "
+                        "(an attribute, key or dotted path; repeatable), e.g. --field outcome=reward")
+
+
+def add_spec(parser: Any, help: str = _SPEC_HELP) -> None:
+    """--spec SPEC.json: the trajectory spec the runs are scored against."""
+    parser.add_argument("--spec", type=Path, help=help)
+
+
+def add_seed(parser: Any, help: str, default: int | None = 0) -> None:
+    """--seed: of a generator, the resampling or simulations."""
+    parser.add_argument("--seed", type=int, default=default, help=help)
+
+
+def add_power_settings(parser: argparse.ArgumentParser) -> None:
+    """--alpha, --power, --alternative, --quantile and --seed of ``agentab power`` and ``agentab plan``."""
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    parser.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
+    parser.add_argument("--alternative", choices=["two-sided", "larger", "smaller", "greater", "less"],
+                        default="two-sided", metavar="{two-sided,larger,smaller}",
+                        help="two-sided (default), or one-sided: the candidate larger / smaller "
+                        "(or scipy's greater / less)")
+    parser.add_argument("--quantile", type=float, default=0.95, help="quantile for cost/count (default 0.95)")
+    add_seed(parser, "seed of simulations", default=None)
+
+
+# --------------------------------------------------------------------------- #
+# The parser
+# --------------------------------------------------------------------------- #
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every ``agentab`` command."""
+    parser = argparse.ArgumentParser(
+        prog="agentab",
+        description="Did the change to your AI agent ship an improvement? Load, score and compare agent runs.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"agentab {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bars or notes (also after the command, for those that load traces)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    for add in (_add_demo, _add_example, _add_formats, _add_summary, _add_score, _add_diagnose, _add_compare,
+                _add_power, _add_plan):
+        add(commands)
+    return parser
+
+
+def _add_demo(commands: Any) -> None:
+    demo = _command(
+        commands, "demo", run.run_demo, quiet=True,
+        help="run the whole product on the embedded example experiment",
+        description="Load the embedded two-arm example experiment (60 tasks x 5 seeds x 2 arms), "
+        "print a per-arm summary, score every trajectory against the example's specs, list the "
+        "findings, and end with the comparison of the two arms and its decision.",
+    )
+    add_seed(demo, "seed of the example generator (default 0)")
+
+
+def _add_example(commands: Any) -> None:
+    example = _command(
+        commands, "example", run.run_example, quiet=False,
+        help="write the example experiment as JSONL, one file per arm",
+        description="Write the embedded example experiment as OUT/baseline.jsonl and OUT/candidate.jsonl.",
+    )
+    example.add_argument("--out", required=True, type=Path, help="output directory (created if missing)")
+    add_seed(example, "seed of the generator (default 0)")
+    example.add_argument("--tasks", type=positive_int, default=60, help="number of tasks (default 60)")
+    example.add_argument("--seeds", type=positive_int, default=5, help="seeds per task and arm (default 5)")
+
+
+def _add_formats(commands: Any) -> None:
+    _command(
+        commands, "formats", run.run_formats, quiet=False,
+        help="list the trace formats agentab reads, with an example of each",
+        description="List the trace formats --format takes (every command that reads traces has it; the default, "
+        "auto, detects each file's format from its content), with a one-line example of each and the run-level "
+        "fields --field can remap.",
+    )
+
+
+def _add_summary(commands: Any) -> None:
+    summary = _command(
+        commands, "summary", run.run_summary, quiet=True,
+        help="per-arm summary of trace files",
+        description="Load trace files or folders (arms from each record's `arm` field) and print a "
+        "per-arm summary: runs, tasks, success rate, steps/tokens/cost p50 and p95, error rates.",
+    )
+    add_traces(summary)
+    summary.add_argument("--by", default="arm", help="runs column to group by (default: arm)")
+
+
+def _add_score(commands: Any) -> None:
+    score = _command(
+        commands, "score", run.run_score, quiet=True,
+        help="score every run's trajectory against a spec",
+        description="Load traces and score every run against a trajectory spec (loops, budget, match "
+        "against a reference, side effects, the 0-3 rubric). SPEC.json holds one spec object (the fields "
+        "of agentab.TrajectorySpec, references as [{\"tool\": ..., \"args\": {...}}]) or "
+        "{\"tasks\": {TASK_ID: spec, ...}}. Without -o, prints a per-arm summary of the scores.",
+    )
+    add_traces(score)
+    add_spec(score, "trajectory spec (JSON); default: an empty spec")
+    score.add_argument("-o", "--out", type=Path, help="write the per-run table (.csv or .parquet)")
+
+
+def _add_diagnose(commands: Any) -> None:
+    diagnose = _command(
+        commands, "diagnose", run.run_diagnose, quiet=True,
+        help="find failure shapes across an experiment",
+        description="Load and score traces, then report findings with their evidence: success by step "
+        "count (context exhaustion), loops and cap hits, non-termination, error cascades, accidental "
+        "recovery, tool selection vs argument correctness, tool choice by arm.",
+    )
+    add_traces(diagnose)
+    add_spec(diagnose)
+    diagnose.add_argument("--by", default="arm", help="column to compare by (default: arm)")
+
+
+def _add_compare(commands: Any) -> None:
+    cmd = _command(
+        commands, "compare", run.run_compare, quiet=True,
+        help="compare a candidate with a baseline and decide: ship, don't ship or inconclusive",
+        usage="agentab compare BASELINE CANDIDATE [options]\n"
+        "       agentab compare SOURCE... --arm-column COL [--names BASELINE CANDIDATE] [options]",
+        description=textwrap.fill(
+            "Load two arms' traces (or scores tables), score every run against --spec, compare every metric with "
+            "the test its kind calls for (tasks as the unit: paired by task when both arms ran the same tasks; "
+            "permutation p-values, bootstrap intervals; secondary metrics Holm-adjusted), check the guardrails and "
+            "print the verdict with its reasons and the table (or, with --json, the result as JSON). Outcome "
+            "decides, trajectory explains, cost constrains.", width=100),
+        epilog=_COMPARE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmd.add_argument("sources", nargs="+", type=Path, metavar="SOURCE",
+                     help="BASELINE CANDIDATE: trace files/folders or scores tables (.csv/.parquet), arms by "
+                     "position; or SOURCE... with --arm-column")
+    data = cmd.add_argument_group("arms and data")
+    data.add_argument("--names", nargs=2, metavar=("BASELINE", "CANDIDATE"),
+                      help="the arms' names (two sources), or which two arms of --arm-column to compare")
+    data.add_argument("--arm-column", metavar="COL",
+                      help="take the arms from this runs column or metadata key (default for one source: arm)")
+    add_spec(data)
+    add_format(data)
+    add_lenient(data, "leave out invalid records (listed on stderr) instead of stopping at the first")
+    _add_compare_decision(cmd.add_argument_group("what decides"))
+    _add_compare_statistics(cmd.add_argument_group("statistics"))
+    out = cmd.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print the result as JSON (schema below) instead of text")
+    out.add_argument("--report", type=Path, metavar="FILE",
+                     help="also write a report: .html (self-contained) or .md")
+    out.add_argument("--fail-on", choices=sorted(FAIL_ON),
+                     help="exit non-zero unless the verdict passes: dont-ship (3 on don't ship) or "
+                     "inconclusive (3 on don't ship, 4 on inconclusive)")
+
+
+def _add_compare_decision(what: Any) -> None:
+    """``agentab compare``: what decides (--primary, --metric, --guardrail, --min-effect)."""
+    what.add_argument("--primary", default="outcome", metavar="M",
+                      help="the metric that decides (default outcome); a cost/count metric with its quantile: 'tokens p50'")
+    what.add_argument("--metric", action="append", metavar="COL[=KIND[:DIR]]",
+                      help="compare this column (repeatable; replaces the default set); KIND binary, ordinal, "
+                      "count, cost or continuous, DIR higher or lower (which is better) or neither; without KIND, the score's own")
+    what.add_argument("--guardrail", action="append", metavar="RULE",
+                      help="a bound the candidate must be shown to respect (repeatable): 'tokens: p95 <= +10%%'")
+    what.add_argument("--min-effect", metavar="E",
+                      help="smallest primary effect worth detecting, for the sample-size advice of an inconclusive "
+                      "result (binary: 0.05 or 5%%; ordinal: odds ratio; continuous: Cohen's d; cost/count: -20%%)")
+
+
+def _add_compare_statistics(stats: Any) -> None:
+    """``agentab compare``: the statistics (--alpha, --n-resamples, --seed, --paired, --cluster)."""
+    stats.add_argument("--alpha", type=float, default=0.05,
+                       help="significance level; intervals have confidence 1 - alpha (default 0.05)")
+    stats.add_argument("--n-resamples", type=int, default=9999, metavar="N",
+                       help="permutations and bootstrap resamples per metric, at least 99 (default 9999)")
+    add_seed(stats, "seed of the resampling (default 0: reproducible)")
+    stats.add_argument("--paired", choices=["auto", "yes", "no"], default="auto",
+                       help="pair the arms by task: auto (when most tasks ran in both; default), yes, no")
+    stats.add_argument("--cluster", default="task_id", metavar="COL",
+                       help="the task column, the unit of replication (default task_id; 'none': runs independent)")
+
+
+def _add_power(commands: Any) -> None:
+    power = _command(
+        commands, "power", run.run_power, quiet=False,
+        help="sample size, power or minimum detectable effect from formulas",
+        description="Runs and tasks per arm needed to detect an effect (default), the power of given runs "
+        "(--n), or the minimum detectable effect of given runs (--mde --n). What --effect and --baseline mean "
+        "depends on the metric kind: binary, baseline success rate and absolute change (0.05 or 5%); ordinal, "
+        "baseline level shares worst first (0.2,0.3,0.3,0.2) and an odds ratio; continuous, Cohen's d (no "
+        "baseline); cost/count, a pilot sample (a file: one number per line, or .csv/.parquet with --column) "
+        "and a relative change of the --quantile (-20%).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    power.add_argument("--metric", required=True, choices=list(KINDS), help="the metric's kind")
+    power.add_argument("--effect", help="the effect to detect (not with --mde); a negative percentage as --effect=-20%%")
+    power.add_argument("--baseline", help="baseline rate, level shares, or a file with a pilot sample")
+    power.add_argument("--column", help="column of --baseline's .csv/.parquet file (cost, count)")
+    power.add_argument("--n", nargs="+", type=int, help="runs per arm: print their power (or MDE with --mde)")
+    power.add_argument("--mde", action="store_true", help="minimum detectable effect of --n runs per arm")
+    add_power_settings(power)
+    power.add_argument("--icc", type=float, default=0.0, help="intra-task correlation (default 0)")
+    power.add_argument("--seeds", type=positive_int, default=1, help="seeds per task (default 1)")
+    power.add_argument("--method", help="arcsine, t, whitehead, noether, asymptotic or simulation")
+
+
+def _add_plan(commands: Any) -> None:
+    plan = _command(
+        commands, "plan", run.run_plan, quiet=True,
+        help="tasks x seeds per task from pilot runs",
+        description="Read pilot runs (trace files or folders, scored with --spec; or a scores table .csv/.parquet "
+        "from `agentab score -o`), measure the metric's distribution and intra-task correlation, and list designs "
+        "(tasks x seeds per task) with their power; the cheapest reaching the target is recommended. A pilot "
+        "with only the baseline arm is the usual case.",
+    )
+    plan.add_argument("pilot", nargs="+", type=Path, help="trace files/folders, or one scores .csv/.parquet")
+    plan.add_argument("--metric", required=True, help="the metric's column (e.g. outcome, rubric, tokens)")
+    plan.add_argument("--effect", required=True,
+                      help="binary: change of rate (0.05 or 5%%); ordinal: odds ratio; continuous: Cohen's d; "
+                      "cost/count: relative change of the quantile (--effect=-20%% or --effect -0.2)")
+    plan.add_argument("--kind", choices=list(KINDS), help="the metric's kind (default: from the scores)")
+    plan.add_argument("--design", choices=["paired", "independent"], default="paired",
+                      help="paired: the same tasks in both arms (default); independent: different tasks")
+    plan.add_argument("--seeds", type=positive_int, help="fix the seeds per task")
+    plan.add_argument("--cost-ratio", type=float, default=1.0,
+                      help="cost of a new task / cost of one more run (default 1)")
+    plan.add_argument("--max-tasks", type=positive_int, help="tasks available")
+    add_spec(plan)
+    plan.add_argument("--cluster", default="task_id", help="task column (default task_id)")
+    plan.add_argument("--baseline-arm", help="the pilot's baseline arm (default: 'baseline' or the first)")
+    plan.add_argument("--simulate", type=positive_int, metavar="N",
+                      help="also check the recommendation on N simulated experiments")
+    add_lenient(plan, "load valid runs, report rejected records")
+    add_format(plan)
+    add_power_settings(plan)
