@@ -26,8 +26,6 @@ the numbers, so a team can judge them.
 
 from __future__ import annotations
 
-import html
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentab._display import Block, Display, Items, Lines, Section, Table, Title, render_html
 from agentab.traces import share_of_known
 
 __all__ = ["Finding", "Diagnosis", "diagnose"]
@@ -44,7 +43,7 @@ STEP_BUCKETS = (0, 5, 10, 15, 20, 30)
 
 
 @dataclass(frozen=True)
-class Finding:
+class Finding(Display):
     """One diagnostic finding.
 
     Attributes
@@ -61,33 +60,45 @@ class Finding:
     reading: str
     evidence: pd.DataFrame
 
-    def __str__(self) -> str:
-        return f"{self.title}\n    {self.reading}"
+    def to_dict(self) -> dict[str, Any]:
+        """``title``, ``reading`` and the evidence as records (one dict per row, the index as a column)."""
+        return {"title": self.title, "reading": self.reading,
+                "evidence": self.evidence.reset_index().to_dict(orient="records")}
+
+    def _view(self) -> list[Block]:
+        return [Title(self.title), Lines([f"    {self.reading}"])]
+
+    def _html_view(self) -> list[Block]:
+        """What HTML shows: the title, and under it the reading and the evidence table (escaped)."""
+        return [Section(self.title, [Lines([self.reading]), Table(self.evidence, index=True)])]
 
     def _repr_html_(self) -> str:
-        return (
-            f"<details><summary><b>{html.escape(self.title)}</b></summary><p>{html.escape(self.reading)}</p>"
-            f"{self.evidence.to_html(border=0)}</details>"
-        )
+        # HTML also shows the evidence, which str() leaves out; rendered by the shared renderer
+        return render_html(self._html_view())
 
 
 @dataclass(frozen=True)
-class Diagnosis:
+class Diagnosis(Display):
     """All findings, most actionable first, plus the evidence tables by name."""
 
     findings: list[Finding]
     tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
-    def __str__(self) -> str:
+    def to_dict(self) -> dict[str, Any]:
+        """The findings as :meth:`Finding.to_dict` records (the evidence tables by name are in ``tables``)."""
+        return {"findings": [finding.to_dict() for finding in self.findings]}
+
+    def _view(self) -> list[Block]:
         if not self.findings:
-            return "no findings"
-        return "\n".join(f"- {finding}" for finding in self.findings)
+            return [Lines(["no findings"])]
+        return [Items([str(finding) for finding in self.findings], indent="")]
 
     def _repr_html_(self) -> str:
-        if not self.findings:
+        # HTML also shows each finding's evidence, which str() leaves out; rendered by the shared renderer
+        if not self.findings:  # tests/test_report.py checks that this paragraph starts the fragment
             return "<p>No findings: no failure shape passed its threshold.</p>"
-        found = "".join(finding._repr_html_() for finding in self.findings)
-        return f"<div><p><b>{len(self.findings)} finding(s)</b>, most actionable first (click for the evidence)</p>{found}</div>"
+        head = Title(f"{len(self.findings)} finding(s), most actionable first (click for the evidence)")
+        return render_html([head, *(block for finding in self.findings for block in finding._html_view())])
 
 
 def _success(scores: pd.DataFrame) -> pd.Series:
