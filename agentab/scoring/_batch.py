@@ -257,7 +257,7 @@ def _claims(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if odd:
         warnings.warn(f"metadata.claimed_success is not true/false in {int(np.isin(code, odd).sum())} runs "
                       f"(e.g. {claims[odd[0]]!r}); it is read by its truth value, as score_run does",
-                      SpecWarning, stacklevel=4)
+                      SpecWarning, stacklevel=5)  # _claims, _columns, _score_frame, score, the caller
     value = np.append(np.array([bool(c) for c in claims], dtype=bool), False)
     recorded = np.append(np.array([c is not None for c in claims], dtype=bool), False)
     return value[code], recorded[code]

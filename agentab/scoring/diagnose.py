@@ -40,6 +40,9 @@ __all__ = ["Finding", "Diagnosis", "diagnose"]
 
 #: Default step-count buckets (left-closed): 0-4, 5-9, 10-14, 15-19, 20-29, 30+.
 STEP_BUCKETS = (0, 5, 10, 15, 20, 30)
+#: Shares of runs in the ``rates`` table, by group.
+RATE_COLUMNS = ("passed", "right_result", "loop", "cap_hit", "non_terminated", "error_cascade", "premature",
+                "accidental_recovery", "over_budget")
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,8 @@ def _step_buckets(scores: pd.DataFrame, by: str, buckets: Sequence[int]) -> pd.D
     return table.rename(columns={"size": "runs", "mean": "success_rate"})
 
 
-def _cliffs(table: pd.DataFrame, by_values: Sequence[Any], min_runs: int, drop: float) -> list[tuple[Any, str, float, float]]:
+def _cliffs(table: pd.DataFrame, by_values: Sequence[Any], min_runs: int,
+            drop: float) -> list[tuple[Any, str, float, float]]:
     found = []
     for value in by_values:
         rows = table.loc[value]
@@ -215,22 +219,18 @@ def diagnose(
     """
     scores, traces = _scores_of(data, spec, traces, by)
     groups = list(pd.unique(scores[by]))
-    rate_columns = ["passed", "right_result", "loop", "cap_hit", "non_terminated", "error_cascade", "premature",
-                    "accidental_recovery", "over_budget"]
     tables: dict[str, pd.DataFrame] = {
-        "rates": _per_group(scores.assign(right_result=_success(scores)), by, rate_columns),
+        "rates": _per_group(scores.assign(right_result=_success(scores)), by, RATE_COLUMNS),
         "accuracy": _per_group(scores, by, ["tool_recall", "tool_recall_required", "tool_precision", "arg_accuracy"]),
         "steps": _step_buckets(scores, by, buckets),
     }
     rates, accuracy, steps_table = tables["rates"], tables["accuracy"], tables["steps"]
-    findings: list[Finding] = []
-    for value, bucket, before, after in _cliffs(steps_table, groups, min_runs, cliff):
-        findings.append(Finding(
-            f"{value}: success falls from {before:.0%} to {after:.0%} at {bucket} steps",
-            "A cliff in success against step count is the signature of context exhaustion: early instructions "
-            "fall out of effective attention. Read the failing long runs before concluding (long runs also fail "
-            "for other reasons).",
-            steps_table.loc[[value]]))
+    findings = [Finding(
+        f"{value}: success falls from {before:.0%} to {after:.0%} at {bucket} steps",
+        "A cliff in success against step count is the signature of context exhaustion: early instructions "
+        "fall out of effective attention. Read the failing long runs before concluding (long runs also fail "
+        "for other reasons).", steps_table.loc[[value]])
+        for value, bucket, before, after in _cliffs(steps_table, groups, min_runs, cliff)]
     for value in groups:
         findings += _rate_findings(value, rates, cascade)
         findings += _success_findings(value, scores[scores[by] == value], recovery)
@@ -238,8 +238,8 @@ def diagnose(
         row = rates.loc[value]
         if row.get("right_result", 0) >= high_success and row.get("over_budget", 0) >= over_budget:
             findings.append(Finding(
-                f"{value}: {row['right_result']:.0%} success, but {row['over_budget']:.0%} of runs over the step budget",
-                "The agent works and wastes money: look at tool descriptions before you look at the model.",
+                f"{value}: {row['right_result']:.0%} success, but {row['over_budget']:.0%} of runs over the step "
+                "budget", "The agent works and wastes money: look at tool descriptions before you look at the model.",
                 rates.loc[[value], ["runs", "right_result", "over_budget"]]))
     if traces is not None and len(traces.steps):
         choice = _tool_choice(traces.steps, traces.runs.assign(

@@ -61,7 +61,7 @@ class Call:
 
 @dataclass(frozen=True)
 class TrajectorySpec:
-    """What a good trajectory for a task looks like (see the module docstring).
+    """What a good trajectory for a task looks like (the checks and match modes: :mod:`agentab.scoring.trajectory`).
 
     Parameters
     ----------

@@ -6,7 +6,10 @@ and returns a :class:`Verdict`: ``passed``, one human-readable reason per
 failed check, and a dict of metrics. It needs no framework: a list of
 :class:`Call` is enough. This module is also the plain, per-run reference
 implementation of every rule; scoring a whole experiment at once
-(``agentab.score``, vectorised) must agree with it.
+(``agentab.score``, vectorised) must agree with it. The spec and its words
+are in :mod:`agentab.scoring.spec`, the reference matching of one run in
+:mod:`agentab.scoring.reference`, the rubric in :mod:`agentab.scoring.metrics`;
+the terminal-state rules here (:func:`state_effects`) serve both scorers.
 
 The checks, in the order their reasons are listed
 --------------------------------------------------
@@ -121,7 +124,7 @@ class Verdict(Display):
     reasons : list of str
         One human-readable reason per failed check, in check order.
     metrics : dict
-        Every metric of the run (see :data:`METRICS` in ``agentab.score``).
+        Every metric of the run (see :data:`~agentab.scoring.metrics.METRICS`).
     """
 
     passed: bool
