@@ -173,7 +173,7 @@ def metric_kinds(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def rubric_levels(right_result: Any, valid_calls: Any, wasted: Any, corrections: Any, checks_passed: Any) -> np.ndarray:
-    """The 0-3 rubric of :func:`rubric_level` on arrays (one element per run): the rule, written once.
+    """The 0-3 rubric of :func:`rubric_level` on arrays (one element per run).
 
     Parameters
     ----------
@@ -191,10 +191,16 @@ def rubric_levels(right_result: Any, valid_calls: Any, wasted: Any, corrections:
     ...               [True, True, False, False, True])
     array([3, 2, 0, 1, 0])
     """
-    right = np.asarray(right_result, dtype=bool)
-    clean = (np.asarray(wasted) == 0) & (np.asarray(corrections) == 0) & np.asarray(checks_passed, dtype=bool)
-    level = np.where(right, np.where(clean, 3, 2), 1)
-    return np.where(np.asarray(valid_calls) == 0, 0, level).astype(np.int64)
+    level = _rubric(np.asarray(right_result, dtype=bool), np.asarray(valid_calls), np.asarray(wasted),
+                    np.asarray(corrections), np.asarray(checks_passed, dtype=bool))
+    return np.asarray(level, dtype=np.int64)
+
+
+def _rubric(right: Any, valid_calls: Any, wasted: Any, corrections: Any, checks_passed: Any) -> Any:
+    """The rubric's rule, once, on numbers or numpy arrays alike: 0 without a valid call, else 1 when wrong,
+    else 3 when clean (nothing wasted, no correction, every check passed), else 2."""
+    clean = (wasted == 0) & (corrections == 0) & checks_passed
+    return (valid_calls != 0) * (1 + right * (1 + clean))
 
 
 def rubric_level(*, right_result: bool, valid_calls: int, wasted: int, corrections: int,
@@ -228,7 +234,7 @@ def rubric_level(*, right_result: bool, valid_calls: int, wasted: int, correctio
     >>> rubric_level(right_result=True, valid_calls=0, wasted=2, corrections=0, checks_passed=False)
     0
     """
-    return int(rubric_levels([right_result], [valid_calls], [wasted], [corrections], [checks_passed])[0])
+    return int(_rubric(bool(right_result), valid_calls, wasted, corrections, bool(checks_passed)))
 
 
 def infer_kind(column: pd.Series) -> str | None:
