@@ -51,6 +51,11 @@ state), ``metadata`` once per distinct value. Reasons are assembled as
 Arrow string arrays; only the text of distinct calls shown in a reason is
 formatted in Python.
 
+The parts: the ``spec`` argument is resolved in :mod:`agentab.scoring._resolve`,
+the steps and specs become arrays in :mod:`agentab.scoring._arrays`, the
+checks run in :mod:`agentab.scoring._batch` and the reference matching in
+:mod:`agentab.scoring.reference`; this module assembles the table.
+
 Examples
 --------
 >>> import agentab
