@@ -26,6 +26,7 @@ def test_clean_runs_have_no_findings():
     traces = agentab.load_traces([_record(f"r{i}", "base", CLEAN, True) for i in range(20)])
     found = diagnose(traces, spec=TrajectorySpec(required=("edit_file",), step_budget=5))
     assert found.findings == [] and str(found) == "no findings"
+    assert found.to_dict() == {"findings": []}
     assert found.tables["rates"].loc["base", "passed"] == 1.0
 
 
@@ -132,3 +133,15 @@ def test_argument_finding_without_selection_does_not_crash():
     scores = pd.DataFrame({"run_id": ["r"], "arm": ["a"], "n_steps": [3], "right_result": [False],
                            "arg_accuracy": [0.5]})
     assert "a: tool selection unknown but argument correctness 50%" in _titles(diagnose(scores))
+
+
+def test_findings_print_title_and_reading_and_show_their_evidence():
+    finding = agentab.Finding("a <b> title", "read & act", pd.DataFrame({"runs": [3]}, index=["<arm>"]))
+    assert str(finding) == "a <b> title\n    read & act"
+    both = agentab.Diagnosis(findings=[finding, finding])
+    assert str(both) == "- a <b> title\n    read & act\n- a <b> title\n    read & act"
+    assert finding.to_dict() == {"title": "a <b> title", "reading": "read & act",
+                                 "evidence": [{"index": "<arm>", "runs": 3}]}
+    fragment = both._repr_html_()
+    assert "2 finding(s)" in fragment and "a &lt;b&gt; title" in fragment and "&lt;arm&gt;" in fragment
+    assert "<b> title" not in fragment and "<arm>" not in fragment

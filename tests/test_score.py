@@ -260,6 +260,31 @@ def test_columns_dtypes_and_attrs():
     assert table["passed"].tolist() == table["reasons"].eq("").tolist()
 
 
+def test_metric_words_come_from_the_vocabulary():
+    from agentab._checks import check_direction, check_kind
+    from agentab._vocabulary import DIRECTIONS, KINDS
+    from agentab.scoring import metrics
+
+    assert metrics.KINDS is KINDS and metrics.DIRECTIONS is DIRECTIONS
+    for kind, direction in METRICS.values():
+        assert check_kind(kind) == kind and check_direction(direction) == direction
+
+
+def test_scoring_imports_no_statistics():
+    import ast
+    from pathlib import Path
+
+    for path in Path(agentab.scoring.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert not any(n == "agentab.stats" or n.startswith("agentab.stats.") for n in names), path.name
+
+
 def test_empty_traces():
     traces = agentab.load_traces([{"run_id": "x", "task_id": "t", "seed": 0, "steps": "no"}], strict=False)
     with pytest.warns(SpecWarning, match="'a' \\(required\\)"):

@@ -327,6 +327,11 @@ def test_bad_inputs():
 def test_verdict_prints_like_the_seed():
     verdict = score_run(LUCKY, required=["list_dir", "edit_file"], step_budget=5, final_state_correct=True)
     assert str(verdict).splitlines()[0] == "FAIL" and str(verdict).count("  - ") == 3
+    assert str(verdict) == "FAIL\n" + "\n".join(f"  - {r}" for r in verdict.reasons)
+    assert str(score_run([ok("a")], outcome=True)) == "PASS"
+    assert verdict.to_dict() == {"passed": False, "reasons": verdict.reasons, "metrics": verdict.metrics}
+    fragment = score_run([ok("a")], required=("<i>",), outcome=True)._repr_html_()
+    assert "metrics (" in fragment and "&lt;i&gt;" in fragment and "<i>" not in fragment
 
 
 def test_a_failed_repeat_of_a_successful_call_is_not_an_uncorrected_error():

@@ -26,8 +26,6 @@ the numbers, so a team can judge them.
 
 from __future__ import annotations
 
-import html
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,16 +33,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentab._display import Block, Display, Items, Lines, Section, Table, Title, render_html
 from agentab.traces import share_of_known
 
 __all__ = ["Finding", "Diagnosis", "diagnose"]
 
 #: Default step-count buckets (left-closed): 0-4, 5-9, 10-14, 15-19, 20-29, 30+.
 STEP_BUCKETS = (0, 5, 10, 15, 20, 30)
+#: Shares of runs in the ``rates`` table, by group.
+RATE_COLUMNS = ("passed", "right_result", "loop", "cap_hit", "non_terminated", "error_cascade", "premature",
+                "accidental_recovery", "over_budget")
 
 
 @dataclass(frozen=True)
-class Finding:
+class Finding(Display):
     """One diagnostic finding.
 
     Attributes
@@ -61,33 +63,45 @@ class Finding:
     reading: str
     evidence: pd.DataFrame
 
-    def __str__(self) -> str:
-        return f"{self.title}\n    {self.reading}"
+    def to_dict(self) -> dict[str, Any]:
+        """``title``, ``reading`` and the evidence as records (one dict per row, the index as a column)."""
+        return {"title": self.title, "reading": self.reading,
+                "evidence": self.evidence.reset_index().to_dict(orient="records")}
+
+    def _view(self) -> list[Block]:
+        return [Title(self.title), Lines([f"    {self.reading}"])]
+
+    def _html_view(self) -> list[Block]:
+        """What HTML shows: the title, and under it the reading and the evidence table (escaped)."""
+        return [Section(self.title, [Lines([self.reading]), Table(self.evidence, index=True)])]
 
     def _repr_html_(self) -> str:
-        return (
-            f"<details><summary><b>{html.escape(self.title)}</b></summary><p>{html.escape(self.reading)}</p>"
-            f"{self.evidence.to_html(border=0)}</details>"
-        )
+        # HTML also shows the evidence, which str() leaves out; rendered by the shared renderer
+        return render_html(self._html_view())
 
 
 @dataclass(frozen=True)
-class Diagnosis:
+class Diagnosis(Display):
     """All findings, most actionable first, plus the evidence tables by name."""
 
     findings: list[Finding]
     tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
-    def __str__(self) -> str:
+    def to_dict(self) -> dict[str, Any]:
+        """The findings as :meth:`Finding.to_dict` records (the evidence tables by name are in ``tables``)."""
+        return {"findings": [finding.to_dict() for finding in self.findings]}
+
+    def _view(self) -> list[Block]:
         if not self.findings:
-            return "no findings"
-        return "\n".join(f"- {finding}" for finding in self.findings)
+            return [Lines(["no findings"])]
+        return [Items([str(finding) for finding in self.findings], indent="")]
 
     def _repr_html_(self) -> str:
-        if not self.findings:
+        # HTML also shows each finding's evidence, which str() leaves out; rendered by the shared renderer
+        if not self.findings:  # tests/test_report.py checks that this paragraph starts the fragment
             return "<p>No findings: no failure shape passed its threshold.</p>"
-        found = "".join(finding._repr_html_() for finding in self.findings)
-        return f"<div><p><b>{len(self.findings)} finding(s)</b>, most actionable first (click for the evidence)</p>{found}</div>"
+        head = Title(f"{len(self.findings)} finding(s), most actionable first (click for the evidence)")
+        return render_html([head, *(block for finding in self.findings for block in finding._html_view())])
 
 
 def _success(scores: pd.DataFrame) -> pd.Series:
@@ -115,7 +129,8 @@ def _step_buckets(scores: pd.DataFrame, by: str, buckets: Sequence[int]) -> pd.D
     return table.rename(columns={"size": "runs", "mean": "success_rate"})
 
 
-def _cliffs(table: pd.DataFrame, by_values: Sequence[Any], min_runs: int, drop: float) -> list[tuple[Any, str, float, float]]:
+def _cliffs(table: pd.DataFrame, by_values: Sequence[Any], min_runs: int,
+            drop: float) -> list[tuple[Any, str, float, float]]:
     found = []
     for value in by_values:
         rows = table.loc[value]
@@ -202,9 +217,43 @@ def diagnose(
     >>> sorted(found.tables)
     ['accuracy', 'rates', 'steps', 'tool_choice']
     """
+    scores, traces = _scores_of(data, spec, traces, by)
+    groups = list(pd.unique(scores[by]))
+    tables: dict[str, pd.DataFrame] = {
+        "rates": _per_group(scores.assign(right_result=_success(scores)), by, RATE_COLUMNS),
+        "accuracy": _per_group(scores, by, ["tool_recall", "tool_recall_required", "tool_precision", "arg_accuracy"]),
+        "steps": _step_buckets(scores, by, buckets),
+    }
+    rates, accuracy, steps_table = tables["rates"], tables["accuracy"], tables["steps"]
+    findings = [Finding(
+        f"{value}: success falls from {before:.0%} to {after:.0%} at {bucket} steps",
+        "A cliff in success against step count is the signature of context exhaustion: early instructions "
+        "fall out of effective attention. Read the failing long runs before concluding (long runs also fail "
+        "for other reasons).", steps_table.loc[[value]])
+        for value, bucket, before, after in _cliffs(steps_table, groups, min_runs, cliff)]
+    for value in groups:
+        findings += _rate_findings(value, rates, cascade)
+        findings += _success_findings(value, scores[scores[by] == value], recovery)
+        findings += _accuracy_findings(value, accuracy, low_accuracy)
+        row = rates.loc[value]
+        if row.get("right_result", 0) >= high_success and row.get("over_budget", 0) >= over_budget:
+            findings.append(Finding(
+                f"{value}: {row['right_result']:.0%} success, but {row['over_budget']:.0%} of runs over the step "
+                "budget", "The agent works and wastes money: look at tool descriptions before you look at the model.",
+                rates.loc[[value], ["runs", "right_result", "over_budget"]]))
+    if traces is not None and len(traces.steps):
+        choice = _tool_choice(traces.steps, traces.runs.assign(
+            **{by: scores.set_index("run_id")[by].reindex(traces.runs["run_id"]).to_numpy()}), by)
+        tables["tool_choice"] = choice
+        findings += _choice_findings(choice, shift)
+    return Diagnosis(findings=findings, tables=tables)
+
+
+def _scores_of(data: Any, spec: Any, traces: Any, by: str) -> tuple[pd.DataFrame, Any]:
+    """The scores to read (scoring traces with ``spec``), with the ``by`` column, and the traces if known."""
     if hasattr(data, "runs") and hasattr(data, "steps"):
         from agentab.scoring.score import score
-        from agentab.scoring.trajectory import TrajectorySpec
+        from agentab.scoring.spec import TrajectorySpec
 
         traces = data
         scores = score(data, TrajectorySpec() if spec is None else spec)
@@ -221,97 +270,86 @@ def diagnose(
         scores = scores.assign(**{by: values.reindex(scores["run_id"].astype(str)).to_numpy()})
     if by not in scores:
         raise KeyError(f"cannot group by {by!r}: not a column of the scores")
-    scores = scores.assign(**{by: scores[by].astype(object).where(scores[by].notna(), "(none)")})
-    groups = list(pd.unique(scores[by]))
-    findings: list[Finding] = []
-    tables: dict[str, pd.DataFrame] = {}
+    return scores.assign(**{by: scores[by].astype(object).where(scores[by].notna(), "(none)")}), traces
 
-    rate_columns = ["passed", "right_result", "loop", "cap_hit", "non_terminated", "error_cascade", "premature",
-                    "accidental_recovery", "over_budget"]
-    rates = _per_group(scores.assign(right_result=_success(scores)), by, rate_columns)
-    tables["rates"] = rates
-    accuracy = _per_group(scores, by, ["tool_recall", "tool_recall_required", "tool_precision", "arg_accuracy"])
-    tables["accuracy"] = accuracy
-    steps_table = _step_buckets(scores, by, buckets)
-    tables["steps"] = steps_table
 
-    for value, bucket, before, after in _cliffs(steps_table, groups, min_runs, cliff):
-        findings.append(Finding(
-            f"{value}: success falls from {before:.0%} to {after:.0%} at {bucket} steps",
-            "A cliff in success against step count is the signature of context exhaustion: early instructions "
-            "fall out of effective attention. Read the failing long runs before concluding (long runs also fail "
-            "for other reasons).",
-            steps_table.loc[[value]]))
-    for value in groups:
-        row = rates.loc[value]
-        if row.get("loop", 0) > 0:
-            findings.append(Finding(
-                f"{value}: loops in {row['loop']:.0%} of runs"
-                + (f", loop cap hit in {row['cap_hit']:.0%}" if "cap_hit" in row and row["cap_hit"] > 0 else ""),
-                "A run with a loop is one unlucky run from non-termination: detect loops in the agent, not only "
-                "in the eval.", rates.loc[[value], ["runs", "loop", "cap_hit"]]))
-        if row.get("non_terminated", 0) > 0:
-            findings.append(Finding(
-                f"{value}: {row['non_terminated']:.0%} of runs did not terminate on their own",
-                "Non-termination quietly consumes the budget: check the step cap and what the agent does near it.",
-                rates.loc[[value], ["runs", "non_terminated"]]))
-        if row.get("error_cascade", 0) >= cascade:
-            findings.append(Finding(
-                f"{value}: {row['error_cascade']:.0%} of runs went on after a failed call that was never corrected",
-                "An early bad retrieval poisons what follows while the trace reads as confident: check "
-                "intermediate results, not only the end.", rates.loc[[value], ["runs", "error_cascade"]]))
-        group = scores[scores[by] == value]
-        successes = int(_success(group).sum())
-        recovered = int(group["accidental_recovery"].astype("boolean").sum()) if "accidental_recovery" in group else 0
-        if successes and recovered / successes >= recovery:
-            findings.append(Finding(
-                f"{value}: {recovered / successes:.0%} of successes came after failed or looping calls",
-                "Accidental recovery looks like success in every response-level metric: these runs pass by luck "
-                "and will fail where the luck does not arrive.",
-                pd.DataFrame({"runs": [len(group)], "successes": [successes], "accidental_recoveries": [recovered],
-                              "share_of_successes": [recovered / successes]}, index=[value])))
-        premature = group["premature"].astype("boolean") if "premature" in group else pd.Series(dtype="boolean")
-        claims = int(premature.notna().sum())
-        if premature.sum():
-            findings.append(Finding(
-                f"{value}: {int(premature.sum())} of {len(group)} runs ({premature.sum() / len(group):.0%}) claimed "
-                f"success without it ({premature.sum() / claims:.0%} of the {claims} recorded claims)",
-                "Premature completion: only an external outcome check catches it; never promote the agent's claim.",
-                pd.DataFrame({"runs": [len(group)], "claims": [claims], "premature": [int(premature.sum())]},
-                             index=[value])))
-        selection = accuracy.loc[value].get("tool_recall")
-        if selection is None or pd.isna(selection):
-            selection = accuracy.loc[value].get("tool_recall_required")
-        arguments = accuracy.loc[value].get("arg_accuracy")
-        if selection is not None and not pd.isna(selection) and selection < low_accuracy:
-            findings.append(Finding(
-                f"{value}: tool selection {selection:.0%}",
-                "Selection problems are usually fixed by rewriting tool descriptions, not by a bigger model.",
-                accuracy.loc[[value]]))
-        elif arguments is not None and not pd.isna(arguments) and arguments < low_accuracy:
-            shown = "unknown" if selection is None or pd.isna(selection) else f"{selection:.0%}"
-            findings.append(Finding(
-                f"{value}: tool selection {shown} but argument correctness {arguments:.0%}",
-                "A schema problem: constrain the arguments or validate before dispatch; a bigger model will not "
-                "reliably fix this.", accuracy.loc[[value]]))
-        if row.get("right_result", 0) >= high_success and row.get("over_budget", 0) >= over_budget:
-            findings.append(Finding(
-                f"{value}: {row['right_result']:.0%} success, but {row['over_budget']:.0%} of runs over the step budget",
-                "The agent works and wastes money: look at tool descriptions before you look at the model.",
-                rates.loc[[value], ["runs", "right_result", "over_budget"]]))
+def _rate_findings(value: Any, rates: pd.DataFrame, cascade: float) -> list[Finding]:
+    """Loops and cap hits, non-termination and error cascades of one group."""
+    row, found = rates.loc[value], []
+    if row.get("loop", 0) > 0:
+        found.append(Finding(
+            f"{value}: loops in {row['loop']:.0%} of runs"
+            + (f", loop cap hit in {row['cap_hit']:.0%}" if "cap_hit" in row and row["cap_hit"] > 0 else ""),
+            "A run with a loop is one unlucky run from non-termination: detect loops in the agent, not only "
+            "in the eval.", rates.loc[[value], ["runs", "loop", "cap_hit"]]))
+    if row.get("non_terminated", 0) > 0:
+        found.append(Finding(
+            f"{value}: {row['non_terminated']:.0%} of runs did not terminate on their own",
+            "Non-termination quietly consumes the budget: check the step cap and what the agent does near it.",
+            rates.loc[[value], ["runs", "non_terminated"]]))
+    if row.get("error_cascade", 0) >= cascade:
+        found.append(Finding(
+            f"{value}: {row['error_cascade']:.0%} of runs went on after a failed call that was never corrected",
+            "An early bad retrieval poisons what follows while the trace reads as confident: check "
+            "intermediate results, not only the end.", rates.loc[[value], ["runs", "error_cascade"]]))
+    return found
 
-    if traces is not None and len(traces.steps):
-        choice = _tool_choice(traces.steps, traces.runs.assign(
-            **{by: scores.set_index("run_id")[by].reindex(traces.runs["run_id"]).to_numpy()}), by)
-        tables["tool_choice"] = choice
-        columns = list(choice.columns)
-        for i in range(len(columns)):
-            for j in range(i + 1, len(columns)):
-                distance = 0.5 * float((choice[columns[i]] - choice[columns[j]]).abs().sum())
-                if distance >= shift:
-                    findings.append(Finding(
-                        f"tool choice differs between {columns[i]} and {columns[j]} "
-                        f"(total variation {distance:.2f})",
-                        "Misuse is invisible in a single run and obvious in aggregate: compare which tools each "
-                        "group reaches for.", choice[[columns[i], columns[j]]]))
-    return Diagnosis(findings=findings, tables=tables)
+
+def _success_findings(value: Any, group: pd.DataFrame, recovery: float) -> list[Finding]:
+    """Accidental recovery and premature completion in one group's runs."""
+    found = []
+    successes = int(_success(group).sum())
+    recovered = int(group["accidental_recovery"].astype("boolean").sum()) if "accidental_recovery" in group else 0
+    if successes and recovered / successes >= recovery:
+        found.append(Finding(
+            f"{value}: {recovered / successes:.0%} of successes came after failed or looping calls",
+            "Accidental recovery looks like success in every response-level metric: these runs pass by luck "
+            "and will fail where the luck does not arrive.",
+            pd.DataFrame({"runs": [len(group)], "successes": [successes], "accidental_recoveries": [recovered],
+                          "share_of_successes": [recovered / successes]}, index=[value])))
+    premature = group["premature"].astype("boolean") if "premature" in group else pd.Series(dtype="boolean")
+    claims = int(premature.notna().sum())
+    if premature.sum():
+        found.append(Finding(
+            f"{value}: {int(premature.sum())} of {len(group)} runs ({premature.sum() / len(group):.0%}) claimed "
+            f"success without it ({premature.sum() / claims:.0%} of the {claims} recorded claims)",
+            "Premature completion: only an external outcome check catches it; never promote the agent's claim.",
+            pd.DataFrame({"runs": [len(group)], "claims": [claims], "premature": [int(premature.sum())]},
+                         index=[value])))
+    return found
+
+
+def _accuracy_findings(value: Any, accuracy: pd.DataFrame, low_accuracy: float) -> list[Finding]:
+    """Tool selection low (descriptions), or selection fine and arguments low (schemas), in one group."""
+    selection = accuracy.loc[value].get("tool_recall")
+    if selection is None or pd.isna(selection):
+        selection = accuracy.loc[value].get("tool_recall_required")
+    arguments = accuracy.loc[value].get("arg_accuracy")
+    if selection is not None and not pd.isna(selection) and selection < low_accuracy:
+        return [Finding(
+            f"{value}: tool selection {selection:.0%}",
+            "Selection problems are usually fixed by rewriting tool descriptions, not by a bigger model.",
+            accuracy.loc[[value]])]
+    if arguments is not None and not pd.isna(arguments) and arguments < low_accuracy:
+        shown = "unknown" if selection is None or pd.isna(selection) else f"{selection:.0%}"
+        return [Finding(
+            f"{value}: tool selection {shown} but argument correctness {arguments:.0%}",
+            "A schema problem: constrain the arguments or validate before dispatch; a bigger model will not "
+            "reliably fix this.", accuracy.loc[[value]])]
+    return []
+
+
+def _choice_findings(choice: pd.DataFrame, shift: float) -> list[Finding]:
+    """Pairs of groups whose tool-choice distributions differ by at least ``shift`` (total variation)."""
+    found = []
+    columns = list(choice.columns)
+    for i in range(len(columns)):
+        for j in range(i + 1, len(columns)):
+            distance = 0.5 * float((choice[columns[i]] - choice[columns[j]]).abs().sum())
+            if distance >= shift:
+                found.append(Finding(
+                    f"tool choice differs between {columns[i]} and {columns[j]} "
+                    f"(total variation {distance:.2f})",
+                    "Misuse is invisible in a single run and obvious in aggregate: compare which tools each "
+                    "group reaches for.", choice[[columns[i], columns[j]]]))
+    return found
