@@ -4,7 +4,8 @@ A result class inherits :class:`Display` and writes two methods:
 
 - ``to_dict()`` -- its content as plain JSON values (the record a program reads; ``to_frame()`` follows);
 - ``_view()`` -- what a person reads, once, as a list of blocks (:class:`Title`, :class:`Lines`,
-  :class:`Items`, :class:`Table`, :class:`Blank`, :class:`Section`).
+  :class:`Items`, :class:`Table`, :class:`Blank`, :class:`Section`); ``_html_view()`` may add to it what
+  only a page has room for (evidence tables), and is ``_view()`` unless a result says otherwise.
 
 ``str(result)`` renders the blocks as text and ``result._repr_html_()`` as HTML (what Jupyter shows), so
 the two never disagree; every piece of user text is escaped in HTML. Only display rounds: the blocks
@@ -175,6 +176,10 @@ class Display:
     def _view(self) -> list[Block]:
         raise NotImplementedError
 
+    def _html_view(self) -> list[Block]:
+        """What HTML shows: the text view, unless a result shows more there (evidence tables, every metric)."""
+        return self._view()
+
     def to_frame(self) -> pd.DataFrame:
         """The result's ``to_dict()`` as a one-row table (nested values stay as they are)."""
         return pd.DataFrame([self.to_dict()])
@@ -183,4 +188,4 @@ class Display:
         return render_text(self._view())
 
     def _repr_html_(self) -> str:
-        return render_html(self._view())
+        return render_html(self._html_view())

@@ -768,7 +768,7 @@ def test_repr_html_of_comparison_and_decision(small):
 
 
 def test_repr_html_of_diagnosis_and_finding(diagnosis):
-    assert Diagnosis(findings=[], tables={})._repr_html_().startswith("<p>No findings")
+    assert "No findings: no failure shape passed its threshold." in Diagnosis(findings=[], tables={})._repr_html_()
     assert diagnosis.findings
     fragment = diagnosis._repr_html_()
     assert f"{len(diagnosis.findings)} finding(s)" in fragment

@@ -9,7 +9,13 @@
 """
 
 from agentab.cli._main import main
-from agentab.cli._output import EXIT_BAD_INPUT, EXIT_DONT_SHIP, EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK
+from agentab.cli._output import (
+           EXIT_BAD_INPUT,
+           EXIT_DONT_SHIP,
+           EXIT_INCONCLUSIVE,
+           EXIT_INTERNAL,
+           EXIT_OK,
+)
 from agentab.cli._parser import build_parser
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_DONT_SHIP", "EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_OK", "build_parser",

@@ -22,7 +22,14 @@ import numpy as np
 import pandas as pd
 
 import agentab
-from agentab.cli._inputs import TABLE_SUFFIXES, InputError, load, read_spec, read_table, score
+from agentab.cli._inputs import (
+    TABLE_SUFFIXES,
+    InputError,
+    load,
+    read_spec,
+    read_table,
+    score,
+)
 from agentab.cli._output import Progress, note
 from agentab.errors import where
 from agentab.traces import SUFFIXES

@@ -29,7 +29,15 @@ from agentab.cli._inputs import (
     read_table,
     score,
 )
-from agentab.cli._output import EXIT_OK, Progress, exit_code, note, print_rejected, say, say_result
+from agentab.cli._output import (
+    EXIT_OK,
+    Progress,
+    exit_code,
+    note,
+    print_rejected,
+    say,
+    say_result,
+)
 from agentab.errors import PowerError, SpecError
 from agentab.reporting import FORMATS as REPORT_FORMATS
 from agentab.traces import format_summary
@@ -64,7 +72,8 @@ def run_demo(args: argparse.Namespace) -> int:
         "  clearer tool descriptions); every task ran with the same seeds in both arms.\n")
     say(format_summary(agentab.summarize(traces)))
     say("\nSuccess rate is averaged over tasks; steps, tokens and cost are long-tailed, so they are\n"
-        "shown at p50 and p95 (numpy's linear quantile), not as means.")
+        "shown at p50 and p95 (the inverse empirical CDF, tasks weighing the same, as compare uses),\n"
+        "not as means.")
     specs = agentab.datasets.example_specs(seed=args.seed, n_tasks=n_tasks)
     scores = score(traces, specs, progress)
     say("\nTrajectory scores (each task's spec: read, edit and test the target within 15 steps,\n"

@@ -16,15 +16,13 @@ from typing import Any, TypeVar
 import pandas as pd
 
 import agentab
-from agentab._vocabulary import DIRECTIONS
+from agentab._vocabulary import DIRECTIONS, KINDS
 from agentab.cli._output import Progress, note
 from agentab.errors import PowerError, SpecError, TraceError
 
-__all__ = ["KINDS", "TABLE_SUFFIXES", "InputError", "checked", "fields", "load", "number", "parse_guardrails",
+__all__ = ["TABLE_SUFFIXES", "InputError", "checked", "fields", "load", "number", "parse_guardrails",
            "parse_metrics", "positive_int", "read_spec", "read_table", "require_file", "score"]
 
-#: The metric kinds (those of :data:`agentab._vocabulary.KINDS`), in the order help and messages list them.
-KINDS = ("binary", "ordinal", "continuous", "cost", "count")
 #: The endings of a scores table (``agentab score -o``).
 TABLE_SUFFIXES = (".csv", ".parquet")
 

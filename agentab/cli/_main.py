@@ -46,7 +46,14 @@ from agentab.cli._output import (
     show_warning,
 )
 from agentab.cli._parser import build_parser
-from agentab.errors import CompareError, PowerError, ReportError, SpecError, TraceError, TraceWarning
+from agentab.errors import (
+    CompareError,
+    PowerError,
+    ReportError,
+    SpecError,
+    TraceError,
+    TraceWarning,
+)
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_DONT_SHIP", "EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
 

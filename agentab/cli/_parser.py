@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from agentab import __version__
+from agentab._vocabulary import KINDS
 from agentab.cli import _commands as run
-from agentab.cli._inputs import KINDS, positive_int
+from agentab.cli._inputs import positive_int
 from agentab.cli._output import FAIL_ON
 
 __all__ = ["add_format", "add_lenient", "add_power_settings", "add_seed", "add_spec", "add_traces", "build_parser"]

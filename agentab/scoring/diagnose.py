@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._display import Block, Display, Items, Lines, Section, Table, Title, render_html
+from agentab._display import Block, Display, Items, Lines, Section, Table, Title
 from agentab.traces import share_of_known
 
 __all__ = ["Finding", "Diagnosis", "diagnose"]
@@ -75,9 +75,6 @@ class Finding(Display):
         """What HTML shows: the title, and under it the reading and the evidence table (escaped)."""
         return [Section(self.title, [Lines([self.reading]), Table(self.evidence, index=True)])]
 
-    def _repr_html_(self) -> str:
-        # HTML also shows the evidence, which str() leaves out; rendered by the shared renderer
-        return render_html(self._html_view())
 
 
 @dataclass(frozen=True)
@@ -96,12 +93,12 @@ class Diagnosis(Display):
             return [Lines(["no findings"])]
         return [Items([str(finding) for finding in self.findings], indent="")]
 
-    def _repr_html_(self) -> str:
-        # HTML also shows each finding's evidence, which str() leaves out; rendered by the shared renderer
-        if not self.findings:  # tests/test_report.py checks that this paragraph starts the fragment
-            return "<p>No findings: no failure shape passed its threshold.</p>"
+    def _html_view(self) -> list[Block]:
+        """What HTML shows: each finding with its evidence, which ``str()`` leaves out."""
+        if not self.findings:
+            return [Lines(["No findings: no failure shape passed its threshold."])]
         head = Title(f"{len(self.findings)} finding(s), most actionable first (click for the evidence)")
-        return render_html([head, *(block for finding in self.findings for block in finding._html_view())])
+        return [head, *(block for finding in self.findings for block in finding._html_view())]
 
 
 def _success(scores: pd.DataFrame) -> pd.Series:

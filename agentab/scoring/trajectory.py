@@ -105,7 +105,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._display import Block, Display, Items, Section, Table, Title, render_html
+from agentab._display import Block, Display, Items, Section, Table, Title
 from agentab.scoring.metrics import rubric_level
 from agentab.scoring.reference import reference_check
 from agentab.scoring.spec import ARG_RULES, MATCH_MODES, MAX_CYCLE, STATE_LISTS, Call, TrajectorySpec, as_call
@@ -139,14 +139,14 @@ class Verdict(Display):
         head, tone = ("PASS", "good") if self.passed else ("FAIL", "bad")
         return [Title(head, tone=tone), Items(self.reasons)]
 
-    def _repr_html_(self) -> str:
-        # HTML also shows the metrics (str() is the verdict and its reasons only), through the shared renderer
+    def _html_view(self) -> list[Block]:
+        """What HTML shows: the verdict, its reasons and every known metric (``str()`` leaves the metrics out)."""
         shown = {k: v for k, v in self.metrics.items() if v is not None}
         extra: list[Block] = []
         if shown:
             frame = pd.DataFrame({"metric": [str(k) for k in shown], "value": [str(v) for v in shown.values()]})
             extra = [Section(f"metrics ({len(shown)})", [Table(frame)])]
-        return render_html([*self._view(), *extra])
+        return [*self._view(), *extra]
 
 
 # --------------------------------------------------------------------------- #
