@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 import agentab
-from agentab._checks import MIN_DECISION_RESAMPLES, check_alternative, check_n_resamples
+from agentab._checks import MIN_DECISION_RESAMPLES, check_alpha, check_alternative, check_n_resamples, check_whole
 from agentab.cli._arms import compare_data
 from agentab.cli._inputs import (
     TABLE_SUFFIXES,
@@ -286,11 +286,9 @@ def run_compare(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metric)
     guardrails = parse_guardrails(args.guardrail)
     _check_report_path(args.report)
-    if not 0 < args.alpha < 1:
-        raise InputError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    checked(check_alpha, args.alpha, "--alpha")
     checked(check_n_resamples, args.n_resamples, "--n-resamples", minimum=MIN_DECISION_RESAMPLES)
-    if args.seed < 0:
-        raise InputError(f"--seed must be a non-negative integer, got {args.seed}")
+    checked(check_whole, args.seed, "--seed", minimum=0)
     min_effect = None if args.min_effect is None else number(args.min_effect, "--min-effect")
     cluster = None if args.cluster.lower() == "none" else args.cluster
     if cluster is None and args.paired == "yes":
