@@ -7,9 +7,9 @@ Alternatives are scipy's words (``"two-sided"``, ``"greater"``, ``"less"``; ``"l
 accepted), and every simulation is seeded by default and records its seed (``recorded_seed``).
 """
 
-from agentab._vocabulary import KINDS
+from agentab._vocabulary import KINDS  # noqa: F401  (agentab.power.KINDS, as before: the kinds of metric)
 from agentab.errors import PowerError
-from agentab.power._arguments import METHODS
+from agentab.power._arguments import METHODS  # noqa: F401  (agentab.power.METHODS, as before: each kind's methods)
 from agentab.power.formulas import MinimumEffect, SampleSize, mde, power, sample_size
 from agentab.power.planning import Plan, SimulatedPower, plan
 
