@@ -1145,6 +1145,10 @@ def test_simulated_sample_size_seed_is_recorded_and_reproduces():
     fresh = sample_size("ordinal", 1.5, seed=None, **kw)
     assert sample_size("ordinal", 1.5, seed=fresh.recorded_seed, **kw) == fresh
     assert sample_size("ordinal", 1.5, baseline=SHARES4).recorded_seed is None  # a formula draws nothing
+    spawned = np.random.SeedSequence(7, spawn_key=(1, 2))  # not one integer: recorded as itself
+    child = sample_size("ordinal", 1.5, seed=spawned, **kw)
+    assert child.recorded_seed is spawned and sample_size("ordinal", 1.5, seed=child.recorded_seed, **kw) == child
+    assert child.to_dict()["recorded_seed"] == {"entropy": 7, "spawn_key": [1, 2]}
 
 
 def test_simulated_power_seed_is_recorded_and_reproduces():

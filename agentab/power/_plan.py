@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._checks import check_n_resamples, check_whole, recorded_seed, seed_sequence
+from agentab._checks import check_n_resamples, check_whole, seed_sequence
 from agentab._display import Blank, Block, Display, Items, Lines, Table, render_html
 from agentab.errors import PowerError
+from agentab.power._arguments import plain_seed, seed_record
 from agentab.power._simulation import Model, model_pvalues
 from agentab.stats import power as core
 
@@ -40,13 +41,13 @@ class SimulatedPower(Display):
     tasks: int
     seeds_per_task: int
     formula_power: float
-    recorded_seed: int | None = None
+    recorded_seed: int | np.random.SeedSequence | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "power": self.power, "mc_se": self.mc_se, "confidence_interval": list(self.confidence_interval),
             "n_sims": self.n_sims, "tasks": self.tasks, "seeds_per_task": self.seeds_per_task,
-            "formula_power": self.formula_power, "recorded_seed": self.recorded_seed,
+            "formula_power": self.formula_power, "recorded_seed": plain_seed(self.recorded_seed),
         }
 
     def _view(self) -> list[Block]:
@@ -89,7 +90,7 @@ class Plan(Display):
     min_tasks : int
         Tasks per arm needed even with unlimited seeds per task.
     assumptions, notes, warnings : tuple of str
-    recorded_seed : int or None
+    recorded_seed : int, SeedSequence or None
         The seed of the plan's Dirichlet task model (binary and ordinal metrics): ``plan(..., seed=recorded_seed)``
         gives the same plan.
     """
@@ -121,7 +122,7 @@ class Plan(Display):
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     model: Model = field(default=None, repr=False)  # type: ignore[assignment]
-    recorded_seed: int | None = None
+    recorded_seed: int | np.random.SeedSequence | None = None
 
     # ------------------------------------------------------------------ results
 
@@ -187,7 +188,7 @@ class Plan(Display):
         rate = float(np.mean(pvals < self.alpha))
         se = math.sqrt(max(rate * (1 - rate), 1e-12) / n_sims)
         ci = (max(0.0, rate - 1.96 * se), min(1.0, rate + 1.96 * se))
-        return SimulatedPower(rate, se, ci, n_sims, n, m, float(self.power_at(n, m)), recorded_seed(sequence))
+        return SimulatedPower(rate, se, ci, n_sims, n, m, float(self.power_at(n, m)), seed_record(sequence))
 
     # ------------------------------------------------------------------ display
 
@@ -229,6 +230,7 @@ class Plan(Display):
             icc_ci=list(self.icc_ci), optimum_seeds=self.optimum_seeds if math.isfinite(self.optimum_seeds) else None,
             assumptions=list(self.assumptions), notes=list(self.notes), warnings=list(self.warnings),
             effect_text=self.effect_text(), table=self.table.to_dict(orient="records"),
+            recorded_seed=plain_seed(self.recorded_seed),
         )
         return plain
 

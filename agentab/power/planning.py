@@ -62,10 +62,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._checks import (check_alpha, check_alternative, check_number, check_probability, check_whole, recorded_seed,
-                             seed_sequence)
+from agentab._checks import check_alpha, check_alternative, check_number, check_probability, check_whole, seed_sequence
 from agentab.errors import PowerError
-from agentab.power._arguments import check_effect
+from agentab.power._arguments import check_effect, seed_record
 from agentab.power._components import Measured, components
 from agentab.power._pilot import MIN_TASKS, Pilot, read_pilot
 from agentab.power._plan import Plan, SimulatedPower
@@ -194,7 +193,7 @@ def plan(
         cost=float(best["cost"]), table=table, icc=fit.icc, icc_ci=fit.icc_ci, pilot_tasks=fit.n_groups,
         pilot_runs=fit.n_runs, optimum_seeds=optimum, min_tasks=min_tasks, components=comps, cost_ratio=cost_ratio,
         assumptions=tuple(measured.assumptions), notes=tuple(notes), warnings=tuple(warnings), model=measured.model,
-        recorded_seed=recorded_seed(sequence),
+        recorded_seed=seed_record(sequence),
     )
 
 
