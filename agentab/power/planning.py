@@ -70,7 +70,7 @@ from agentab.power._pilot import MIN_TASKS, Pilot, read_pilot
 from agentab.power._plan import Plan, SimulatedPower
 from agentab.stats import power as core
 
-__all__ = ["MIN_TASKS", "Plan", "SimulatedPower", "plan"]
+__all__ = ["Plan", "SimulatedPower", "plan"]
 
 #: Most tasks per arm a design is searched up to.
 MAX_TASKS = 10**7
