@@ -8,7 +8,7 @@ by simulating 1,000 experiments, each tested with 999 permutations.
 
 Timed, in this process, one after the other:
 
-- **agentab**: ``agentab.stats._power.ordinal_power_counts`` (multinomial
+- **agentab**: ``agentab.stats.power.ordinal_power_counts`` (multinomial
   count vectors per experiment; permutations as random subsets of the
   pooled runs sorted by level, drawn once per batch of 250 experiments as
   prefix counts and read by each experiment with O(levels) lookups, Cliff's
@@ -94,7 +94,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from agentab.stats._power import ordinal_power_counts, po_shift
+try:
+    from agentab.stats.power import ordinal_power_counts, po_shift
+except ImportError:  # a tree from before agentab.stats.power (issue 15), e.g. /work/before in a speed comparison
+    from agentab.stats._power import ordinal_power_counts, po_shift
 
 P_BASE = np.array([0.2, 0.3, 0.3, 0.2])
 ODDS_RATIO = 1.5

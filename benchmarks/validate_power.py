@@ -305,8 +305,8 @@ def fmt_rate(k: int, n: int) -> str:
 def package_state() -> str:
     """The commit and a digest of the power sources actually imported."""
     root = Path(agentab.__file__).resolve().parent
-    files = [root / "power.py", root / "planning.py", root / "stats" / "_power.py"]
-    return source_state(files, "power.py, planning.py, stats/_power.py")
+    files = sorted((root / "power").glob("*.py")) + [root / "stats" / "power.py"]
+    return source_state(files, "power/*.py, stats/power.py")
 
 
 def progress(done: int, total: int, start: float) -> None:
@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"2. Synthetic cost pilot: {SYN['tasks']} tasks x {SYN['seeds']} seeds, log tokens = log(2000) + N(0, "
           f"{SYN['sd_task']}^2) per task + N(0, {SYN['sd_run']}^2) per run; effect {SYN['effect']:+.0%} of the quantile; "
           f"{SEEDS} seeds per task")
-    from agentab.stats._power import quantile_density
+    from agentab.stats.power import quantile_density
 
     weights = np.full(len(pilot), 1.0 / len(pilot))
     for r, (q, d) in enumerate(SYN_ROWS):

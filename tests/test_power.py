@@ -42,7 +42,7 @@ from scipy.special import expit, logit
 import agentab
 from agentab import PowerError
 from agentab.power import MinimumEffect, Plan, SampleSize, SimulatedPower, mde, plan, power, sample_size
-from agentab.stats import _power as core
+from agentab.stats import power as core
 from agentab.stats import ordinal_superiority
 
 SETTINGS = settings(
@@ -908,9 +908,8 @@ def test_vectorised_ordinal_simulator_reproduces_agentabs_test(odds_ratio, alter
     most at the nominal level plus 3.5 s.e."""
     p1 = core.po_shift(SHARES4, math.log(odds_ratio))
     reps, fast_reps, b = 400, 4000, 199
-    scipy_alt = {"greater": "larger", "less": "smaller"}.get(alternative, alternative)
     _, fast = core.ordinal_power_counts(SHARES4, p1, 80, 80, n_sims=fast_reps, n_resamples=b, alpha=0.05,
-                                        alternative=scipy_alt, rng=np.random.default_rng(11))
+                                        alternative=alternative, rng=np.random.default_rng(11))
     slow = _superiority_pvalues(SHARES4, p1, 80, reps, b, alternative, np.random.default_rng(12))
     for level in (0.05, 0.10):
         r_fast, r_slow = np.mean(fast < level), np.mean(slow < level)
@@ -1103,8 +1102,65 @@ def test_plan_is_deterministic(pilot):
     p = plan(pilot, "passed", 0.10, seeds_per_task=3)
     first = p.simulate(40, n_resamples=99, seed=5)
     assert p.simulate(40, n_resamples=99, seed=5) == first
-    assert p.simulate(40, n_resamples=99, seed=np.random.default_rng(5)) == first
+    # a Generator is drawn from once for an integer seed (agentab._checks.seed_sequence), which is recorded
+    drawn = p.simulate(40, n_resamples=99, seed=np.random.default_rng(5))
+    assert p.simulate(40, n_resamples=99, seed=drawn.recorded_seed) == drawn
     assert "simulated power" in str(first) and "40 experiments" in str(first)
+
+
+# --------------------------------------------------------------------------- #
+# Seeds: a deterministic default, recorded, and the recorded seed reproduces
+# --------------------------------------------------------------------------- #
+def test_seed_defaults_are_deterministic_and_documented():
+    assert _params(sample_size)["seed"].default == 0 and _params(power)["seed"].default == 0
+    assert _params(Plan.simulate)["seed"].default == 0
+    assert _params(plan)["seed"].default == 12345  # the seed plans always drew their task model from
+    for fn, default in ((sample_size, "default 0"), (power, "default 0"), (plan, "default 12345"),
+                        (Plan.simulate, "default 0")):
+        doc = " ".join(fn.__doc__.split())
+        assert default in doc and "fresh entropy" in doc and "recorded_seed" in doc, fn.__name__
+
+
+def test_plan_seed_is_recorded_and_reproduces(pilot):
+    a, b = plan(pilot, "rubric", 1.5), plan(pilot, "rubric", 1.5)
+    assert a.recorded_seed == b.recorded_seed == 12345 and str(a) == str(b)
+    fresh = plan(pilot, "rubric", 1.5, seed=None)
+    again = plan(pilot, "rubric", 1.5, seed=fresh.recorded_seed)
+    pd.testing.assert_frame_equal(fresh.table, again.table)
+    assert (fresh.delta, fresh.components, str(fresh)) == (again.delta, again.components, str(again))
+
+
+def test_plan_simulate_seed_is_recorded_and_reproduces(pilot):
+    p = plan(pilot, "passed", 0.10, seeds_per_task=3)
+    a, b = p.simulate(20, n_resamples=99), p.simulate(20, n_resamples=99)
+    assert a == b and a.recorded_seed == 0
+    fresh = p.simulate(20, n_resamples=99, seed=None)
+    assert p.simulate(20, n_resamples=99, seed=fresh.recorded_seed) == fresh
+
+
+def test_simulated_sample_size_seed_is_recorded_and_reproduces():
+    kw = dict(baseline=SHARES4, method="simulation", n_sims=100, n_resamples=99)
+    a, b = sample_size("ordinal", 1.5, **kw), sample_size("ordinal", 1.5, **kw)
+    assert a == b and a.recorded_seed == 0
+    fresh = sample_size("ordinal", 1.5, seed=None, **kw)
+    assert sample_size("ordinal", 1.5, seed=fresh.recorded_seed, **kw) == fresh
+    assert sample_size("ordinal", 1.5, baseline=SHARES4).recorded_seed is None  # a formula draws nothing
+    spawned = np.random.SeedSequence(7, spawn_key=(1, 2))  # not one integer: recorded as itself
+    child = sample_size("ordinal", 1.5, seed=spawned, **kw)
+    assert child.recorded_seed is spawned and sample_size("ordinal", 1.5, seed=child.recorded_seed, **kw) == child
+    assert child.to_dict()["recorded_seed"] == {"entropy": 7, "spawn_key": [1, 2]}
+
+
+def test_simulated_power_seed_is_recorded_and_reproduces():
+    kw = dict(baseline=0.5, method="simulation", n_sims=20, n_resamples=99, seeds_per_task=2, icc=0.2)
+    a, b = power("binary", 0.2, 80, **kw), power("binary", 0.2, 80, **kw)
+    assert a == b and a.recorded_seed == 0
+    fresh = power("binary", 0.2, 80, seed=None, **kw)
+    assert power("binary", 0.2, 80, seed=fresh.recorded_seed, **kw) == fresh
+    curve = power("binary", 0.2, [40, 80], seed=None, **kw)
+    replayed = power("binary", 0.2, [40, 80], seed=curve.attrs["recorded_seed"], **kw)
+    pd.testing.assert_frame_equal(curve, replayed)
+    assert replayed.attrs["recorded_seed"] == curve.attrs["recorded_seed"]
 
 
 def test_plan_effect_direction_and_sizes(pilot):
@@ -1128,13 +1184,13 @@ def test_plan_effect_direction_and_sizes(pilot):
 LOGNORMAL = np.random.default_rng(0).lognormal(0, 1, 100)
 
 FORMULA_ERRORS = [
-    ("power 1", lambda: sample_size("binary", 0.1, baseline=0.5, power=1.0), r"power must be in \(0, 1\)"),
-    ("power 0", lambda: sample_size("continuous", 0.3, power=0), r"power must be in \(0, 1\)"),
-    ("power text", lambda: sample_size("continuous", 0.3, power="high"), r"power must be a number"),
-    ("mde power", lambda: mde("continuous", 100, power=1.2), r"power must be in \(0, 1\)"),
-    ("alpha 1", lambda: sample_size("binary", 0.1, baseline=0.5, alpha=1), r"alpha must be in \(0, 1\)"),
-    ("alpha 0", lambda: power("continuous", 0.3, 100, alpha=0.0), r"alpha must be in \(0, 1\)"),
-    ("alpha negative", lambda: mde("continuous", 100, alpha=-0.05), r"alpha must be in \(0, 1\)"),
+    ("power 1", lambda: sample_size("binary", 0.1, baseline=0.5, power=1.0), r"`power` must be in \(0, 1\)"),
+    ("power 0", lambda: sample_size("continuous", 0.3, power=0), r"`power` must be in \(0, 1\)"),
+    ("power text", lambda: sample_size("continuous", 0.3, power="high"), r"`power` must be a number"),
+    ("mde power", lambda: mde("continuous", 100, power=1.2), r"`power` must be in \(0, 1\)"),
+    ("alpha 1", lambda: sample_size("binary", 0.1, baseline=0.5, alpha=1), r"`alpha` must be in \(0, 1\)"),
+    ("alpha 0", lambda: power("continuous", 0.3, 100, alpha=0.0), r"`alpha` must be in \(0, 1\)"),
+    ("alpha negative", lambda: mde("continuous", 100, alpha=-0.05), r"`alpha` must be in \(0, 1\)"),
     ("zero binary", lambda: sample_size("binary", 0.0, baseline=0.5), r"effect must not be zero"),
     ("zero continuous", lambda: power("continuous", 0.0, 50), r"effect must not be zero"),
     ("zero cost", lambda: sample_size("cost", 0.0, baseline=LOGNORMAL), r"!= 0"),
@@ -1143,7 +1199,7 @@ FORMULA_ERRORS = [
     ("odds ratio 1", lambda: power("ordinal", 1.0, 100, baseline=SHARES4), r"odds ratio > 0 and != 1"),
     ("rate above 1", lambda: sample_size("binary", 0.2, baseline=0.9), r"not a success rate in \[0, 1\]"),
     ("rate below 0", lambda: sample_size("binary", -0.2, baseline=0.1), r"not a success rate in \[0, 1\]"),
-    ("baseline rate 1", lambda: sample_size("binary", -0.1, baseline=1.0), r"baseline \(success rate\) must be in \(0, 1\)"),
+    ("baseline rate 1", lambda: sample_size("binary", -0.1, baseline=1.0), r"`baseline` must be in \(0, 1\)"),
     ("no binary baseline", lambda: sample_size("binary", 0.1), r"give baseline="),
     ("no ordinal baseline", lambda: sample_size("ordinal", 1.5), r"level shares"),
     ("shares sum", lambda: sample_size("ordinal", 1.5, baseline=[0.2, 0.3, 0.3]), r"must sum to 1"),
@@ -1153,22 +1209,22 @@ FORMULA_ERRORS = [
     ("candidate shares sum", lambda: sample_size("ordinal", [0.5, 0.6], baseline=[0.5, 0.5]), r"must sum to 1"),
     ("candidate shares levels", lambda: sample_size("ordinal", [0.5, 0.5], baseline=[0.2, 0.3, 0.5]), r"2 level shares"),
     ("candidate shares same", lambda: sample_size("ordinal", [0.2, 0.3, 0.5], baseline=[0.2, 0.3, 0.5]), r"Cliff's delta 0"),
-    ("kind", lambda: sample_size("proportion", 0.1, baseline=0.5), r"kind must be one of"),
-    ("kind in power", lambda: power("rate", 0.1, 10, baseline=0.5), r"kind must be one of"),
+    ("kind", lambda: sample_size("proportion", 0.1, baseline=0.5), r"`kind` must be one of"),
+    ("kind in power", lambda: power("rate", 0.1, 10, baseline=0.5), r"`kind` must be one of"),
     ("method", lambda: sample_size("binary", 0.1, baseline=0.5, method="exact"), r"method for binary must be one of"),
     ("method continuous", lambda: sample_size("continuous", 0.3, method="simulation"), r"method for continuous"),
     ("method ordinal", lambda: power("ordinal", 1.5, 50, baseline=SHARES4, method="wilcoxon"), r"method for ordinal"),
     ("mde simulation", lambda: mde("ordinal", 100, baseline=SHARES4, method="simulation"), r"mde uses the formulas"),
-    ("alternative", lambda: sample_size("binary", 0.1, baseline=0.5, alternative="up"), r"alternative must be one of"),
-    ("alternative mde", lambda: mde("continuous", 50, alternative="lower"), r"alternative must be one of"),
+    ("alternative", lambda: sample_size("binary", 0.1, baseline=0.5, alternative="up"), r"`alternative` must be one of"),
+    ("alternative mde", lambda: mde("continuous", 50, alternative="lower"), r"`alternative` must be one of"),
     ("larger but falls", lambda: sample_size("binary", -0.1, baseline=0.5, alternative="larger"), r"goes the other way"),
     ("smaller but rises", lambda: sample_size("continuous", 0.3, alternative="smaller"), r"goes the other way"),
     ("odds ratio below 1 larger", lambda: power("ordinal", 0.5, 60, baseline=SHARES4, alternative="larger"),
      r"goes the other way"),
     ("cost falls larger", lambda: sample_size("cost", -0.2, baseline=LOGNORMAL, alternative="larger"), r"goes the other way"),
     ("continuous baseline", lambda: sample_size("continuous", 0.3, baseline=0.5), r"baseline= is not used"),
-    ("seeds 0", lambda: sample_size("continuous", 0.3, seeds_per_task=0), r"seeds_per_task must be a whole number"),
-    ("seeds fraction", lambda: sample_size("continuous", 0.3, seeds_per_task=2.5), r"seeds_per_task must be a whole number"),
+    ("seeds 0", lambda: sample_size("continuous", 0.3, seeds_per_task=0), r"`seeds_per_task` must be a whole number"),
+    ("seeds fraction", lambda: sample_size("continuous", 0.3, seeds_per_task=2.5), r"`seeds_per_task` must be a whole number"),
     ("icc above 1", lambda: sample_size("continuous", 0.3, icc=1.5), r"icc must be in \[0, 1\]"),
     ("icc negative", lambda: power("continuous", 0.3, 40, icc=-0.1), r"icc must be in \[0, 1\]"),
     ("cost sample small", lambda: sample_size("cost", -0.2, baseline=LOGNORMAL[:19]), r"19 runs; at least 20"),
@@ -1184,8 +1240,8 @@ FORMULA_ERRORS = [
     ("n fraction", lambda: power("continuous", 0.3, [10, 20.5]), r"n must be whole numbers"),
     ("n text", lambda: mde("continuous", "many"), r"n must be runs per arm"),
     ("effect too small", lambda: sample_size("continuous", 1e-6), r"effect is too small"),
-    ("effect not a number", lambda: sample_size("continuous", "big"), r"effect must be a number"),
-    ("effect infinite", lambda: sample_size("binary", math.inf, baseline=0.5), r"effect must be finite"),
+    ("effect not a number", lambda: sample_size("continuous", "big"), r"`effect` must be a number"),
+    ("effect infinite", lambda: sample_size("binary", math.inf, baseline=0.5), r"`effect` must be finite"),
 ]
 
 
@@ -1217,14 +1273,14 @@ PLAN_ERRORS = [
     ("not a table", lambda p: plan([1, 2, 3], "passed", 0.1), r"pilot must be a DataFrame"),
     ("unknown baseline arm", lambda p: plan(p, "passed", 0.1, baseline="nope"), r"baseline arm 'nope' not in column 'arm'"),
     ("baseline without arms", lambda p: plan(p.drop(columns=["arm"]), "passed", 0.1, baseline="x"), r"no arm column"),
-    ("kind", lambda p: plan(p, "passed", 0.1, kind="rate"), r"kind must be one of"),
+    ("kind", lambda p: plan(p, "passed", 0.1, kind="rate"), r"`kind` must be one of"),
     ("design", lambda p: plan(p, "passed", 0.1, design="crossover"), r"design must be 'paired'"),
-    ("power 1", lambda p: plan(p, "passed", 0.1, power=1), r"power must be in \(0, 1\)"),
-    ("alpha 0", lambda p: plan(p, "passed", 0.1, alpha=0), r"alpha must be in \(0, 1\)"),
+    ("power 1", lambda p: plan(p, "passed", 0.1, power=1), r"`power` must be in \(0, 1\)"),
+    ("alpha 0", lambda p: plan(p, "passed", 0.1, alpha=0), r"`alpha` must be in \(0, 1\)"),
     ("cost ratio negative", lambda p: plan(p, "passed", 0.1, cost_ratio=-1), r"cost_ratio .* must be >= 0"),
-    ("seeds 0", lambda p: plan(p, "passed", 0.1, seeds_per_task=0), r"seeds_per_task must be a whole number"),
-    ("max tasks 1", lambda p: plan(p, "passed", 0.1, max_tasks=1), r"max_tasks must be a whole number >= 2"),
-    ("alternative", lambda p: plan(p, "passed", 0.1, alternative="lower"), r"alternative must be one of"),
+    ("seeds 0", lambda p: plan(p, "passed", 0.1, seeds_per_task=0), r"`seeds_per_task` must be a whole number"),
+    ("max tasks 1", lambda p: plan(p, "passed", 0.1, max_tasks=1), r"`max_tasks` must be a whole number >= 2"),
+    ("alternative", lambda p: plan(p, "passed", 0.1, alternative="lower"), r"`alternative` must be one of"),
     ("zero binary effect", lambda p: plan(p, "passed", 0.0), r"non-zero"),
     ("binary effect 1", lambda p: plan(p, "passed", 1.0), r"within \(-1, 1\)"),
     ("rate out of range", lambda p: plan(p, "passed", 0.9), r"success rate .* \+ effect 0.9 is not a rate"),
@@ -1234,8 +1290,8 @@ PLAN_ERRORS = [
     ("cost -100%", lambda p: plan(p, "tokens", -1.0), r"> -1 and != 0"),
     ("array effect", lambda p: plan(p, "rubric", [0.1, 0.9]), r"one number as effect"),
     ("wrong direction", lambda p: plan(p, "passed", -0.1, alternative="larger"), r"goes the other way"),
-    ("simulate nothing", lambda p: plan(p, "passed", 0.1).simulate(0), r"n_sims >= 1"),
-    ("simulate one task", lambda p: plan(p, "passed", 0.1).simulate(10, tasks=1), r"tasks >= 2"),
+    ("simulate nothing", lambda p: plan(p, "passed", 0.1).simulate(0), r"`n_sims` must be a whole number >= 1"),
+    ("simulate one task", lambda p: plan(p, "passed", 0.1).simulate(10, tasks=1), r"`tasks` must be a whole number >= 2"),
 ]
 
 
