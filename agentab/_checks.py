@@ -26,7 +26,7 @@ from agentab._vocabulary import ALTERNATIVE_ALIASES, ALTERNATIVES, DIRECTIONS, K
 
 __all__ = ["MIN_DECISION_RESAMPLES", "check_alpha", "check_alternative", "check_confidence_level", "check_direction",
            "check_kind", "check_n_resamples", "check_number", "check_paired", "check_probability", "check_whole",
-           "recorded_seed", "seed_sequence"]
+           "jsonable_seed", "recorded_seed", "seed_sequence"]
 
 #: Fewest resamples for a p-value that decides a verdict: with fewer, no p-value can fall below 0.01.
 MIN_DECISION_RESAMPLES = 99
@@ -186,8 +186,10 @@ def seed_sequence(seed: Any, error: type[Exception] = ValueError) -> np.random.S
                     ) from None
 
 
-def recorded_seed(sequence: np.random.SeedSequence) -> int:
-    """The integer a result records for ``sequence``: ``seed_sequence(recorded_seed(s))`` draws as ``s`` does.
+def recorded_seed(sequence: np.random.SeedSequence) -> int | np.random.SeedSequence:
+    """What a result records for ``sequence``: ``seed_sequence(recorded_seed(s))`` draws as ``s`` does.
+
+    The integer entropy, or the SeedSequence itself when it was spawned (a spawn key is not one integer).
 
     Examples
     --------
@@ -197,6 +199,17 @@ def recorded_seed(sequence: np.random.SeedSequence) -> int:
     >>> bool(rng_a.random() == rng_b.random())
     True
     """
-    if sequence.spawn_key:
-        raise ValueError("a spawned SeedSequence cannot be recorded as one integer")
-    return int(sequence.entropy)
+    return sequence if sequence.spawn_key else int(sequence.entropy)
+
+
+def jsonable_seed(seed: Any) -> Any:
+    """A recorded seed as JSON: the integer (or None), or a spawned SeedSequence's entropy and spawn key.
+
+    Examples
+    --------
+    >>> jsonable_seed(7), jsonable_seed(np.random.SeedSequence(7, spawn_key=(1,)))
+    (7, {'entropy': 7, 'spawn_key': [1]})
+    """
+    if isinstance(seed, np.random.SeedSequence):
+        return {"entropy": seed.entropy, "spawn_key": list(seed.spawn_key)}
+    return seed

@@ -70,13 +70,18 @@ class Lines:
 
 @dataclass(frozen=True)
 class Items:
-    """A bulleted list: in text each item is ``indent + bullet + item`` under an optional title line."""
+    """A bulleted list: in text each item is ``indent + bullet + item`` under an optional title line.
+
+    ``title_in_text=False`` shows the title in HTML only (where the text labels each line instead, e.g.
+    ``bullet="note: "``).
+    """
 
     items: Sequence[str]
     title: str | None = None
     indent: str = "  "
     bullet: str = "- "
     collapsed: bool = False
+    title_in_text: bool = True
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,7 @@ def _text_lines(block: Block) -> list[str]:
     if isinstance(block, Lines):
         return list(block.lines)
     if isinstance(block, Items):
-        head = [block.title] if block.title is not None else []
+        head = [block.title] if block.title is not None and block.title_in_text else []
         return head + [f"{block.indent}{block.bullet}{item}" for item in block.items]
     if isinstance(block, Table):
         return [block.frame.to_string(index=block.index)]

@@ -94,10 +94,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-try:
-    from agentab.stats.power import ordinal_power_counts, po_shift
-except ImportError:  # a tree from before agentab.stats.power (issue 15), e.g. /work/before in a speed comparison
-    from agentab.stats._power import ordinal_power_counts, po_shift
+from agentab.stats.power import ordinal_power_counts, po_shift
 
 P_BASE = np.array([0.2, 0.3, 0.3, 0.2])
 ODDS_RATIO = 1.5

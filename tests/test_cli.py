@@ -477,7 +477,7 @@ def _bad_inputs(root, example_runs):
          "the records of both name the arm 'baseline'"),
         (["compare", base, cand, str(broken)], "give two sources, BASELINE CANDIDATE (got 3)"),
         (["compare", base, cand, "--report", str(root / "r.pdf")], "must end in .html or .md"),
-        (["compare", base, cand, "--alpha", "1.5"], r"--alpha must be in \(0, 1\), got 1.5"),
+        (["compare", base, cand, "--alpha", "1.5"], "--alpha must be in (0, 1), got 1.5"),
         (["compare", base, cand, "--n-resamples", "10"], "--n-resamples must be an integer >= 99"),
         (["compare", base, cand, "--spec", str(root / "nospec.json")], "nospec.json: no such file or directory"),
         (["compare", base, cand, "--min-effect", "big"], "--min-effect must be a number"),

@@ -1104,7 +1104,7 @@ def test_plan_is_deterministic(pilot):
     assert p.simulate(40, n_resamples=99, seed=5) == first
     # a Generator is drawn from once for an integer seed (agentab._checks.seed_sequence), which is recorded
     drawn = p.simulate(40, n_resamples=99, seed=np.random.default_rng(5))
-    assert p.simulate(40, n_resamples=99, seed=drawn.recorded_seed) == drawn
+    assert p.simulate(40, n_resamples=99, seed=drawn.seed) == drawn
     assert "simulated power" in str(first) and "40 experiments" in str(first)
 
 
@@ -1118,14 +1118,14 @@ def test_seed_defaults_are_deterministic_and_documented():
     for fn, default in ((sample_size, "default 0"), (power, "default 0"), (plan, "default 12345"),
                         (Plan.simulate, "default 0")):
         doc = " ".join(fn.__doc__.split())
-        assert default in doc and "fresh entropy" in doc and "recorded_seed" in doc, fn.__name__
+        assert default in doc and "fresh entropy" in doc and "seed used" in doc, fn.__name__
 
 
 def test_plan_seed_is_recorded_and_reproduces(pilot):
     a, b = plan(pilot, "rubric", 1.5), plan(pilot, "rubric", 1.5)
-    assert a.recorded_seed == b.recorded_seed == 12345 and str(a) == str(b)
+    assert a.seed == b.seed == 12345 and str(a) == str(b)
     fresh = plan(pilot, "rubric", 1.5, seed=None)
-    again = plan(pilot, "rubric", 1.5, seed=fresh.recorded_seed)
+    again = plan(pilot, "rubric", 1.5, seed=fresh.seed)
     pd.testing.assert_frame_equal(fresh.table, again.table)
     assert (fresh.delta, fresh.components, str(fresh)) == (again.delta, again.components, str(again))
 
@@ -1133,34 +1133,34 @@ def test_plan_seed_is_recorded_and_reproduces(pilot):
 def test_plan_simulate_seed_is_recorded_and_reproduces(pilot):
     p = plan(pilot, "passed", 0.10, seeds_per_task=3)
     a, b = p.simulate(20, n_resamples=99), p.simulate(20, n_resamples=99)
-    assert a == b and a.recorded_seed == 0
+    assert a == b and a.seed == 0
     fresh = p.simulate(20, n_resamples=99, seed=None)
-    assert p.simulate(20, n_resamples=99, seed=fresh.recorded_seed) == fresh
+    assert p.simulate(20, n_resamples=99, seed=fresh.seed) == fresh
 
 
 def test_simulated_sample_size_seed_is_recorded_and_reproduces():
     kw = dict(baseline=SHARES4, method="simulation", n_sims=100, n_resamples=99)
     a, b = sample_size("ordinal", 1.5, **kw), sample_size("ordinal", 1.5, **kw)
-    assert a == b and a.recorded_seed == 0
+    assert a == b and a.seed == 0
     fresh = sample_size("ordinal", 1.5, seed=None, **kw)
-    assert sample_size("ordinal", 1.5, seed=fresh.recorded_seed, **kw) == fresh
-    assert sample_size("ordinal", 1.5, baseline=SHARES4).recorded_seed is None  # a formula draws nothing
+    assert sample_size("ordinal", 1.5, seed=fresh.seed, **kw) == fresh
+    assert sample_size("ordinal", 1.5, baseline=SHARES4).seed is None  # a formula draws nothing
     spawned = np.random.SeedSequence(7, spawn_key=(1, 2))  # not one integer: recorded as itself
     child = sample_size("ordinal", 1.5, seed=spawned, **kw)
-    assert child.recorded_seed is spawned and sample_size("ordinal", 1.5, seed=child.recorded_seed, **kw) == child
-    assert child.to_dict()["recorded_seed"] == {"entropy": 7, "spawn_key": [1, 2]}
+    assert child.seed is spawned and sample_size("ordinal", 1.5, seed=child.seed, **kw) == child
+    assert child.to_dict()["seed"] == {"entropy": 7, "spawn_key": [1, 2]}
 
 
 def test_simulated_power_seed_is_recorded_and_reproduces():
     kw = dict(baseline=0.5, method="simulation", n_sims=20, n_resamples=99, seeds_per_task=2, icc=0.2)
     a, b = power("binary", 0.2, 80, **kw), power("binary", 0.2, 80, **kw)
-    assert a == b and a.recorded_seed == 0
+    assert a == b and a.seed == 0
     fresh = power("binary", 0.2, 80, seed=None, **kw)
-    assert power("binary", 0.2, 80, seed=fresh.recorded_seed, **kw) == fresh
+    assert power("binary", 0.2, 80, seed=fresh.seed, **kw) == fresh
     curve = power("binary", 0.2, [40, 80], seed=None, **kw)
-    replayed = power("binary", 0.2, [40, 80], seed=curve.attrs["recorded_seed"], **kw)
+    replayed = power("binary", 0.2, [40, 80], seed=curve.attrs["seed"], **kw)
     pd.testing.assert_frame_equal(curve, replayed)
-    assert replayed.attrs["recorded_seed"] == curve.attrs["recorded_seed"]
+    assert replayed.attrs["seed"] == curve.attrs["seed"]
 
 
 def test_plan_effect_direction_and_sizes(pilot):

@@ -152,7 +152,7 @@ def add_power_settings(parser: argparse.ArgumentParser) -> None:
                         help="two-sided (default), or one-sided: the candidate larger / smaller "
                         "(or scipy's greater / less)")
     parser.add_argument("--quantile", type=float, default=0.95, help="quantile for cost/count (default 0.95)")
-    add_seed(parser, "seed of simulations", default=None)
+    add_seed(parser, "seed of simulations (default 0: reproducible)")
 
 
 # --------------------------------------------------------------------------- #

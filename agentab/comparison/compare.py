@@ -85,7 +85,7 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
     """
     from agentab.errors import PowerError
     from agentab.power import plan
-    from agentab.stats._power import log_odds_for_delta
+    from agentab.stats.power import log_odds_for_delta
 
     if pd.notna(row["p_value"]) and row["p_value"] < inp.alpha:
         return None, None

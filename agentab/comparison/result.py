@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentab._checks import jsonable_seed
 from agentab._display import Blank, Display, Items, Lines, Table
 from agentab.comparison.decide import Decision, format_value
 from agentab.stats import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
@@ -43,8 +44,9 @@ class ComparisonSettings(_Record):
     ----------
     alpha : float
     n_resamples : int
-    seed : int
-        The seed actually used (drawn and recorded when ``compare`` was given ``seed=None``).
+    seed : int or numpy.random.SeedSequence
+        The seed actually used (drawn and recorded when ``compare`` was given ``seed=None``; a spawned
+        SeedSequence as itself).
     cluster : str or None
         The task column (None: runs independent).
     paired : {"auto", True, False}
@@ -57,7 +59,7 @@ class ComparisonSettings(_Record):
 
     alpha: float
     n_resamples: int
-    seed: int
+    seed: Any
     cluster: str | None
     paired: bool | str
     primary: str
@@ -216,7 +218,7 @@ class Comparison(Display):
             "primary": self.settings.primary,
             "arms": arms.to_dict(orient="records"),
             "design": dict(self.design),
-            "settings": dict(self.settings),
+            "settings": {**self.settings, "seed": jsonable_seed(self.settings.seed)},
             "metrics": self.table.to_dict(orient="records"),
             "levels": self.levels.to_dict(orient="records"),
             "guardrails": checks,

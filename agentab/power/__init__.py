@@ -4,7 +4,7 @@
 - :mod:`~agentab.power.planning` -- :func:`plan`: tasks x seeds per task from pilot runs, checked by simulation.
 
 Alternatives are scipy's words (``"two-sided"``, ``"greater"``, ``"less"``; ``"larger"``/``"smaller"`` are
-accepted), and every simulation is seeded by default and records its seed (``recorded_seed``).
+accepted), and every simulation is seeded by default and records its seed (``seed``).
 """
 
 from agentab._vocabulary import KINDS  # noqa: F401  (agentab.power.KINDS, as before: the kinds of metric)

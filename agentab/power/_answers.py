@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from agentab._checks import jsonable_seed
 from agentab._display import Block, Display, Lines
-from agentab.power._arguments import plain_seed
 
 __all__ = ["MinimumEffect", "SampleSize", "effect_text"]
 
@@ -65,7 +65,7 @@ class SampleSize(Display):
     mc_se : float or None
         Monte Carlo standard error of a simulated power.
     notes : tuple of str
-    recorded_seed : int, SeedSequence or None
+    seed : int, SeedSequence or None
         The seed of a simulated answer (None for a formula): passing it as ``seed=`` reproduces the answer
         (a spawned SeedSequence given as the seed is recorded as itself).
     """
@@ -83,7 +83,7 @@ class SampleSize(Display):
     exact_runs: float = math.nan
     mc_se: float | None = None
     notes: tuple[str, ...] = ()
-    recorded_seed: int | np.random.SeedSequence | None = None
+    seed: int | np.random.SeedSequence | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -91,7 +91,7 @@ class SampleSize(Display):
             "tasks_per_arm": self.tasks_per_arm, "seeds_per_task": self.seeds_per_task, "power": self.power,
             "method": self.method, "alpha": self.alpha, "alternative": self.alternative,
             "design_effect": self.design_effect, "exact_runs": _plain(self.exact_runs), "mc_se": self.mc_se,
-            "notes": list(self.notes), "recorded_seed": plain_seed(self.recorded_seed),
+            "notes": list(self.notes), "seed": jsonable_seed(self.seed),
         }
 
     def _view(self) -> list[Block]:

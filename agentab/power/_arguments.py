@@ -7,8 +7,6 @@
   and the effect per kind here);
 - :func:`check_effect` -- the effect on its kind's scale (plans use it too);
 - :func:`check_untied` -- refuses a quantile that sits on a tied value (plans and formulas alike);
-- :func:`seed_record`, :func:`plain_seed` -- the seed a result records (see :mod:`agentab._checks` on seeds),
-  and as JSON;
 - :data:`METHODS` -- the methods of each kind, the first the default.
 """
 
@@ -20,13 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from agentab._checks import (check_alpha, check_alternative, check_kind, check_number, check_probability, check_whole,
-                             recorded_seed)
+from agentab._checks import (
+    check_alpha,
+    check_alternative,
+    check_kind,
+    check_number,
+    check_probability,
+    check_whole,
+)
 from agentab.errors import PowerError
 from agentab.stats import power as core
 
-__all__ = ["METHODS", "TIED_SHARE", "Question", "check_effect", "check_question", "check_shares", "check_untied",
-           "plain_seed", "seed_record"]
+__all__ = ["METHODS", "TIED_SHARE", "Question", "check_effect", "check_question", "check_shares", "check_untied"]
 
 #: The methods of each kind (``method=None`` takes the first).
 METHODS = MappingProxyType({
@@ -191,17 +194,3 @@ def check_effect(kind: str, effect: Any, baseline: Any) -> Any:
     elif effect == 0 or effect <= -1:
         raise PowerError(f"effect for {kind} is a relative change of the quantile, > -1 and != 0 (e.g. -0.2), got {effect:g}")
     return effect
-
-
-def seed_record(sequence: np.random.SeedSequence) -> int | np.random.SeedSequence:
-    """What a result records as its seed: the integer of :func:`agentab._checks.recorded_seed`, or the
-    SeedSequence itself when it was spawned (a spawn key is not one integer); either, passed back as ``seed=``,
-    draws the same numbers."""
-    return sequence if sequence.spawn_key else recorded_seed(sequence)
-
-
-def plain_seed(seed: Any) -> Any:
-    """A recorded seed as JSON: the integer, or a spawned SeedSequence's entropy and spawn key."""
-    if isinstance(seed, np.random.SeedSequence):
-        return {"entropy": seed.entropy, "spawn_key": list(seed.spawn_key)}
-    return seed

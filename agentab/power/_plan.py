@@ -13,10 +13,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._checks import check_n_resamples, check_whole, seed_sequence
-from agentab._display import Blank, Block, Display, Items, Lines, Table, render_html
+from agentab._checks import (
+    check_n_resamples,
+    check_whole,
+    jsonable_seed,
+    recorded_seed,
+    seed_sequence,
+)
+from agentab._display import Blank, Block, Display, Items, Lines, Table
 from agentab.errors import PowerError
-from agentab.power._arguments import plain_seed, seed_record
 from agentab.power._simulation import Model, model_pvalues
 from agentab.stats import power as core
 
@@ -30,7 +35,7 @@ _LISTS = (("assumption", "Assumptions"), ("note", "Notes"), ("warning", "Warning
 class SimulatedPower(Display):
     """Power of a design measured by running agentab's test on simulated experiments.
 
-    ``recorded_seed`` is the seed the simulation drew from: :meth:`Plan.simulate` with ``seed=recorded_seed``
+    ``seed`` is the seed the simulation drew from: passing it back to :meth:`Plan.simulate` as ``seed=``
     gives the same result.
     """
 
@@ -41,13 +46,13 @@ class SimulatedPower(Display):
     tasks: int
     seeds_per_task: int
     formula_power: float
-    recorded_seed: int | np.random.SeedSequence | None = None
+    seed: int | np.random.SeedSequence | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "power": self.power, "mc_se": self.mc_se, "confidence_interval": list(self.confidence_interval),
             "n_sims": self.n_sims, "tasks": self.tasks, "seeds_per_task": self.seeds_per_task,
-            "formula_power": self.formula_power, "recorded_seed": plain_seed(self.recorded_seed),
+            "formula_power": self.formula_power, "seed": jsonable_seed(self.seed),
         }
 
     def _view(self) -> list[Block]:
@@ -90,9 +95,9 @@ class Plan(Display):
     min_tasks : int
         Tasks per arm needed even with unlimited seeds per task.
     assumptions, notes, warnings : tuple of str
-    recorded_seed : int, SeedSequence or None
-        The seed of the plan's Dirichlet task model (binary and ordinal metrics): ``plan(..., seed=recorded_seed)``
-        gives the same plan.
+    seed : int, SeedSequence or None
+        The seed of the plan's Dirichlet task model (binary and ordinal metrics): passing it back to
+        :func:`plan` as ``seed=`` gives the same plan.
     """
 
     metric: str
@@ -122,7 +127,7 @@ class Plan(Display):
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     model: Model = field(default=None, repr=False)  # type: ignore[assignment]
-    recorded_seed: int | np.random.SeedSequence | None = None
+    seed: int | np.random.SeedSequence | None = None
 
     # ------------------------------------------------------------------ results
 
@@ -167,7 +172,7 @@ class Plan(Display):
         ``n_resamples`` permutations) and counts p-values below ``alpha``.
 
         ``seed`` (an integer, SeedSequence or Generator; default 0) makes the check reproducible; None draws
-        fresh entropy. The result's ``recorded_seed`` is the seed used: passing it back gives the same result.
+        fresh entropy. The result's ``seed`` is the seed used: passing it back gives the same result.
 
         Examples
         --------
@@ -188,7 +193,7 @@ class Plan(Display):
         rate = float(np.mean(pvals < self.alpha))
         se = math.sqrt(max(rate * (1 - rate), 1e-12) / n_sims)
         ci = (max(0.0, rate - 1.96 * se), min(1.0, rate + 1.96 * se))
-        return SimulatedPower(rate, se, ci, n_sims, n, m, float(self.power_at(n, m)), seed_record(sequence))
+        return SimulatedPower(rate, se, ci, n_sims, n, m, float(self.power_at(n, m)), recorded_seed(sequence))
 
     # ------------------------------------------------------------------ display
 
@@ -230,21 +235,14 @@ class Plan(Display):
             icc_ci=list(self.icc_ci), optimum_seeds=self.optimum_seeds if math.isfinite(self.optimum_seeds) else None,
             assumptions=list(self.assumptions), notes=list(self.notes), warnings=list(self.warnings),
             effect_text=self.effect_text(), table=self.table.to_dict(orient="records"),
-            recorded_seed=plain_seed(self.recorded_seed),
+            seed=jsonable_seed(self.seed),
         )
         return plain
 
     def _view(self) -> list[Block]:
         blocks: list[Block] = [Lines(self._header()), Blank(), Table(self._shown())]
-        for label, _ in _LISTS:
+        for label, title in _LISTS:
             texts = getattr(self, f"{label}s")
             if texts:
-                blocks.append(Items(texts, indent="", bullet=f"{label}: "))
+                blocks.append(Items(texts, title=title, indent="", bullet=f"{label}: ", title_in_text=False))
         return blocks
-
-    def _repr_html_(self) -> str:
-        # The one view, with the labelled lists titled in HTML ("Assumptions" over a bulleted list) as the text's
-        # "assumption: ..." lines cannot be. Goes when agentab._display.Items can take a title shown in HTML only.
-        titles = {f"{label}: ": title for label, title in _LISTS}
-        return render_html([dataclasses.replace(b, title=titles[b.bullet], collapsed=False)
-                            if isinstance(b, Items) and b.bullet in titles else b for b in self._view()])

@@ -28,7 +28,12 @@ import numpy as np
 from agentab.errors import PowerError, StatsWarning
 from agentab.power._arguments import Question
 from agentab.power._closed_form import candidate_shares
-from agentab.stats import mean_difference, ordinal_superiority, quantile_difference, rate_difference
+from agentab.stats import (
+    mean_difference,
+    ordinal_superiority,
+    quantile_difference,
+    rate_difference,
+)
 from agentab.stats import power as core
 
 __all__ = ["Model", "model_pvalues", "simulated_power", "simulated_tasks"]

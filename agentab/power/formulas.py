@@ -72,11 +72,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._checks import check_n_resamples, check_probability, check_whole, seed_sequence
+from agentab._checks import (
+    check_n_resamples,
+    check_probability,
+    check_whole,
+    recorded_seed,
+    seed_sequence,
+)
 from agentab.errors import PowerError
 from agentab.power._answers import MinimumEffect, SampleSize
-from agentab.power._arguments import METHODS, Question, check_question, seed_record
-from agentab.power._closed_form import check_direction, formula_power, ordinal_log_or, solve_runs
+from agentab.power._arguments import METHODS, Question, check_question
+from agentab.power._closed_form import (
+    check_direction,
+    formula_power,
+    ordinal_log_or,
+    solve_runs,
+)
 from agentab.power._simulation import simulated_power, simulated_tasks
 
 __all__ = ["MinimumEffect", "SampleSize", "mde", "power", "sample_size"]
@@ -132,7 +143,7 @@ def sample_size(
     seed : int, SeedSequence, Generator or None, default 0
         Simulation only: the seed of the simulation. The default 0 makes the answer
         reproducible; None draws fresh entropy. The result records the seed used
-        (``recorded_seed``); passing it back gives the same answer.
+        (its ``seed``); passing it back gives the same answer.
 
     Returns
     -------
@@ -164,7 +175,7 @@ def sample_size(
         tasks, (achieved, se) = simulated_tasks(q, q.effect, target, exact, n_sims, n_resamples, sequence)
         notes.append(f"the {formula_q.method} formula asks for {math.ceil(exact * q.design_effect):,} runs per arm")
         return SampleSize(q.kind, q.effect, tasks * q.seeds, tasks, q.seeds, achieved, "simulation", q.alpha,
-                          q.alternative, q.design_effect, exact, se, tuple(notes), seed_record(sequence))
+                          q.alternative, q.design_effect, exact, se, tuple(notes), recorded_seed(sequence))
     tasks = max(2, math.ceil(exact * q.design_effect / q.seeds - 1e-9))
     runs = tasks * q.seeds
     achieved = float(formula_power(q, q.effect, runs))
@@ -228,8 +239,8 @@ def power(
     DataFrame with columns ``runs_per_arm``, ``tasks_per_arm``,
     ``seeds_per_task``, ``power``. ``seed`` (default 0; None for fresh
     entropy) seeds ``method="simulation"``, every ``n`` from the same seed;
-    the seed used is the result's ``recorded_seed`` (a curve's
-    ``attrs["recorded_seed"]``).
+    the seed used is the result's ``seed`` (a curve's
+    ``attrs["seed"]``).
 
     Examples
     --------
@@ -248,7 +259,7 @@ def power(
     if q.method == "simulation":
         n_sims, n_resamples, sequence = _simulation_settings(n_sims, n_resamples, seed)
         sims = [simulated_power(q, q.effect, int(t), n_sims, n_resamples, sequence) for t in tasks]
-        values, se, used = [s[0] for s in sims], [s[1] for s in sims], seed_record(sequence)
+        values, se, used = [s[0] for s in sims], [s[1] for s in sims], recorded_seed(sequence)
     else:
         values = list(np.atleast_1d(formula_power(q, q.effect, runs)).astype(float))
         se = [None] * len(runs)
@@ -259,7 +270,7 @@ def power(
         {"runs_per_arm": runs, "tasks_per_arm": tasks, "seeds_per_task": q.seeds, "power": np.asarray(values, dtype=float)}
     )
     if used is not None:
-        curve.attrs["recorded_seed"] = used
+        curve.attrs["seed"] = used
     return curve
 
 

@@ -62,11 +62,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._checks import check_alpha, check_alternative, check_number, check_probability, check_whole, seed_sequence
+from agentab._checks import (
+    check_alpha,
+    check_alternative,
+    check_number,
+    check_probability,
+    check_whole,
+    recorded_seed,
+    seed_sequence,
+)
 from agentab.errors import PowerError
-from agentab.power._arguments import check_effect, seed_record
+from agentab.power._arguments import check_effect
 from agentab.power._components import Measured, components
-from agentab.power._pilot import MIN_TASKS, Pilot, read_pilot
+from agentab.power._pilot import Pilot, read_pilot
 from agentab.power._plan import Plan, SimulatedPower
 from agentab.stats import power as core
 
@@ -149,7 +157,7 @@ def plan(
         Seed of the Dirichlet draws behind a binary or ordinal plan's task
         model (the value plans have always used, so the default plan is
         reproducible); None draws fresh entropy. The plan records the seed
-        used (``recorded_seed``): passing it back gives the same plan.
+        used (its ``seed``): passing it back gives the same plan.
 
     Returns
     -------
@@ -193,7 +201,7 @@ def plan(
         cost=float(best["cost"]), table=table, icc=fit.icc, icc_ci=fit.icc_ci, pilot_tasks=fit.n_groups,
         pilot_runs=fit.n_runs, optimum_seeds=optimum, min_tasks=min_tasks, components=comps, cost_ratio=cost_ratio,
         assumptions=tuple(measured.assumptions), notes=tuple(notes), warnings=tuple(warnings), model=measured.model,
-        recorded_seed=seed_record(sequence),
+        seed=recorded_seed(sequence),
     )
 
 

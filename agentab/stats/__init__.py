@@ -45,7 +45,13 @@ p95 needs (see the tail warning) the two agree closely; agentab does not use it.
 """
 
 from agentab.stats._kernels import pass_hat_k
-from agentab.stats._results import ConfidenceInterval, Estimates, OrdinalResult, QuantileResult, TwoSampleResult
+from agentab.stats._results import (
+    ConfidenceInterval,
+    Estimates,
+    OrdinalResult,
+    QuantileResult,
+    TwoSampleResult,
+)
 from agentab.stats.two_sample import (
     mean_difference,
     mean_estimates,

@@ -82,7 +82,7 @@ def _generator(rng: Any) -> tuple[np.random.Generator, int | None]:
     if isinstance(rng, np.random.Generator):
         return rng, None
     sequence = seed_sequence(rng)
-    return np.random.default_rng(sequence), None if sequence.spawn_key else recorded_seed(sequence)
+    return np.random.default_rng(sequence), recorded_seed(sequence)
 
 
 def _two_sample_iv(

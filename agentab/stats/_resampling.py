@@ -15,8 +15,8 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -193,7 +193,10 @@ def bca_interval(
         return (np.nan, np.nan), "some bootstrap resamples have no value"
     if np.ptp(boot) == 0:
         return percentile_interval(boot, confidence_level), "every bootstrap resample gave the same value"
-    from scipy.special import ndtr, ndtri  # imported when first needed: `import agentab` stays light
+    from scipy.special import (  # imported when first needed: `import agentab` stays light
+        ndtr,
+        ndtri,
+    )
 
     share = (np.sum(boot < observed) + np.sum(boot <= observed)) / (2.0 * len(boot))
     if share <= 0.0 or share >= 1.0:

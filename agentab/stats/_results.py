@@ -72,9 +72,9 @@ class TwoSampleResult:
     confidence_level : float or None
     alternative : str or None
         The alternative hypothesis, in scipy's words.
-    seed : int or None
+    seed : int, numpy.random.SeedSequence or None
         The seed drawn from: passing it back as ``rng`` reproduces the result exactly (None when a
-        Generator was given, which cannot be recorded).
+        Generator was given, whose state is not recorded; a spawned SeedSequence is recorded as itself).
     notes : tuple of str
         The notes on the data and design, before the ones about one statistic.
     """
@@ -99,7 +99,7 @@ class TwoSampleResult:
     ci_method: str | None = None
     confidence_level: float | None = None
     alternative: str | None = None
-    seed: int | None = None
+    seed: Any = None
     notes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
