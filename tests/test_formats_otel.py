@@ -630,14 +630,9 @@ def test_runs_in_columns_load_as_their_records_do(tmp_path, monkeypatch, strict)
         assert str(via_columns.value) == str(via_dicts.value)
 
 
-def _otel_wired() -> bool:
-    if "format" not in inspect.signature(agentab.load_traces).parameters:
-        return False
-    return "otel" in agentab.formats.available()
-
-
-@pytest.mark.skipif(not _otel_wired(), reason="load_traces does not read format='otel' yet")
 def test_load_traces_reads_otel_files(tmp_path):
+    assert "format" in inspect.signature(agentab.load_traces).parameters
+    assert agentab.formats.get("otel") is FORMAT
     path, items = _mixed_file(tmp_path)
     for fmt in ("otel", "auto"):
         traces = agentab.load_traces(path, format=fmt, strict=False)
