@@ -510,12 +510,9 @@ def _raw(path: Path) -> list[dict[str, Any]]:
 
 
 def _tau2_traces() -> tuple[agentab.Traces, int]:
-    """The tau2 fixture loaded as openai: through load_traces when the format is registered, else via the reader."""
-    if REGISTERED:
-        traces = agentab.load_traces(TAU2, format="openai", fields=TAU2_FIELDS)
-        return traces, traces.n_read
-    items = list(OPENAI.read_file(TAU2, {**FIELDS, **TAU2_FIELDS}))
-    return load(items), len(items)
+    """The tau2 fixture loaded as openai, through load_traces (the format registry)."""
+    traces = agentab.load_traces(TAU2, format="openai", fields=TAU2_FIELDS)
+    return traces, traces.n_read
 
 
 @pytest.mark.parametrize("model", ["xai/grok-3-mini", "xai/grok-4"])
