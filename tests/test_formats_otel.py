@@ -971,7 +971,6 @@ def test_column_reader_gives_the_span_reader_s_items():
     # random files: wherever the column reader reads a file, its items and keys are the span reader's
     import numpy as np
 
-    import agentab.formats.otel as otel_module
     from agentab.formats.otel import _columns as _otel_columns
     from agentab.formats.otel import _span_runs, _spans
 
@@ -991,7 +990,6 @@ def test_column_reader_gives_the_span_reader_s_items():
 
 def test_column_reader_reads_the_fixtures(tmp_path):
     # the SDK-made files of these tests: read by the column reader, as the span reader reads them
-    import agentab.formats.otel as otel_module
     from agentab.formats.otel import _columns as _otel_columns
     from agentab.formats.otel import _span_runs, _spans
 
@@ -1034,7 +1032,6 @@ def test_column_reader_reads_the_fixtures(tmp_path):
 def test_column_reader_on_odd_values(path, value):
     # each value of another JSON type or shape than the specification's: the column reader leaves the file to
     # the span reader, or reads it as the span reader does
-    import agentab.formats.otel as otel_module
     from agentab.formats.otel import _columns as _otel_columns
     from agentab.formats.otel import _span_runs, _spans
 
