@@ -9,6 +9,7 @@ Arrow. :func:`step_columns` transposes one record's steps.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import repeat
 from typing import Any, NamedTuple
 

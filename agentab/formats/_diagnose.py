@@ -11,9 +11,6 @@ import msgspec
 
 __all__ = ["diagnose"]
 
-# --------------------------------------------------------------------------- #
-# Diagnostics: turn a decoder failure into (field, reason)
-# --------------------------------------------------------------------------- #
 _AT = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(.+)`$")
 _UNKNOWN = re.compile(r"^Object contains unknown field `(.+)`$")

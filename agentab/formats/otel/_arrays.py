@@ -12,7 +12,7 @@ of :mod:`agentab.formats.otel`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
