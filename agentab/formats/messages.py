@@ -127,6 +127,10 @@ A message's ``timestamp`` (ISO-8601 text or epoch seconds, passed on
 unchanged) gives ``started_at`` of the steps it calls and ``ended_at`` of the
 step it answers. Each step's ``metadata`` has ``message`` (the index of the
 assistant message in the list) and ``call_id``.
+
+This module converts each format's message list into steps and reads the
+files; the run-level fields are :mod:`._message_fields`', the pieces both
+formats build steps from :mod:`._message_parts`'.
 """
 
 from __future__ import annotations

@@ -315,7 +315,8 @@ def spans(data: bytes, first_line: int) -> Spans:
     status = _field(flat, "status")
     attrs = Attrs(_field(flat, "attributes"))
     return Spans(
-        n=len(flat), line_of=(line_of_resource[resource_of] + first_line).astype(np.int64), resource_of=resource_of, n_resources=len(resources),
+        n=len(flat), line_of=(line_of_resource[resource_of] + first_line).astype(np.int64),
+        resource_of=resource_of, n_resources=len(resources),
         trace=trace, span_id=span_id, parent_id=parent_id, names=names,
         starts=_times(_field(flat, "startTimeUnixNano")), ends=_times(_field(flat, "endTimeUnixNano")),
         failed=numpy(pc.fill_null(pc.equal(_field(status, "code"), 2), False)), messages=_field(status, "message"),
