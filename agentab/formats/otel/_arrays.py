@@ -179,97 +179,6 @@ def _times(texts: pa.Array) -> np.ndarray:
     return out
 
 
-def usage(s: Spans, at: Layout, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens of one kind per step, and per run (-1: no span of the run records them), by the rule of
-    :func:`agentab.formats.otel._span_runs._usage`: a span's count is used if no span below it in the run
-    records one; it goes to the innermost step containing it, else the first step starting at or after it,
-    else the last step."""
-    n, parent, run_of, run_rank = s.n, at.parent, at.run_of, at.run_rank
-    count = _counts(s.attrs, names, n)
-    per_step = np.zeros(len(at.steps), np.int64)
-    totals = np.full(len(at.first_step), -1, np.int64)
-    recorded = (count >= 0) & (run_of >= 0)
-    if not recorded.any():
-        return per_step, totals
-    if count.max() >= INT64_MAX // max(int(recorded.sum()), 1):
-        raise Unhandled  # sums that may not fit in 64 bits: the decoder words that rejection
-    index = np.arange(n)
-    member = (run_of >= 0) & (index != run_of)  # below the run span, in its run
-    below = np.zeros(n, bool)
-    frontier = np.flatnonzero(recorded & member)
-    while len(frontier):
-        up = parent[frontier]
-        up = up[~below[up]]
-        below[up] = True
-        frontier = np.unique(up[member[up]])
-    used = np.flatnonzero(recorded & ~below)
-    used_runs = run_rank[run_of[used]]
-    np.add.at(totals, np.unique(run_rank[run_of[np.flatnonzero(recorded)]]), 1)  # -1 -> 0: recorded
-    np.add.at(totals, used_runs, count[used])
-    # the innermost step whose span is this one or contains it, within the run
-    own = np.where(at.tool & member, index, -1)  # a run span that is a tool span contains nothing (its run)
-    safe = np.where(parent >= 0, parent, 0)
-    inner = fixed_point(lambda f: np.where((f < 0) & member, f[safe], f), own)
-    has_steps = at.n_steps[used_runs] > 0
-    used, used_runs = used[has_steps], used_runs[has_steps]
-    container = inner[used]
-    target = np.where(container >= 0, at.step_of[np.maximum(container, 0)], -1)
-    loose = target < 0
-    if loose.any():
-        target[loose] = _first_at_or_after(s.starts, at, used[loose], used_runs[loose])
-    np.add.at(per_step, target, count[used])
-    return per_step, totals
-
-
-def _counts(attrs: Attrs, names: tuple[str, ...], n: int) -> np.ndarray:
-    """Each span's token count by the first of ``names`` it records (-1: none); only non-negative
-    ``intValue`` counts, one name per span, are read here."""
-    count = np.full(n, -1, np.int64)
-    for name in names:
-        rows = attrs.rows(name)
-        if not len(rows):
-            continue
-        owners = attrs.owner[rows]
-        if (count[owners] >= 0).any():
-            raise Unhandled  # two names for one count on a span
-        take = pa.array(rows)
-        if attrs.sv.take(take).null_count != len(rows) or attrs.iv.take(take).null_count:
-            raise Unhandled  # usage that is not an intValue
-        try:
-            values = numpy(pc.cast(attrs.iv.take(take), pa.int64())).astype(np.int64)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-            raise Unhandled from err
-        if (values < 0).any():
-            raise Unhandled  # a negative count: a rejection
-        count[owners] = values
-    return count
-
-
-def _first_at_or_after(starts: np.ndarray, at: Layout, spans: np.ndarray, runs: np.ndarray) -> np.ndarray:
-    """For spans in no step of their run (``runs``: the runs' ranks), the first step of the run starting at
-    or after the span starts, else (or when the span has no start) the run's last step."""
-    first_step, n_steps, steps = at.first_step, at.n_steps, at.steps
-    last = first_step[runs] + n_steps[runs] - 1
-    out = np.array(last)
-    timed = starts[spans] >= 0
-    if timed.any():  # bisect_left of the span's start among its run's steps' starts (none last)
-        step_null = starts[steps] < 0
-        step_start = np.where(step_null, 0, starts[steps])
-        t = starts[spans[timed]]
-        lo = first_step[runs[timed]]
-        hi = lo + n_steps[runs[timed]]
-        while True:
-            open_ = lo < hi
-            if not open_.any():
-                break
-            mid = np.where(open_, (lo + hi) // 2, 0)
-            before = open_ & ~step_null[mid] & (step_start[mid] < t)
-            lo = np.where(before, mid + 1, lo)
-            hi = np.where(open_ & ~before, mid, hi)
-        out[timed] = np.minimum(lo, last[timed])
-    return out
-
-
 # ---------------------------------------------------------------- a file's spans
 
 
@@ -452,3 +361,97 @@ def _run_of(s: Spans, parent: np.ndarray, has_parent: np.ndarray, mapping: Mappi
         raise Unhandled  # a span tree with no run: a rejection
     plain_run = plain & ~orphan & (tree_genai | task_attr)
     return np.where(outer >= 0, outer, np.where(plain_run[root], root, -1))
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def usage(s: Spans, at: Layout, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens of one kind per step, and per run (-1: no span of the run records them), by the rule of
+    :func:`agentab.formats.otel._span_runs._usage`: a span's count is used if no span below it in the run
+    records one; it goes to the innermost step containing it, else the first step starting at or after it,
+    else the last step."""
+    n, parent, run_of, run_rank = s.n, at.parent, at.run_of, at.run_rank
+    count = _counts(s.attrs, names, n)
+    per_step = np.zeros(len(at.steps), np.int64)
+    totals = np.full(len(at.first_step), -1, np.int64)
+    recorded = (count >= 0) & (run_of >= 0)
+    if not recorded.any():
+        return per_step, totals
+    if count.max() >= INT64_MAX // max(int(recorded.sum()), 1):
+        raise Unhandled  # sums that may not fit in 64 bits: the decoder words that rejection
+    index = np.arange(n)
+    member = (run_of >= 0) & (index != run_of)  # below the run span, in its run
+    below = np.zeros(n, bool)
+    frontier = np.flatnonzero(recorded & member)
+    while len(frontier):
+        up = parent[frontier]
+        up = up[~below[up]]
+        below[up] = True
+        frontier = np.unique(up[member[up]])
+    used = np.flatnonzero(recorded & ~below)
+    used_runs = run_rank[run_of[used]]
+    np.add.at(totals, np.unique(run_rank[run_of[np.flatnonzero(recorded)]]), 1)  # -1 -> 0: recorded
+    np.add.at(totals, used_runs, count[used])
+    # the innermost step whose span is this one or contains it, within the run
+    own = np.where(at.tool & member, index, -1)  # a run span that is a tool span contains nothing (its run)
+    safe = np.where(parent >= 0, parent, 0)
+    inner = fixed_point(lambda f: np.where((f < 0) & member, f[safe], f), own)
+    has_steps = at.n_steps[used_runs] > 0
+    used, used_runs = used[has_steps], used_runs[has_steps]
+    container = inner[used]
+    target = np.where(container >= 0, at.step_of[np.maximum(container, 0)], -1)
+    loose = target < 0
+    if loose.any():
+        target[loose] = _first_at_or_after(s.starts, at, used[loose], used_runs[loose])
+    np.add.at(per_step, target, count[used])
+    return per_step, totals
+
+
+def _counts(attrs: Attrs, names: tuple[str, ...], n: int) -> np.ndarray:
+    """Each span's token count by the first of ``names`` it records (-1: none); only non-negative
+    ``intValue`` counts, one name per span, are read here."""
+    count = np.full(n, -1, np.int64)
+    for name in names:
+        rows = attrs.rows(name)
+        if not len(rows):
+            continue
+        owners = attrs.owner[rows]
+        if (count[owners] >= 0).any():
+            raise Unhandled  # two names for one count on a span
+        take = pa.array(rows)
+        if attrs.sv.take(take).null_count != len(rows) or attrs.iv.take(take).null_count:
+            raise Unhandled  # usage that is not an intValue
+        try:
+            values = numpy(pc.cast(attrs.iv.take(take), pa.int64())).astype(np.int64)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            raise Unhandled from err
+        if (values < 0).any():
+            raise Unhandled  # a negative count: a rejection
+        count[owners] = values
+    return count
+
+
+def _first_at_or_after(starts: np.ndarray, at: Layout, spans: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """For spans in no step of their run (``runs``: the runs' ranks), the first step of the run starting at
+    or after the span starts, else (or when the span has no start) the run's last step."""
+    first_step, n_steps, steps = at.first_step, at.n_steps, at.steps
+    last = first_step[runs] + n_steps[runs] - 1
+    out = np.array(last)
+    timed = starts[spans] >= 0
+    if timed.any():  # bisect_left of the span's start among its run's steps' starts (none last)
+        step_null = starts[steps] < 0
+        step_start = np.where(step_null, 0, starts[steps])
+        t = starts[spans[timed]]
+        lo = first_step[runs[timed]]
+        hi = lo + n_steps[runs[timed]]
+        while True:
+            open_ = lo < hi
+            if not open_.any():
+                break
+            mid = np.where(open_, (lo + hi) // 2, 0)
+            before = open_ & ~step_null[mid] & (step_start[mid] < t)
+            lo = np.where(before, mid + 1, lo)
+            hi = np.where(open_ & ~before, mid, hi)
+        out[timed] = np.minimum(lo, last[timed])
+    return out
