@@ -129,8 +129,8 @@ step it answers. Each step's ``metadata`` has ``message`` (the index of the
 assistant message in the list) and ``call_id``.
 
 This module converts each format's message list into steps and reads the
-files; the run-level fields are :mod:`._message_fields`', the pieces both
-formats build steps from :mod:`._message_parts`'.
+files; the run-level fields are read in :mod:`._message_fields`, and the
+pieces both formats build steps from are in :mod:`._message_parts`.
 """
 
 from __future__ import annotations

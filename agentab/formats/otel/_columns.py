@@ -9,9 +9,9 @@ reads, its items are exactly those of the span-by-span reader
 (:mod:`._span_runs`; :mod:`agentab.formats.otel`'s docstring gives the rules):
 the tests compare the two on random files and on every odd value they try.
 The span-by-span reader does Python work for every span and attribute: it
-took five times as long as loading our own record. The arrays are
-:mod:`._arrays`'; this module reads the steps' and runs' fields from them,
-by the rules the readers share (:mod:`._rules`).
+took five times as long as loading our own record. The arrays come
+from :mod:`._arrays`; this module reads the steps' and runs' fields from
+them, by the rules both readers share (:mod:`._rules`).
 
 It reads the regular case and declines (:func:`read` returns None; the
 span-by-span reader then reads the file) anything else: a byte-order mark,
@@ -49,7 +49,7 @@ __all__ = ["read"]
 _JSON = msgspec.json.Decoder()
 
 
-def _unworded() -> str:
+def _unworded(*_: Any) -> str:
     """Where a rejection is: not worded here (the span-by-span reader words it)."""
     return ""
 
@@ -88,7 +88,7 @@ def _tool_names(attrs: Attrs, names: pa.Array, steps: np.ndarray, n: int) -> lis
             if generic is None:
                 generic = [attrs.values(key) for key in _rules.TOOL_NAME]
             value = _first(generic, i)
-            name = _rules.tool_name(value, names[i].as_py() if value is MISSING else "", _unworded)
+            name = _rules.tool_name(value, names[i].as_py() if value is MISSING else "", _unworded, i)
         out.append(name)
     return out
 
@@ -111,7 +111,7 @@ def _arguments(attrs: Attrs, steps: np.ndarray, n: int) -> list[dict[str, Any]]:
         except msgspec.DecodeError:
             args = None
         if type(args) is not dict:  # blank, not JSON, not text or not an object: by the rule (or a rejection)
-            args = _rules.arguments(_rules.TOOL_ARGS[0], raw, _unworded)
+            args = _rules.arguments(_rules.TOOL_ARGS[0], raw, _unworded, i)
         out.append(args)
     return out
 
@@ -292,7 +292,8 @@ class _Runs:
         take = pa.array(runs)
         traces = s.trace.take(take).to_pylist() if len(runs) else []
         span_texts = s.span_id.take(take).to_pylist() if len(runs) else []
-        identity = [self.lookup_all((mapping[key],)) for key in ("task_id", "seed", "outcome", "run_id", "arm")]
+        tasks, seeds, outcomes, run_ids, arms = (self.lookup_all((mapping[key],))
+                                                 for key in ("task_id", "seed", "outcome", "run_id", "arm"))
         amounts = {key: self.lookup_all((mapping[key],)) for key in ("cost_usd", "latency_s") if mapping.get(key)}
         models = self.lookup_all(_rules.names_of(mapping, "model"))
         harnesses = self.lookup_all(_rules.names_of(mapping, "harness"))
@@ -310,7 +311,7 @@ class _Runs:
         for r, (i, trace_id, span_text) in enumerate(zip(run_list, traces, span_texts)):
             per_trace[trace_id] = per_trace.get(trace_id, 0) + 1
             task_id, seed, outcome, run_id, source, arm = _rules.identity(
-                mapping, *(found[r] for found in identity), trace_id, span_text, _unworded)
+                mapping, tasks[r], seeds[r], outcomes[r], run_ids[r], arms[r], trace_id, span_text, _unworded)
             start, end = starts_ns[r], ends_ns[r]
             start, end = (start if start >= 0 else None), (end if end >= 0 else None)
             money = _rules.amounts({key: found[r] for key, found in amounts.items()}, start, end, _unworded)

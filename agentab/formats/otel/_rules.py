@@ -289,22 +289,23 @@ def metadata(mapping: FieldMap, model: Hit | None, harness: Hit | None, provider
 # ---------------------------------------------------------------- one step, from the values found
 
 
-def tool_name(value: Any, span_name: str, where: Callable[[], str]) -> str:
+def tool_name(value: Any, span_name: str, where: Callable[[Any], str], span: Any) -> str:
     """A step's tool: ``value`` (the first of :data:`TOOL_NAME` the span records; MISSING: none) as text,
-    else its span name after ``execute_tool``; a rejection when neither names one."""
+    else its span name after ``execute_tool``; a rejection (``where(span)`` words the span) when neither
+    names one."""
     if value is _MISSING:
         name = name_after(span_name, "execute_tool")
     else:
         name = value if isinstance(value, str) else str(value)
     if not name:
-        raise _Reject(TOOL_NAME[0], f"the tool span {where()} names no tool: no attribute "
+        raise _Reject(TOOL_NAME[0], f"the tool span {where(span)} names no tool: no attribute "
                                     f"{' or '.join(TOOL_NAME)}, and no name after execute_tool in its span name")
     return name
 
 
-def arguments(attribute: str, raw: Any, where: Callable[[], str]) -> dict[str, Any]:
+def arguments(attribute: str, raw: Any, where: Callable[[Any], str], span: Any) -> dict[str, Any]:
     """A step's arguments from attribute ``attribute``'s value: JSON text of an object (blank: none), or an
-    object; a rejection otherwise."""
+    object; a rejection (``where(span)`` words the span) otherwise."""
     args = raw
     if isinstance(raw, str):
         args = {}
@@ -312,10 +313,10 @@ def arguments(attribute: str, raw: Any, where: Callable[[], str]) -> dict[str, A
             try:
                 args = _JSON.decode(raw)
             except msgspec.DecodeError as exc:
-                raise _Reject(attribute, f"attribute {attribute} of the tool span {where()} is not JSON: "
+                raise _Reject(attribute, f"attribute {attribute} of the tool span {where(span)} is not JSON: "
                                          f"{exc}") from None
     if not isinstance(args, dict):
-        raise _Reject(attribute, f"attribute {attribute} of the tool span {where()} is not a JSON object "
+        raise _Reject(attribute, f"attribute {attribute} of the tool span {where(span)} is not a JSON object "
                                  f"of arguments: {raw!r}")
     return args
 

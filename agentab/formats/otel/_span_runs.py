@@ -294,13 +294,13 @@ def _step(span: Span) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict[
     name = value.string_value if value is not None else None
     if not name:
         tool = first(span, TOOL_NAME)
-        name = _rules.tool_name(_MISSING if tool is None else tool[1], span.name, lambda: where(span))
+        name = _rules.tool_name(_MISSING if tool is None else tool[1], span.name, where, span)
     args: Any = {}
     value = attrs.get(TOOL_ARGS[0])
     hit = (TOOL_ARGS[0], value.string_value) if value is not None and value.string_value is not None \
         else first(span, TOOL_ARGS)
     if hit is not None:
-        args = _rules.arguments(hit[0], hit[1], lambda: where(span))
+        args = _rules.arguments(hit[0], hit[1], where, span)
     metadata = {"span_id": span.span_id}
     value = attrs.get("gen_ai.tool.call.id")
     if value is not None:
