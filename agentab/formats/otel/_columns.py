@@ -49,7 +49,7 @@ __all__ = ["read"]
 _JSON = msgspec.json.Decoder()
 
 
-def _unworded(*_: Any) -> str:
+def _unworded(i: int) -> str:
     """Where a rejection is: not worded here (the span-by-span reader words it)."""
     return ""
 
@@ -203,7 +203,8 @@ def _steps(s: Spans, at: Layout) -> _Steps:
 
 class _Runs:
     """The runs of a file in columns (:func:`agentab.formats.otel._span_runs.record`): run-level attributes
-    looked up on the run spans, their ancestors and their resources, for all runs at once."""
+    looked up on the run spans, their ancestors and their resources, for all runs at once. It is the
+    :class:`~._rules.RunView` of its runs (a run: its span's index)."""
 
     def __init__(self, s: Spans, at: Layout, mapping: dict[str, str], steps: _Steps) -> None:
         self.s, self.at, self.mapping, self.steps = s, at, mapping, steps
@@ -256,7 +257,16 @@ class _Runs:
             out[r] = self.lookup(run_list[r], keys)
         return out
 
-    def first_in_run(self, run: int, keys: tuple[str, ...]) -> Any:
+    @staticmethod
+    def where(i: int) -> str:
+        """Not worded here: any rejection declines the file (the span-by-span reader words it)."""
+        return ""
+
+    def agent_name(self, i: int) -> str | None:
+        """Span ``i``'s name when it is an agent span, else None."""
+        return self.s.names[i].as_py() if self.s.kind[i] == AGENT else None
+
+    def in_run(self, run: int, keys: tuple[str, ...]) -> Any:
         """The first value among ``keys`` of the run's model spans, in pre-order (None: none)."""
         if keys not in self.candidates:  # run -> its model spans with a value, in file order
             run_of = self.at.run_of
@@ -302,7 +312,6 @@ class _Runs:
         run_starts = iso_texts([t if t >= 0 else None for t in s.starts[runs].tolist()])
         run_ends = iso_texts([t if t >= 0 else None for t in s.ends[runs].tolist()])
         starts_ns, ends_ns = s.starts[runs].tolist(), s.ends[runs].tolist()
-        run_kinds = s.kind[runs].tolist()
         bounds = np.stack([at.first_step, at.first_step + at.n_steps], axis=1).tolist()
         totals_in, totals_out = self.steps.total_in, self.steps.total_out
         converted = []
@@ -311,16 +320,14 @@ class _Runs:
         for r, (i, trace_id, span_text) in enumerate(zip(run_list, traces, span_texts)):
             per_trace[trace_id] = per_trace.get(trace_id, 0) + 1
             task_id, seed, outcome, run_id, source, arm = _rules.identity(
-                mapping, tasks[r], seeds[r], outcomes[r], run_ids[r], arms[r], trace_id, span_text, _unworded)
+                mapping, tasks[r], seeds[r], outcomes[r], run_ids[r], arms[r], trace_id, span_text, self, i)
             start, end = starts_ns[r], ends_ns[r]
             start, end = (start if start >= 0 else None), (end if end >= 0 else None)
-            money = _rules.amounts({key: found[r] for key, found in amounts.items()}, start, end, _unworded)
+            money = _rules.amounts({key: found[r] for key, found in amounts.items()}, start, end, self, i)
             t_in, t_out = totals_in[r], totals_out[r]
             metadata = _rules.metadata(
-                mapping, models[r], harnesses[r], providers[r], lambda keys, i=i: self.first_in_run(i, keys),
-                (lambda i=i: s.names[i].as_py()) if run_kinds[r] == AGENT else None, conversations.get(i),
-                trace_id, span_text, run_starts[r], run_ends[r], t_in if t_in >= 0 else None,
-                t_out if t_out >= 0 else None)
+                mapping, models[r], harnesses[r], providers[r], conversations.get(i), trace_id, span_text,
+                run_starts[r], run_ends[r], t_in if t_in >= 0 else None, t_out if t_out >= 0 else None, self, i)
             record = Prepared(run_id, task_id, seed, arm, outcome, money.get("cost_usd"), money.get("latency_s"),
                               metadata, self.steps.of(*bounds[r], t_in, t_out))
             converted.append((i, trace_id, span_text, record, source))

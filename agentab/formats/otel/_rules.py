@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -172,6 +172,19 @@ def as_outcome(value: Any) -> bool | int | float | None:
 # ---------------------------------------------------------------- one run, from the values found
 
 
+class RunView(Protocol):
+    """What the run assembly below asks a reader about one of its runs (``run``: the reader's handle)."""
+
+    def where(self, run: Any) -> str:
+        """The run span, in words (for a rejection)."""
+
+    def in_run(self, run: Any, names: tuple[str, ...]) -> Any:
+        """The first value among ``names`` of the run's model spans, in pre-order, or None."""
+
+    def agent_name(self, run: Any) -> str | None:
+        """The run span's name when it is an agent span, else None."""
+
+
 def missing(where: str, key: str, name: str) -> _Reject:
     return _Reject(name, f"the run span ({where}) has no attribute {name} for {key} (looked in the span, "
                          f"its ancestors and its resource); name the attribute with fields={{{key!r}: ...}}")
@@ -182,49 +195,49 @@ def ill_typed(where: str, key: str, name: str, value: Any, expected: str) -> _Re
 
 
 def required(hit: Hit | None, mapping: Mapping[str, str], key: str, convert: Callable[[Any], Any],
-             expected: str, where: Callable[[], str]) -> Any:
+             expected: str, view: RunView, run: Any) -> Any:
     """A required run-level field: the attribute found (``hit``) converted, or a rejection naming the
-    attribute (missing, or ``convert`` gives None); ``where`` words the run span."""
+    attribute (missing, or ``convert`` gives None)."""
     if hit is None:
-        raise missing(where(), key, mapping[key])
+        raise missing(view.where(run), key, mapping[key])
     value = convert(hit[1])
     if value is None:
-        raise ill_typed(where(), key, hit[0], hit[1], expected)
+        raise ill_typed(view.where(run), key, hit[0], hit[1], expected)
     return value
 
 
 def identity(mapping: FieldMap, task: Hit | None, seed: Hit | None, outcome: Hit | None, run_id: Hit | None,
-             arm: Hit | None, trace_id: str, span_id: str,
-             where: Callable[[], str]) -> tuple[str | int, int, Any, str, str | None, str | None]:
+             arm: Hit | None, trace_id: str, span_id: str, view: RunView,
+             run: Any) -> tuple[str | int, int, Any, str, str | None, str | None]:
     """A run's task id, seed, outcome, run id, where the run id came from ("attribute", "trace"; None: a
     user-mapped attribute) and arm, from the attributes found for them (checked in that order)."""
-    task_id = required(task, mapping, "task_id", as_task_id, "text or an integer", where)
-    seed_value = required(seed, mapping, "seed", as_seed, "an integer that fits in 64 bits", where)
-    outcome_value = required(outcome, mapping, "outcome", as_outcome, "a bool or a finite number", where)
+    task_id = required(task, mapping, "task_id", as_task_id, "text or an integer", view, run)
+    seed_value = required(seed, mapping, "seed", as_seed, "an integer that fits in 64 bits", view, run)
+    outcome_value = required(outcome, mapping, "outcome", as_outcome, "a bool or a finite number", view, run)
     default_run_id = mapping["run_id"] == FIELDS["run_id"]
     source: str | None
     if run_id is not None:
         run_text = as_run_id(run_id[1])
         if run_text is None:
-            raise ill_typed(where(), "run_id", run_id[0], run_id[1], "text or an integer")
+            raise ill_typed(view.where(run), "run_id", run_id[0], run_id[1], "text or an integer")
         source = "attribute" if default_run_id else None
     elif default_run_id:
         run_text, source = trace_id or span_id, "trace"
         if not run_text:
-            raise _Reject("traceId", f"{where()}: no run id: no attribute {FIELDS['run_id']}, and no trace "
+            raise _Reject("traceId", f"{view.where(run)}: no run id: no attribute {FIELDS['run_id']}, and no trace "
                                      "or span id")
     else:
-        raise missing(where(), "run_id", mapping["run_id"])
+        raise missing(view.where(run), "run_id", mapping["run_id"])
     arm_text = None
     if arm is not None:
         arm_text = as_arm(arm[1])
         if arm_text is None:
-            raise ill_typed(where(), "arm", arm[0], arm[1], "text")
+            raise ill_typed(view.where(run), "arm", arm[0], arm[1], "text")
     return task_id, seed_value, outcome_value, run_text, source, arm_text
 
 
-def amounts(found: Mapping[str, Hit | None], start: int | None, end: int | None,
-            where: Callable[[], str]) -> dict[str, float]:
+def amounts(found: Mapping[str, Hit | None], start: int | None, end: int | None, view: RunView,
+            run: Any) -> dict[str, float]:
     """``cost_usd`` and ``latency_s`` from the attributes found for them (keys: the mapped ones); the
     latency is otherwise the run span's duration (``start``/``end``: unix nanoseconds, None: unset)."""
     out: dict[str, float] = {}
@@ -232,7 +245,7 @@ def amounts(found: Mapping[str, Hit | None], start: int | None, end: int | None,
         if hit is not None:
             amount = as_amount(hit[1])
             if amount is None:
-                raise ill_typed(where(), key, hit[0], hit[1], "a number >= 0")
+                raise ill_typed(view.where(run), key, hit[0], hit[1], "a number >= 0")
             out[key] = amount
     if "latency_s" not in out and start is not None and end is not None and end >= start:
         out["latency_s"] = (end - start) / 1e9
@@ -240,33 +253,30 @@ def amounts(found: Mapping[str, Hit | None], start: int | None, end: int | None,
 
 
 def metadata(mapping: FieldMap, model: Hit | None, harness: Hit | None, provider: Hit | None,
-             in_run: Callable[[tuple[str, ...]], Any], agent_name: Callable[[], str] | None,
              conversation: Any, trace_id: str, span_id: str, started: str | None, ended: str | None,
-             tokens_in: int | None, tokens_out: int | None) -> dict[str, Any]:
+             tokens_in: int | None, tokens_out: int | None, view: RunView, run: Any) -> dict[str, Any]:
     """A run's metadata from the attributes found for the run span.
 
     Without a model (by the default names), the run's first model call's;
     without a harness (default name), the agent span's name after
-    ``invoke_agent`` (``agent_name``: the run span's name, None when it is no
-    agent span); without a provider, the run's first model call's
-    (``in_run(names)``: the first value among ``names`` of the run's model
-    spans, in pre-order, or None).
+    ``invoke_agent``; without a provider, the run's first model call's.
     """
     out: dict[str, Any] = {}
     if model is not None:
         out["model"] = str(model[1])
     elif mapping["model"] == FIELDS["model"]:
-        found = in_run(ALIASES[FIELDS["model"]])
+        found = view.in_run(run, ALIASES[FIELDS["model"]])
         if found is not None:
             out["model"] = str(found)
     if harness is not None:
         out["harness"] = str(harness[1])
-    elif mapping["harness"] == FIELDS["harness"] and agent_name is not None:
-        name = name_after(agent_name(), "invoke_agent")
+    elif mapping["harness"] == FIELDS["harness"]:
+        agent = view.agent_name(run)
+        name = name_after(agent, "invoke_agent") if agent is not None else ""
         if name:
             out["harness"] = name
     if provider is None:
-        found = in_run(PROVIDER)
+        found = view.in_run(run, PROVIDER)
         if found is not None:
             out["provider"] = str(found)
     else:

@@ -90,15 +90,16 @@ def _items(spans: list[Span], bad: list[Item], mapping: Mapping[str, str]) -> Pa
     return Part([item for _, _, item in out], _rules.part_keys({span.trace_id for span in spans}, ids))
 
 
-def record(run: Span, mapping: Mapping[str, str], tree: list[Span]) -> tuple[Prepared, str | None]:
-    """The run of a run span (``tree``: it and the spans below it, in pre-order), in the decoder's
-    shape (:class:`~agentab.formats.decode.Prepared`: every value as the record's schema requires it), and
-    where its run_id came from (None: a user-mapped attribute)."""
+class _View:
+    """What the run assembly (:mod:`._rules`) asks of a run, for a run given as its tree (the run span
+    and the spans below it, in pre-order: the run span first)."""
 
-    def here() -> str:
-        return where(run)
+    @staticmethod
+    def where(tree: list[Span]) -> str:
+        return where(tree[0])
 
-    def in_run(names: tuple[str, ...]) -> Any:
+    @staticmethod
+    def in_run(tree: list[Span], names: tuple[str, ...]) -> Any:
         for span in tree:
             if span.kind == MODEL:
                 hit = first(span, names)
@@ -106,22 +107,33 @@ def record(run: Span, mapping: Mapping[str, str], tree: list[Span]) -> tuple[Pre
                     return hit[1]
         return None
 
+    @staticmethod
+    def agent_name(tree: list[Span]) -> str | None:
+        return tree[0].name if tree[0].kind == AGENT else None
+
+
+_VIEW = _View()
+
+
+def record(run: Span, mapping: Mapping[str, str], tree: list[Span]) -> tuple[Prepared, str | None]:
+    """The run of a run span (``tree``: it and the spans below it, in pre-order), in the decoder's
+    shape (:class:`~agentab.formats.decode.Prepared`: every value as the record's schema requires it), and
+    where its run_id came from (None: a user-mapped attribute)."""
     task_id, seed, outcome, run_id, source, arm = _rules.identity(
         mapping, _lookup(run, (mapping["task_id"],)), _lookup(run, (mapping["seed"],)),
         _lookup(run, (mapping["outcome"],)), _lookup(run, (mapping["run_id"],)), _lookup(run, (mapping["arm"],)),
-        run.trace_id, run.span_id, here)
+        run.trace_id, run.span_id, _VIEW, tree)
     steps, tokens_in, tokens_out = _steps(run, tree)
     # no default attribute for the amounts: latency is the run span's duration
     amounts = _rules.amounts({key: _lookup(run, (mapping[key],)) for key in ("cost_usd", "latency_s")
-                              if mapping.get(key)}, run.start, run.end, here)
+                              if mapping.get(key)}, run.start, run.end, _VIEW, tree)
     for ns, name in ((run.start, "startTimeUnixNano"), (run.end, "endTimeUnixNano")):
         if ns is not None and ns >= ARROW_NS:
             raise _Reject(name, f"{where(run)}: {name} is out of range (after the year 2262)")
     metadata = _rules.metadata(
         mapping, _lookup(run, names_of(mapping, "model")), _lookup(run, names_of(mapping, "harness")),
-        _lookup(run, PROVIDER), in_run, (lambda: run.name) if run.kind == AGENT else None,
-        get(run, "gen_ai.conversation.id"), run.trace_id, run.span_id, _rules.iso(run.start), _rules.iso(run.end),
-        tokens_in, tokens_out)
+        _lookup(run, PROVIDER), get(run, "gen_ai.conversation.id"), run.trace_id, run.span_id,
+        _rules.iso(run.start), _rules.iso(run.end), tokens_in, tokens_out, _VIEW, tree)
     return Prepared(run_id, task_id, seed, arm, outcome, amounts.get("cost_usd"), amounts.get("latency_s"),
                     metadata, steps), source
 
@@ -220,7 +232,7 @@ def _usage(run: Span, tree: list[Span], tools: list[Span]) -> tuple[list[int], l
     it (in the run) records one. Descendants come before their ancestors
     (reversed pre-order); each span recording usage marks its ancestors up to
     the run (``below``), stopping at one already marked (its ancestors are,
-    too). A count used goes to the step whose span contains it, else the
+    too). The loop is written out: it runs once per span recording usage. A count used goes to the step whose span contains it, else the
     first step starting at or after it, else the last step (bisect on the
     steps' starts: ``at``, sorted).
     """
@@ -247,8 +259,16 @@ def _usage(run: Span, tree: list[Span], tools: list[Span]) -> tuple[list[int], l
             mark |= 2
             if below & 2:
                 count_out = None
-        if mark and span is not run:
-            _mark_above(span, run, mark)
+        if mark and span is not run:  # mark the ancestors up to the run, stopping at one already marked
+            node = span.up
+            while node is not None:
+                below = node.below
+                if below & mark == mark:
+                    break
+                node.below = below | mark
+                if node is run:
+                    break
+                node = node.up
         if count_in is None and count_out is None:
             continue
         if count_in is not None:
@@ -271,20 +291,6 @@ def _usage(run: Span, tree: list[Span], tools: list[Span]) -> tuple[list[int], l
         if count_out is not None:
             per_out[at] += count_out
     return per_in, per_out, total_in, total_out
-
-
-def _mark_above(span: Span, run: Span, mark: int) -> None:
-    """Mark that ``span``'s ancestors, up to the run span, have usage below them (``mark``: 1 input, 2
-    output), stopping at one already marked."""
-    node = span.up
-    while node is not None:
-        below = node.below
-        if below & mark == mark:
-            break
-        node.below = below | mark
-        if node is run:
-            break
-        node = node.up
 
 
 def _step(span: Span) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
