@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
+import msgspec
+
 from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap, Item, Part
 from agentab.formats._base import Reject as _Reject
@@ -38,6 +40,9 @@ from agentab.formats.otel._rules import (
     names_of,
 )
 from agentab.formats.otel._spans import Batch, Span, any_value, collect, first, forest, get, subtree, where
+
+
+_JSON = msgspec.json.Decoder()
 
 
 def read(batches: Iterator[tuple[int, Batch | None, str | None]], fields: FieldMap | None) -> Part:
@@ -305,8 +310,14 @@ def _step(span: Span) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict[
     value = attrs.get(TOOL_ARGS[0])
     hit = (TOOL_ARGS[0], value.string_value) if value is not None and value.string_value is not None \
         else first(span, TOOL_ARGS)
-    if hit is not None:
-        args = _rules.arguments(hit[0], hit[1], where, span)
+    if hit is not None:  # JSON text of an object (decoded directly), else by the rule (or a rejection)
+        raw = hit[1]
+        try:
+            args = _JSON.decode(raw) if type(raw) is str else None
+        except msgspec.DecodeError:
+            args = None
+        if type(args) is not dict:
+            args = _rules.arguments(hit[0], raw, where, span)
     metadata = {"span_id": span.span_id}
     value = attrs.get("gen_ai.tool.call.id")
     if value is not None:
