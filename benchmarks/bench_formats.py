@@ -239,7 +239,10 @@ def main() -> None:
     n_steps = sum(len(r["steps"]) for r in records)
     print(f"{len(records):,} runs, {n_steps:,} tool calls; best of {args.repeat}, interleaved in random order; "
           f"{agentab.traces._parallel.default_workers()} CPUs")
-    names = [f for f in FORMATS if f.removesuffix("-spans") in agentab.formats.available()]
+    missing = [f for f in FORMATS if f.removesuffix("-spans") not in agentab.formats.available()]
+    if missing:  # every format is measured: a reader missing from the registry is an error, not a skip
+        raise SystemExit(f"formats missing from agentab.formats: {', '.join(missing)}")
+    names = list(FORMATS)
     times: dict[tuple[str, int | None], list[float]] = {}
     loaded: dict[str, agentab.Traces] = {}
     order = random.Random(0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -19,6 +20,40 @@ def test_registry_lists_record_first_and_get_names_the_formats():
     assert formats.get("record").read_file is None  # agentab.traces reads its own record
     with pytest.raises(ValueError, match=r"unknown trace format 'nope'; formats: auto, record"):
         formats.get("nope")
+
+
+#: Every format the registry must hold, in its order (a reader missing from it fails here, never skips).
+FORMATS = ("record", "otel", "openai", "anthropic", "inspect")
+
+
+def test_registry_holds_exactly_the_formats_by_name():
+    registry = formats.available()
+    assert tuple(registry) == FORMATS
+    for name in FORMATS:
+        assert formats.get(name) is registry[name] and registry[name].name == name
+
+
+@pytest.mark.parametrize("name", FORMATS[1:])
+def test_every_converted_reader_is_reached_through_load_traces(tmp_path, name, monkeypatch):
+    """Each registered reader reads its own example, by name and detected, and is the one that ran."""
+    fmt = formats.get(name)
+    assert fmt.read_file is not None and fmt.sniff(fmt.example.encode(), "runs.json")
+    path = tmp_path / "runs.json"
+    path.write_text(fmt.example + "\n")
+    assert formats.detect(fmt.example.encode(), path.name) == name
+    calls = []
+
+    def read_file(*args, **kwargs):
+        calls.append(args[0])
+        return fmt.read_file(*args, **kwargs)
+
+    every = {**formats.available(), name: dataclasses.replace(fmt, read_file=read_file, read_whole=None)}
+    monkeypatch.setattr(formats, "available", lambda: dict(every))
+    for given in (name, "auto"):
+        traces = agentab.load_traces(path, format=given)
+        assert len(traces.runs) == 1 and len(traces.steps) >= 1
+        assert traces.formats == ((str(path), name),)
+    assert len(calls) == 2
 
 
 def test_detect_our_record_and_nothing_else():

@@ -626,13 +626,11 @@ def test_sniff(tmp_path):
 # Through agentab.load_traces (the format registry)
 # --------------------------------------------------------------------------- #
 @pytest.fixture
-def registered(monkeypatch):
-    """The inspect format in agentab.formats (registered there once wired; added here until then)."""
-    if not WIRED:
-        pytest.skip("agentab.load_traces has no `format` yet")
-    if "inspect" not in agentab.formats.available():
-        every = {**agentab.formats.available(), "inspect": FORMAT}
-        monkeypatch.setattr(agentab.formats, "available", lambda: dict(every))
+def registered():
+    """The inspect format as agentab.formats registers it (a missing reader fails, never skips)."""
+    assert WIRED, "agentab.load_traces takes no `format`"
+    assert agentab.formats.available()["inspect"] is FORMAT
+    assert agentab.formats.get("inspect") is FORMAT
 
 
 def mixed_log() -> dict:

@@ -29,8 +29,6 @@ TAU_BENCH = TAU / "tau_bench_gpt4o_airline.jsonl.gz"
 #: The tau2 A/B's run-level keys, as agentab names them.
 TAU2_FIELDS = {"run_id": "sim_id", "seed": "trial", "outcome": "reward", "arm": "policy_variant",
                "model": "agent_model", "cost_usd": "agent_cost", "latency_s": "duration_sec"}
-REGISTERED = "openai" in formats.available() and "anthropic" in formats.available()
-needs_registry = pytest.mark.skipif(not REGISTERED, reason="the formats registry does not list openai/anthropic yet")
 
 
 def items_of(fmt, objects: list[Any], **fields: str) -> list[Item]:
@@ -475,8 +473,8 @@ def test_sniff_real_fixtures():
         assert sniff_openai(head, path.name) and not sniff_anthropic(head, path.name)
 
 
-@needs_registry
 def test_registry_detects_the_formats(tmp_path):
+    assert "openai" in formats.available() and "anthropic" in formats.available()
     assert formats.get("openai") is OPENAI and formats.get("anthropic") is ANTHROPIC
     assert formats.detect(_gz_head(TAU2), TAU2.name) == "openai"
     assert formats.detect(_head(ANTHROPIC_RUN)) == "anthropic"
@@ -484,9 +482,8 @@ def test_registry_detects_the_formats(tmp_path):
 
 
 # --------------------------------------------------------------------------- #
-# Through load_traces (once the registry lists the formats)
+# Through load_traces (the format registry)
 # --------------------------------------------------------------------------- #
-@needs_registry
 def test_load_traces_strict_and_lenient(tmp_path):
     bad = run([answer("ghost", "x")], run_id="r2")
     path = tmp_path / "runs.jsonl"
@@ -513,12 +510,9 @@ def _raw(path: Path) -> list[dict[str, Any]]:
 
 
 def _tau2_traces() -> tuple[agentab.Traces, int]:
-    """The tau2 fixture loaded as openai: through load_traces when the format is registered, else via the reader."""
-    if REGISTERED:
-        traces = agentab.load_traces(TAU2, format="openai", fields=TAU2_FIELDS)
-        return traces, traces.n_read
-    items = list(OPENAI.read_file(TAU2, {**FIELDS, **TAU2_FIELDS}))
-    return load(items), len(items)
+    """The tau2 fixture loaded as openai, through load_traces (the format registry)."""
+    traces = agentab.load_traces(TAU2, format="openai", fields=TAU2_FIELDS)
+    return traces, traces.n_read
 
 
 @pytest.mark.parametrize("model", ["xai/grok-3-mini", "xai/grok-4"])

@@ -630,14 +630,9 @@ def test_runs_in_columns_load_as_their_records_do(tmp_path, monkeypatch, strict)
         assert str(via_columns.value) == str(via_dicts.value)
 
 
-def _otel_wired() -> bool:
-    if "format" not in inspect.signature(agentab.load_traces).parameters:
-        return False
-    return "otel" in agentab.formats.available()
-
-
-@pytest.mark.skipif(not _otel_wired(), reason="load_traces does not read format='otel' yet")
 def test_load_traces_reads_otel_files(tmp_path):
+    assert "format" in inspect.signature(agentab.load_traces).parameters
+    assert agentab.formats.get("otel") is FORMAT
     path, items = _mixed_file(tmp_path)
     for fmt in ("otel", "auto"):
         traces = agentab.load_traces(path, format=fmt, strict=False)
@@ -850,7 +845,7 @@ def test_a_document_is_not_split(tmp_path, split_small_files):
 
 
 # --------------------------------------------------------------------------- #
-# The column reader (agentab.formats._otel_columns) against the span-by-span one
+# The column reader (agentab.formats.otel._columns) against the span-by-span one
 # --------------------------------------------------------------------------- #
 def _any(value) -> dict:
     if isinstance(value, bool):
@@ -976,15 +971,15 @@ def test_column_reader_gives_the_span_reader_s_items():
     # random files: wherever the column reader reads a file, its items and keys are the span reader's
     import numpy as np
 
-    import agentab.formats.otel as otel_module
-    from agentab.formats import _otel_columns
+    from agentab.formats.otel import _columns as _otel_columns
+    from agentab.formats.otel import _span_runs, _spans
 
     rng = np.random.default_rng(20261130)
     read_here = 0
     for trial in range(400):
         data = _random_otlp(rng)
         fast = _otel_columns.read(data, 1, FIELDS)
-        slow = otel_module._read(otel_module._batches_of_bytes(data), FIELDS)
+        slow = _span_runs.read(_spans.batches_of_bytes(data), FIELDS)
         if fast is None:
             continue
         read_here += 1
@@ -995,8 +990,8 @@ def test_column_reader_gives_the_span_reader_s_items():
 
 def test_column_reader_reads_the_fixtures(tmp_path):
     # the SDK-made files of these tests: read by the column reader, as the span reader reads them
-    import agentab.formats.otel as otel_module
-    from agentab.formats import _otel_columns
+    from agentab.formats.otel import _columns as _otel_columns
+    from agentab.formats.otel import _span_runs, _spans
 
     sdk = Sdk()
     evaluation = sdk.begin("evaluation", 0, attributes={"agentab.arm": "baseline"})
@@ -1006,7 +1001,7 @@ def test_column_reader_reads_the_fixtures(tmp_path):
     data = write_lines(tmp_path / "t.jsonl", sdk.spans()[:5], sdk.spans()[5:]).read_bytes()
     fast = _otel_columns.read(data, 1, FIELDS)
     assert fast is not None and len(fast.items) == 3
-    slow = otel_module._read(otel_module._batches_of_bytes(data), FIELDS)
+    slow = _span_runs.read(_spans.batches_of_bytes(data), FIELDS)
     assert _items_compared(fast.items) == _items_compared(slow.items) and fast.keys == slow.keys
     # what it leaves to the span reader, which reads (or rejects) each of these
     line = FORMAT.example.encode()
@@ -1037,8 +1032,8 @@ def test_column_reader_reads_the_fixtures(tmp_path):
 def test_column_reader_on_odd_values(path, value):
     # each value of another JSON type or shape than the specification's: the column reader leaves the file to
     # the span reader, or reads it as the span reader does
-    import agentab.formats.otel as otel_module
-    from agentab.formats import _otel_columns
+    from agentab.formats.otel import _columns as _otel_columns
+    from agentab.formats.otel import _span_runs, _spans
 
     batch = json.loads(FORMAT.example)
     node = batch["resourceSpans"][0]
@@ -1048,6 +1043,6 @@ def test_column_reader_on_odd_values(path, value):
     node[path[-1]] = value
     data = json.dumps(batch).encode() + b"\n"
     fast = _otel_columns.read(data, 1, FIELDS)
-    slow = otel_module._read(otel_module._batches_of_bytes(data), FIELDS)
+    slow = _span_runs.read(_spans.batches_of_bytes(data), FIELDS)
     if fast is not None:
         assert _items_compared(fast.items) == _items_compared(slow.items) and fast.keys == slow.keys

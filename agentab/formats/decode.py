@@ -16,32 +16,33 @@ line and field. In strict mode the earliest problem is raised as a
 :class:`~agentab.errors.TraceError`; otherwise the record is left out of both
 tables and listed in ``Traces.rejected``, so that records read == runs loaded
 + records rejected, always.
+
+The pieces: why a record failed to decode (:mod:`._diagnose`), a chunk's
+lists and their Arrow batches (:mod:`._chunk`), step times
+(:mod:`._times`); the record-level checks and :class:`RecordDecoder` are here.
 """
 
 from __future__ import annotations
 
 import gc
 import json
-import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain
 from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from msgspec.structs import astuple
 
 from agentab.errors import TraceError, where
-from agentab.formats.record import INT64_MAX, TERMINAL_LISTS, Record, Step
+from agentab.formats._chunk import AT_N_STEPS, Chunk, StepColumns, runs_batch, statuses_valid, step_columns, steps_batch
+from agentab.formats._diagnose import diagnose
+from agentab.formats._times import ns_times, parse_times
+from agentab.formats.record import INT64_MAX, TERMINAL_LISTS, Record
 
-_STATUSES = frozenset(("ok", "error", None))
-_MAX_EPOCH_S = 9.2e9  # 2261-07-13, inside datetime64[ns]; milliseconds (1.7e12 today) are far beyond
-_NS = 1_000_000_000
 #: Records held as Python objects before a chunk becomes Arrow arrays.
 CHUNK_RECORDS = 2048
 
@@ -59,186 +60,6 @@ class Rejection:
 
     def error(self) -> TraceError:
         return TraceError(self.reason, source=self.source, line=self.line, field=self.field)
-
-
-# --------------------------------------------------------------------------- #
-# Diagnostics: turn a decoder failure into (field, reason)
-# --------------------------------------------------------------------------- #
-_AT = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
-_MISSING = re.compile(r"^Object missing required field `(.+)`$")
-_UNKNOWN = re.compile(r"^Object contains unknown field `(.+)`$")
-_PATH_TOKEN = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")
-
-
-def _join(path: str | None, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _walk(obj: Any, path: str) -> Any:
-    """Follow a msgspec path like ``.steps[2].tokens_in`` into a decoded object."""
-    for name, index, quoted in _PATH_TOKEN.findall(path):
-        if index:
-            obj = obj[int(index)]
-        else:
-            obj = obj[name or quoted]
-    return obj
-
-
-def _find_nonfinite(obj: Any, path: str = "") -> str | None:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return path
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            found = _find_nonfinite(value, _join(path, str(key)))
-            if found:
-                return found
-    elif isinstance(obj, list):
-        for i, value in enumerate(obj):
-            found = _find_nonfinite(value, f"{path}[{i}]")
-            if found:
-                return found
-    return None
-
-
-def _plain(msg: str) -> str:
-    msg = msg.replace("`", "")
-    return msg[:1].lower() + msg[1:]
-
-
-def _run_id_of(obj: Any) -> str | None:
-    run_id = obj.get("run_id") if isinstance(obj, dict) else None
-    return str(run_id) if isinstance(run_id, (str, int)) and not isinstance(run_id, bool) else None
-
-
-def diagnose(raw: bytes, exc: Exception) -> tuple[str | None, str, int, str | None]:
-    """Explain why ``raw`` failed to decode as a :class:`Record`.
-
-    Returns ``(field, reason, line_offset, run_id)``; ``line_offset`` is the
-    number of lines into ``raw`` at which a JSON syntax error sits (0 for
-    one-line records); ``run_id`` is the record's id when it can be read.
-    """
-    field, reason, offset, obj = _explain(raw, exc)
-    return field, reason, offset, _run_id_of(obj)
-
-
-def _explain(raw: bytes, exc: Exception) -> tuple[str | None, str, int, Any]:
-    try:
-        obj = json.loads(raw.rstrip())
-    except json.JSONDecodeError as err:
-        return None, f"malformed JSON: {err.msg} (column {err.colno})", err.lineno - 1, None
-    except (RecursionError, UnicodeDecodeError) as err:
-        return None, f"malformed JSON: {err}", 0, None
-    if not isinstance(obj, dict):
-        return None, f"expected a JSON object (one run), got {type(obj).__name__}", 0, obj
-    if not isinstance(exc, msgspec.ValidationError):  # a syntax error (ValidationError subclasses DecodeError)
-        location = _find_nonfinite(obj)
-        if location:
-            return location, "non-finite number (NaN or Infinity) is not allowed", 0, obj
-        return None, f"malformed JSON: {exc}", 0, obj
-    msg = str(exc)
-    path = None
-    match = _AT.match(msg)
-    if match:
-        msg, path = match.group(1), match.group(2)
-    field = path.lstrip(".") if path else None
-    if (m := _MISSING.match(msg)) is not None:
-        return _join(field, m.group(1)), "missing required field", 0, obj
-    if (m := _UNKNOWN.match(msg)) is not None:
-        hint = "free-form data belongs in metadata" if not field else "not a field of a step"
-        return _join(field, m.group(1)), f"unknown field ({hint})", 0, obj
-    reason = _plain(msg)
-    if path and "got" not in reason:
-        try:
-            value = _walk(obj, path)
-        except (KeyError, IndexError, TypeError):
-            pass
-        else:
-            reason = f"{reason}, got {json.dumps(value)[:80]}"
-    return field, reason, 0, obj
-
-
-# --------------------------------------------------------------------------- #
-# Column accumulation
-# --------------------------------------------------------------------------- #
-class _JsonColumn:
-    """Canonical JSON texts, one per row, kept as joined blobs plus lengths."""
-
-    __slots__ = ("blobs", "lengths", "nulls", "n", "_encode")
-
-    def __init__(self, encoder: msgspec.json.Encoder) -> None:
-        self.blobs: list[bytes] = []
-        self.lengths: list[int] = []
-        self.nulls: list[int] = []
-        self.n = 0
-        self._encode = encoder.encode
-
-    def extend(self, objects: Sequence[Any]) -> None:
-        """Append the canonical JSON of each object (``None`` becomes a null)."""
-        count = len(objects)
-        missing = objects.count(None)
-        if missing == 0:
-            encoded = list(map(self._encode, objects))
-        elif missing == count:
-            self.nulls.extend(range(self.n, self.n + count))
-            self.lengths.extend(repeat(0, count))
-            self.n += count
-            return
-        else:
-            self.nulls.extend(self.n + i for i, obj in enumerate(objects) if obj is None)
-            encoded = [b"" if obj is None else self._encode(obj) for obj in objects]
-        self.blobs.append(b"".join(encoded))
-        self.lengths.extend(map(len, encoded))
-        self.n += count
-
-    def to_arrow(self) -> pa.Array:
-        data = b"".join(self.blobs)
-        large = len(data) >= 2**31
-        offsets = np.zeros(self.n + 1, dtype=np.int64 if large else np.int32)
-        np.cumsum(self.lengths, out=offsets[1:])
-        bitmap = None
-        if self.nulls:
-            valid = np.ones(self.n, dtype=bool)
-            valid[self.nulls] = False
-            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
-        kind = pa.large_string() if large else pa.string()
-        return pa.Array.from_buffers(kind, self.n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
-                                     null_count=len(self.nulls))
-
-
-#: Run-level values, in the order each accepted record's tuple holds them.
-_RUN_FIELDS = (
-    ("_ordinal", pa.int64()), ("run_id", pa.string()), ("task_id", pa.string()), ("seed", pa.int64()),
-    ("arm", pa.string()), ("model", pa.string()), ("harness", pa.string()), ("outcome", None),
-    ("n_steps", pa.int64()), ("n_errors", pa.int64()), ("tokens_in", pa.int64()), ("tokens_out", pa.int64()),
-    ("cost_usd", pa.float64()), ("latency_s", pa.float64()), ("retries", pa.int64()), ("backtracks", pa.int64()),
-    *((key, pa.int64()) for key in TERMINAL_LISTS),
-    ("terminal_state", pa.binary()), ("metadata", pa.binary()), ("source", pa.string()), ("line", pa.int64()),
-)
-
-
-_AT_N_STEPS = [name for name, _ in _RUN_FIELDS].index("n_steps")
-
-
-class _Chunk:
-    """A chunk of accepted records: one tuple per run, per-column lists for steps."""
-
-    def __init__(self, encoder: msgspec.json.Encoder) -> None:
-        self.encoder = encoder
-        self.runs: list[tuple[Any, ...]] = []
-        self.tool: list[str] = []
-        self.args = _JsonColumn(encoder)
-        self.observation = _JsonColumn(encoder)
-        self.status: list[str | None] = []
-        self.error: list[Any] = []
-        self.tokens_in: list[int | None] = []
-        self.tokens_out: list[int | None] = []
-        self.started_at: list[Any] = []
-        self.ended_at: list[Any] = []
-        self.step_metadata = _JsonColumn(encoder)
-        self.ns = False  # step times: unix nanoseconds (runs of add_prepared), else texts and numbers
-
-    def __len__(self) -> int:
-        return len(self.runs)
 
 
 def _terminal_problem(state: dict[str, Any]) -> tuple[str, str] | None:
@@ -270,9 +91,9 @@ def _arm_problem(own: str | None, given: str | None) -> tuple[str, str] | None:
 
 
 def _statuses_problem(statuses: Sequence[Any]) -> tuple[str, str] | None:
-    if _statuses_valid(statuses):
+    if statuses_valid(statuses):
         return None
-    k = next(k for k, value in enumerate(statuses) if not _statuses_valid((value,)))
+    k = next(k for k, value in enumerate(statuses) if not statuses_valid((value,)))
     return f"steps[{k}].observation.status", f"expected 'ok' or 'error', got {json.dumps(statuses[k])[:80]}"
 
 
@@ -284,49 +105,6 @@ def _token_problem(tokens_in: int | None, tokens_out: int | None) -> tuple[str, 
     if (tokens_in or 0) + (tokens_out or 0) > INT64_MAX:
         return "steps[*].tokens_out", "the run's total of tokens_in and tokens_out does not fit in 64 bits"
     return None
-
-
-class _StepColumns(NamedTuple):
-    """The steps of one record, transposed into per-field tuples."""
-
-    index: tuple[int, ...]
-    tool: tuple[str, ...]
-    args: tuple[dict[str, Any], ...]
-    observation: tuple[dict[str, Any] | None, ...]
-    tokens_in: tuple[int | None, ...]
-    tokens_out: tuple[int | None, ...]
-    started_at: tuple[Any, ...]
-    ended_at: tuple[Any, ...]
-    metadata: tuple[dict[str, Any] | None, ...]
-    status: list[Any]
-    error: list[Any]
-    tokens_in_total: int | None
-    tokens_out_total: int | None
-
-
-def _statuses_valid(statuses: Sequence[Any]) -> bool:
-    try:
-        return _STATUSES.issuperset(statuses)
-    except TypeError:  # an unhashable status such as a list
-        return False
-
-
-def _step_columns(steps: list[Step]) -> _StepColumns | None:
-    """Transpose steps into columns with C-level calls only (no per-step Python code)."""
-    if not steps:
-        return None
-    fields = tuple(zip(*map(astuple, steps)))
-    observations = fields[3]
-    if None in observations:
-        status = [None if o is None else o.get("status") for o in observations]
-        error = [None if o is None else o.get("error") for o in observations]
-    else:
-        status = list(map(dict.get, observations, repeat("status")))
-        error = list(map(dict.get, observations, repeat("error")))
-    tokens_in, tokens_out = fields[4], fields[5]
-    return _StepColumns(*fields, status, error,
-                        None if None in tokens_in else sum(tokens_in),
-                        None if None in tokens_out else sum(tokens_out))
 
 
 @contextmanager
@@ -458,7 +236,7 @@ class RecordDecoder:
         self.seen: dict[str, tuple[str, int, int]] = {}  # run_id -> (source, line, ordinal) of accepted runs
         self._run_parts: list[pa.RecordBatch] = []
         self._step_parts: list[pa.RecordBatch] = []
-        self._chunk = _Chunk(self._encoder)
+        self._chunk = Chunk(self._encoder)
 
     # -- public ------------------------------------------------------------ #
     def add(self, source: str, line: int, raw: bytes, arm: str | None = None) -> None:
@@ -584,7 +362,7 @@ class RecordDecoder:
     def _take(self, rec: Record, ordinal: int, source: str, line: int, arm: str | None) -> None:
         """Check a decoded record and append it, or reject it."""
         run_id = str(rec.run_id)
-        columns = _step_columns(rec.steps)
+        columns = step_columns(rec.steps)
         problem = self._check(rec, run_id, arm, columns)
         if problem is not None:
             self._reject(Rejection(ordinal, source, line, run_id, *problem))
@@ -636,10 +414,10 @@ class RecordDecoder:
         """Return ``(runs, steps, rejected)``; runs/steps keep an ``_ordinal`` column."""
         self._flush()
         if not self._run_parts:  # nothing accepted: empty tables with the right schema
-            empty = _Chunk(self._encoder)
+            empty = Chunk(self._encoder)
             nothing = np.zeros(0, dtype=np.int64)
-            self._run_parts.append(_runs_batch(empty))
-            self._step_parts.append(_steps_batch(empty, nothing, nothing, nothing.view("datetime64[ns]"),
+            self._run_parts.append(runs_batch(empty))
+            self._step_parts.append(steps_batch(empty, nothing, nothing, nothing.view("datetime64[ns]"),
                                                  nothing.view("datetime64[ns]")))
         runs = pa.Table.from_batches(self._run_parts)
         steps = pa.Table.from_batches(self._step_parts)
@@ -647,7 +425,7 @@ class RecordDecoder:
         return runs, steps, sorted(self.rejected, key=lambda r: r.ordinal)
 
     # -- checks ---------------------------------------------------------------- #
-    def _check(self, rec: Record, run_id: str, arm: str | None, columns: _StepColumns | None
+    def _check(self, rec: Record, run_id: str, arm: str | None, columns: StepColumns | None
                ) -> tuple[str | None, str] | None:
         problem = _arm_problem(rec.arm, arm)
         if problem is None and columns is not None:
@@ -672,7 +450,7 @@ class RecordDecoder:
 
     # -- accumulation ---------------------------------------------------------- #
     def _append(self, rec: Record, ordinal: int, source: str, line: int, run_id: str, arm: str | None,
-                columns: _StepColumns | None) -> None:
+                columns: StepColumns | None) -> None:
         c = self._chunk
         if c.ns:  # see add_prepared
             self._flush()
@@ -701,7 +479,7 @@ class RecordDecoder:
              meta: dict[str, Any] | None, outcome: Any, n_steps: int, n_errors: int, tokens_in: int | None,
              tokens_out: int | None, cost_usd: float | None, latency_s: float | None, retries: int | None,
              backtracks: int | None, state: dict[str, Any] | None, source: str, line: int) -> tuple[Any, ...]:
-        """A run's tuple of run-level values (:data:`_RUN_FIELDS`)."""
+        """A run's tuple of run-level values (:data:`RUN_FIELDS`)."""
         encode = self._encoder.encode
         if state is None:
             counts: tuple[int | None, ...] = (None,) * len(TERMINAL_LISTS)
@@ -726,16 +504,16 @@ class RecordDecoder:
         c = self._chunk
         if not len(c):
             return
-        self._chunk = _Chunk(self._encoder)
-        n_steps = np.fromiter((run[_AT_N_STEPS] for run in c.runs), dtype=np.int64, count=len(c.runs))
+        self._chunk = Chunk(self._encoder)
+        n_steps = np.fromiter((run[AT_N_STEPS] for run in c.runs), dtype=np.int64, count=len(c.runs))
         step_record = np.repeat(np.arange(len(c)), n_steps)
         index = np.arange(len(step_record), dtype=np.int64) - np.repeat(np.cumsum(n_steps) - n_steps, n_steps)
         if c.ns:
-            started, bad_start = _ns_times(c.started_at), []
-            ended, bad_end = _ns_times(c.ended_at), []
+            started, bad_start = ns_times(c.started_at), []
+            ended, bad_end = ns_times(c.ended_at), []
         else:
-            started, bad_start = _parse_times(c.started_at)
-            ended, bad_end = _parse_times(c.ended_at)
+            started, bad_start = parse_times(c.started_at)
+            ended, bad_end = parse_times(c.ended_at)
         problems = [(row, "started_at", why) for row, why in bad_start]
         problems += [(row, "ended_at", why) for row, why in bad_end]
         both = ~(np.isnat(started) | np.isnat(ended))
@@ -756,139 +534,11 @@ class RecordDecoder:
             else:
                 found = True
                 self.rejected.append(Rejection(ordinal, source, line, run_id, *problem))
-        self._run_parts.append(_runs_batch(c))
-        self._step_parts.append(_steps_batch(c, step_record, index, started, ended))
+        self._run_parts.append(runs_batch(c))
+        self._step_parts.append(steps_batch(c, step_record, index, started, ended))
         if self.strict and found:
             raise min(self.rejected, key=lambda r: r.ordinal).error()
 
 
 def _duplicate(run_id: str, first: tuple[str, int, int]) -> str:
     return f"duplicate run_id {run_id!r} (first seen in {where(first[0], first[1])})"
-
-
-def _runs_batch(c: _Chunk) -> pa.RecordBatch:
-    values = list(zip(*c.runs)) if c.runs else [()] * len(_RUN_FIELDS)
-    columns: dict[str, pa.Array] = {}
-    for (name, kind), column in zip(_RUN_FIELDS, values):
-        if name == "outcome":
-            columns["outcome"] = pa.array([float(v) for v in column], pa.float64())
-            columns["_outcome_is_bool"] = pa.array([type(v) is bool for v in column], pa.bool_())
-        elif kind == pa.binary():
-            columns[name] = pa.array(column, kind).cast(pa.string())
-        else:
-            columns[name] = pa.array(column, kind)
-        if name == "tokens_out":
-            columns["tokens"] = pc.add(columns["tokens_in"], columns["tokens_out"])
-    return pa.RecordBatch.from_pydict(columns)
-
-
-def _error_texts(errors: list[Any], encoder: msgspec.json.Encoder) -> pa.Array:
-    """Error payloads as text: strings as they are, anything else as canonical JSON."""
-    try:
-        return pa.array(errors, pa.string())
-    except (pa.ArrowTypeError, pa.ArrowInvalid):
-        return pa.array([e if e is None or type(e) is str else encoder.encode(e).decode() for e in errors],
-                        pa.string())
-
-
-def _steps_batch(
-    c: _Chunk, step_record: np.ndarray, index: np.ndarray, started: np.ndarray, ended: np.ndarray
-) -> pa.RecordBatch:
-    ordinal = np.fromiter((run[0] for run in c.runs), dtype=np.int64, count=len(c.runs))[step_record]
-    encoder = c.encoder
-    columns = {
-        "_ordinal": pa.array(ordinal),
-        "index": pa.array(index),
-        "tool": pa.array(c.tool, pa.string()),
-        "args": c.args.to_arrow(),
-        "status": pa.array(c.status, pa.string()),
-        "error": _error_texts(c.error, encoder),
-        "tokens_in": pa.array(c.tokens_in, pa.int64()),
-        "tokens_out": pa.array(c.tokens_out, pa.int64()),
-        "started_at": pa.array(started, pa.timestamp("ns", tz="UTC")),
-        "ended_at": pa.array(ended, pa.timestamp("ns", tz="UTC")),
-        "observation": c.observation.to_arrow(),
-        "metadata": c.step_metadata.to_arrow(),
-    }
-    return pa.RecordBatch.from_pydict(columns)
-
-
-# --------------------------------------------------------------------------- #
-# Timestamps
-# --------------------------------------------------------------------------- #
-def _ns_times(values: list[int | None]) -> np.ndarray:
-    """Unix nanoseconds (None: missing) as ``datetime64[ns]`` (NaT where missing)."""
-    return pa.array(values, pa.timestamp("ns")).to_numpy(zero_copy_only=False)
-
-
-def _parse_times(values: list[Any]) -> tuple[np.ndarray, list[tuple[int, str]]]:
-    """Parse ISO-8601 texts and epoch seconds into ``datetime64[ns]`` (UTC).
-
-    Returns the parsed array (NaT where missing or bad) and ``(row, reason)``
-    for every bad value.
-    """
-    n = len(values)
-    out = np.full(n, np.datetime64("NaT", "ns"))
-    bad: list[tuple[int, str]] = []
-    try:  # the common case: one kind of value (or none) in the whole chunk
-        array = pa.array(values)
-    except (pa.ArrowTypeError, pa.ArrowInvalid, OverflowError):
-        array = None
-    if array is not None and pa.types.is_null(array.type):
-        return out, bad
-    if array is not None and pa.types.is_string(array.type):
-        text_rows = np.arange(n) if array.null_count == 0 else np.flatnonzero(array.is_valid().to_numpy(zero_copy_only=False))
-        number_rows = np.zeros(0, dtype=np.int64)
-    elif array is not None and (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)):
-        text_rows = np.zeros(0, dtype=np.int64)
-        number_rows = np.arange(n) if array.null_count == 0 else np.flatnonzero(array.is_valid().to_numpy(zero_copy_only=False))
-    else:
-        kinds = np.fromiter((0 if v is None else 1 if type(v) is str else 2 for v in values), np.int8, n)
-        text_rows = np.flatnonzero(kinds == 1)
-        number_rows = np.flatnonzero(kinds == 2)
-    if len(text_rows):
-        texts = [values[i] for i in text_rows] if len(text_rows) < n else values
-        parsed = _parse_iso(texts)
-        out[text_rows] = parsed
-        for j in np.flatnonzero(np.isnat(parsed)):
-            bad.append((int(text_rows[j]), f"not an ISO-8601 timestamp between 1677 and 2262: {texts[j]!r}"))
-    if len(number_rows):
-        seconds = np.asarray([float(values[i]) for i in number_rows], dtype=np.float64)
-        ok = np.abs(seconds) < _MAX_EPOCH_S
-        whole = np.floor(seconds[ok])
-        nanos = whole.astype(np.int64) * _NS + np.round((seconds[ok] - whole) * _NS).astype(np.int64)
-        out[number_rows[ok]] = nanos.view("datetime64[ns]")
-        for j in np.flatnonzero(~ok):
-            bad.append((int(number_rows[j]), f"epoch seconds out of range: {values[number_rows[j]]!r} "
-                        f"(must be below {_MAX_EPOCH_S:.3g}; milliseconds are not accepted)"))
-    return out, bad
-
-
-_ISO_SHAPE = r"^\s*[+-]?\d{4}-\d{2}-\d{2}"
-_NS_UNITS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
-
-
-def _parse_iso(texts: list[str]) -> np.ndarray:
-    """ISO-8601 texts -> datetime64[ns] in UTC; NaT where unparseable or out of range.
-
-    Arrow's parser is tried first (fast; needs an explicit offset, checks the
-    nanosecond range); when it rejects any text, pandas parses the chunk
-    (``format="ISO8601"``, reading texts without an offset as UTC) and the
-    nanosecond range is checked here. Only texts that start with a date
-    (``YYYY-MM-DD``) are accepted, so pandas' ``"now"`` and ``"today"`` are not.
-    """
-    array = pa.array(texts, pa.string())
-    shaped = pc.fill_null(pc.match_substring_regex(array, _ISO_SHAPE), False).to_numpy(zero_copy_only=False)
-    try:
-        parsed = array.cast(pa.timestamp("ns", tz="UTC")).to_numpy(zero_copy_only=False).astype("datetime64[ns]")
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        import pandas as pd  # only here: a loader worker process (agentab._parallel) starts without pandas
-
-        values = pd.to_datetime(pd.Series(texts, dtype=object), format="ISO8601", utc=True, errors="coerce")
-        stamps = values.dt.tz_localize(None).to_numpy()
-        factor = _NS_UNITS[np.datetime_data(stamps.dtype)[0]]
-        ticks = stamps.view(np.int64)
-        missing = np.isnat(stamps) | (np.abs(ticks) > np.iinfo(np.int64).max // factor)
-        parsed = np.where(missing, np.iinfo(np.int64).min, ticks * np.where(missing, 0, factor)).view("datetime64[ns]")
-    parsed[~shaped] = np.datetime64("NaT", "ns")
-    return parsed

@@ -127,415 +127,70 @@ A message's ``timestamp`` (ISO-8601 text or epoch seconds, passed on
 unchanged) gives ``started_at`` of the steps it calls and ``ended_at`` of the
 step it answers. Each step's ``metadata`` has ``message`` (the index of the
 assistant message in the list) and ``call_id``.
+
+This module converts each format's message list into steps and reads the
+files; the run-level fields are read in :mod:`._message_fields`, and the
+pieces both formats build steps from are in :mod:`._message_parts`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
-from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap, Format, Item
 from agentab.formats._base import Reject as _Reject
-from agentab.formats._base import lookup as _lookup
+from agentab.formats._message_fields import FIELDS, describe, run_fields
+from agentab.formats._message_parts import (
+    Calls,
+    Tokens,
+    add_step,
+    call_arguments,
+    finish,
+    in_message,
+    observation_of,
+    required_text,
+    usage_anthropic,
+    usage_openai,
+)
+from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 
 __all__ = ["ANTHROPIC", "FIELDS", "OPENAI", "sniff_anthropic", "sniff_openai"]
 
-#: Default run-level mapping: agentab's name -> the key in the input.
-FIELDS: dict[str, str] = {
-    "run_id": "run_id", "task_id": "task_id", "seed": "seed", "arm": "arm", "model": "model",
-    "harness": "harness", "outcome": "outcome", "cost_usd": "cost_usd", "latency_s": "latency_s",
-    "messages": "messages",
-}
-#: Tried when the default key is in use and absent (tau-bench's names).
-_FALLBACK = {"seed": "trial", "outcome": "reward", "messages": "traj"}
-#: Longest text kept in metadata from an unmapped run-level key.
-_MAX_TEXT = 256
 
 _decode = msgspec.json.decode
-
-
-def _describe(value: Any) -> str:
-    text = json.dumps(value, default=repr)
-    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-# --------------------------------------------------------------------------- #
-# Run-level fields
-# --------------------------------------------------------------------------- #
-def _run_fields(rec: dict[str, Any], fields: Mapping[str, str], where: str, line: int
-                ) -> tuple[dict[str, Any], list[Any], str]:
-    """The record without steps, the message list and its key; raises _Reject."""
-    used: set[str] = set()
-    found: dict[str, tuple[str, Any]] = {}  # agentab name -> (input name, value)
-    for key, name in fields.items():
-        value = _lookup(rec, name)
-        if (value is _MISSING or value is None) and key in _FALLBACK and name == FIELDS[key]:
-            other = _lookup(rec, _FALLBACK[key])
-            if other is not _MISSING and other is not None:
-                name, value = _FALLBACK[key], other
-        if name in rec:
-            used.add(name)
-        if value is not _MISSING and value is not None:
-            found[key] = (name, value)
-        elif key == "outcome" and value is None:
-            raise _Reject(name, "outcome is null: a run needs the verdict of an external check")
-
-    def missing(key: str) -> _Reject:
-        name = fields[key]
-        also = f" or {_FALLBACK[key]!r}" if key in _FALLBACK and name == FIELDS[key] else ""
-        return _Reject(name, f"no {key}: the run has no {name!r}{also}")
-
-    out: dict[str, Any] = {}
-    for key in ("run_id", "task_id"):
-        if key in found:
-            name, value = found[key]
-            if not ((isinstance(value, str) and value) or _is_int(value)):
-                raise _Reject(name, f"{key} must be non-empty text or an integer, got {_describe(value)}")
-            out[key] = value
-        elif key == "task_id":
-            raise missing(key)
-    if "run_id" not in out:
-        out["run_id"] = f"{where}:{line}"
-    if "seed" not in found:
-        raise missing("seed")
-    name, value = found["seed"]
-    if not _is_int(value):
-        raise _Reject(name, f"seed must be an integer, got {_describe(value)}")
-    out["seed"] = value
-    if "outcome" not in found:
-        raise missing("outcome")
-    name, value = found["outcome"]
-    if not isinstance(value, (bool, int, float)):
-        raise _Reject(name, f"outcome must be true/false or a number, got {_describe(value)}")
-    out["outcome"] = value
-    meta: dict[str, Any] = {}
-    for key in ("arm", "model", "harness"):
-        if key in found:
-            name, value = found[key]
-            if not isinstance(value, str) or not value:
-                raise _Reject(name, f"{key} must be non-empty text, got {_describe(value)}")
-            if key == "arm":
-                out["arm"] = value
-            else:
-                meta[key] = value
-    for key in ("cost_usd", "latency_s"):
-        if key in found:
-            name, value = found[key]
-            if not _is_number(value) or not value >= 0:
-                raise _Reject(name, f"{key} must be a number >= 0, got {_describe(value)}")
-            out[key] = value
-    if "messages" not in found:
-        raise missing("messages")
-    messages_key, messages = found["messages"]
-    if not isinstance(messages, list):
-        raise _Reject(messages_key, f"expected a list of messages, got {_describe(messages)}")
-    extra: dict[str, Any] = {}
-    for key, value in rec.items():
-        if key in used:
-            continue
-        if key == "metadata" and isinstance(value, dict):
-            continue
-        if value is None or isinstance(value, (bool, int, float)) or (
-                isinstance(value, str) and len(value) <= _MAX_TEXT):
-            extra[key] = value
-    given = rec.get("metadata") if "metadata" not in used else None
-    if isinstance(given, dict):
-        extra.update(given)
-    extra.update(meta)
-    if extra:
-        out["metadata"] = extra
-    return out, messages, messages_key
-
-
-# --------------------------------------------------------------------------- #
-# Observations
-# --------------------------------------------------------------------------- #
-_ERROR_PREFIX = re.compile(r"\s*error\s*:", re.IGNORECASE)
-_OK_STATUS = ("ok", "success")
-_OK = object()
-
-
-def _text_of(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"]
-        texts = [text for text in parts if isinstance(text, str)]
-        return "".join(texts) if texts else None
-    return None
-
-
-def _error_value(obj: Any) -> Any:
-    """The top-level ``error`` of an object when it reports one, else None."""
-    if isinstance(obj, dict):
-        value = obj.get("error")
-        if value:
-            return obj if value is True else value
-        kind = obj.get("type")
-        if isinstance(kind, str) and kind.endswith("_error"):
-            return obj
-    return None
-
-
-def _observation(result: dict[str, Any], content: Any) -> dict[str, Any]:
-    """``{"status", "content"[, "error"]}`` for a tool result, by the module's error rule."""
-    payload: Any = _OK
-    text = _OK
-    flag = result.get("is_error")
-    if isinstance(flag, bool):
-        if flag:
-            payload = None
-    elif result.get("error") is not None:
-        flag = result["error"]
-        if flag:
-            payload = None if flag is True else flag
-    elif result.get("status") == "error":
-        payload = None
-    elif result.get("status") not in _OK_STATUS:
-        text = _text_of(content)
-        if text is None:
-            found = _error_value(content)
-        elif _ERROR_PREFIX.match(text):
-            found = text
-        elif text.lstrip(" \t\r\n")[:1] == "{":
-            try:
-                found = _error_value(_decode(text))
-            except (msgspec.DecodeError, RecursionError):
-                found = None
-        else:
-            found = None
-        if found is not None:
-            payload = found
-    if payload is None:  # flagged: the payload is the content's text (the content when it has none)
-        text = _text_of(content) if text is _OK else text
-        payload = content if text is None else text
-    if payload is _OK:
-        return {"status": "ok", "content": content}
-    return {"status": "error", "content": content, "error": payload}
-
-
-# --------------------------------------------------------------------------- #
-# Tokens
-# --------------------------------------------------------------------------- #
-def _count(usage: dict[str, Any], key: str) -> int | None:
-    value = usage.get(key)
-    if value is None or (type(value) is int and value >= 0):
-        return value
-    raise _Reject(f"usage.{key}", f"expected a token count (integer >= 0), got {_describe(value)}")
-
-
-def _usage_openai(usage: Any) -> tuple[int | None, int | None, None]:
-    if not isinstance(usage, dict):
-        if usage is None:
-            return None, None, None
-        raise _Reject("usage", f"expected a usage object, got {_describe(usage)}")
-    tin = _count(usage, "prompt_tokens")
-    if tin is None:
-        tin = _count(usage, "input_tokens")
-    tout = _count(usage, "completion_tokens")
-    if tout is None:
-        tout = _count(usage, "output_tokens")
-    return tin, tout, None
-
-
-_CACHE_KEYS = ("cache_creation_input_tokens", "cache_read_input_tokens")
-
-
-def _usage_anthropic(usage: Any) -> tuple[int | None, int | None, dict[str, int] | None]:
-    if not isinstance(usage, dict):
-        if usage is None:
-            return None, None, None
-        raise _Reject("usage", f"expected a usage object, got {_describe(usage)}")
-    tin = _count(usage, "input_tokens")
-    tout = _count(usage, "output_tokens")
-    cache: dict[str, int] | None = None
-    for key in _CACHE_KEYS:
-        value = _count(usage, key)
-        if value is not None:
-            cache = cache or {}
-            cache[key] = value
-            tin = value if tin is None else tin + value
-    return tin, tout, cache
-
-
-class _Tokens:
-    """Tokens of assistant messages not yet given to a step (None: none reported)."""
-
-    __slots__ = ("cache", "tin", "tout")
-
-    def __init__(self) -> None:
-        self.tin: int | None = None
-        self.tout: int | None = None
-        self.cache: dict[str, int] | None = None
-
-    def add(self, tin: int | None, tout: int | None, cache: dict[str, int] | None) -> None:
-        if tin is not None:
-            self.tin = tin if self.tin is None else self.tin + tin
-        if tout is not None:
-            self.tout = tout if self.tout is None else self.tout + tout
-        if cache:
-            if self.cache is None:
-                self.cache = dict(cache)
-            else:
-                for key, value in cache.items():
-                    self.cache[key] = self.cache.get(key, 0) + value
-
-    def give(self, step: dict[str, Any]) -> None:
-        """Add the pending tokens to ``step`` and start afresh."""
-        if self.tin is not None:
-            step["tokens_in"] = step.get("tokens_in", 0) + self.tin
-        if self.tout is not None:
-            step["tokens_out"] = step.get("tokens_out", 0) + self.tout
-        if self.cache:
-            meta = step["metadata"]
-            for key, value in self.cache.items():
-                meta[key] = meta.get(key, 0) + value
-        self.tin = self.tout = self.cache = None
-
-
-def _finish(out: dict[str, Any], steps: list[dict[str, Any]], pending: _Tokens) -> dict[str, Any]:
-    if steps:
-        pending.give(steps[-1])
-    elif pending.tin is not None or pending.tout is not None or pending.cache:
-        meta = out.setdefault("metadata", {})
-        if pending.tin is not None:
-            meta["tokens_in"] = pending.tin
-        if pending.tout is not None:
-            meta["tokens_out"] = pending.tout
-        if pending.cache:
-            meta.update(pending.cache)
-    out["steps"] = steps
-    return out
-
-
-def _arguments(value: Any, where: str) -> dict[str, Any]:
-    if type(value) is dict:
-        return value
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        if not value.strip(" \t\r\n"):
-            return {}
-        try:
-            parsed = _decode(value)
-        except (msgspec.DecodeError, RecursionError) as err:
-            raise _Reject(where, f"arguments are not valid JSON: {err}") from None
-        if isinstance(parsed, dict):
-            return parsed
-        raise _Reject(where, f"arguments must be a JSON object, got {_describe(parsed)}")
-    if isinstance(value, dict):
-        return value
-    raise _Reject(where, f"arguments must be a JSON object or JSON text, got {_describe(value)}")
-
-
-def _text(value: Any, where: str, what: str) -> str:
-    if type(value) is str and value:
-        return value
-    raise _Reject(where, f"missing {what}" if value is None else f"expected a {what} (text), got {_describe(value)}")
-
-
-class _Calls:
-    """The calls of a run awaiting an answer, by id; ids may be reused once answered (tau-bench does)."""
-
-    __slots__ = ("answered", "ignored", "mk", "open")
-
-    def __init__(self, mk: str) -> None:
-        self.open: dict[str, dict[str, Any]] = {}
-        self.ignored: set[str] = set()
-        self.answered: dict[str, int] = {}
-        self.mk = mk
-
-    def new(self, call_id: str, step: dict[str, Any] | None) -> None:
-        """A call (``step`` None: not the agent's); an id still awaiting its answer is ambiguous."""
-        if call_id in self.open or call_id in self.ignored:
-            raise _Reject("id", f"duplicate tool call id {call_id!r}: an earlier call with it is not answered yet")
-        if step is None:
-            self.ignored.add(call_id)
-        else:
-            self.open[call_id] = step
-
-    def answer(self, call_id: Any, where: str, i: int) -> dict[str, Any] | None:
-        """The step answered, or None for an answer to a call that is not the agent's."""
-        step = self.open.pop(call_id, None) if type(call_id) is str else None
-        if step is not None:
-            self.answered[call_id] = i
-            return step
-        if call_id is None:
-            raise _Reject(where, "a tool result without the id of its call")
-        if not isinstance(call_id, str):
-            raise _Reject(where, f"expected a call id (text), got {_describe(call_id)}")
-        if call_id in self.ignored:
-            self.ignored.discard(call_id)
-            return None
-        if call_id in self.answered:
-            raise _Reject(where, f"call {call_id!r} was already answered by {self.mk}[{self.answered[call_id]}]")
-        raise _Reject(where, f"no earlier tool call has id {call_id!r}")
-
-
-def _step(steps: list[dict[str, Any]], name: str, args: dict[str, Any], i: int, call_id: str, stamp: Any,
-          first: dict[str, Any] | None, pending: _Tokens) -> dict[str, Any]:
-    """Append a new step; the first of a message takes the pending tokens, the others 0 when those are known."""
-    step: dict[str, Any] = {"index": len(steps), "tool": name, "args": args, "observation": None,
-                            "metadata": {"message": i, "call_id": call_id}}
-    if stamp is not None:
-        step["started_at"] = stamp
-    if first is None:
-        pending.give(step)
-    else:
-        if "tokens_in" in first:
-            step["tokens_in"] = 0
-        if "tokens_out" in first:
-            step["tokens_out"] = 0
-    steps.append(step)
-    return step
-
-
-def _in_message(problem: _Reject, mk: str, i: int) -> _Reject:
-    problem.field = f"{mk}[{i}].{problem.field}" if problem.field else f"{mk}[{i}]"
-    return problem
 
 
 # --------------------------------------------------------------------------- #
 # Conversion, per format
 # --------------------------------------------------------------------------- #
-def _openai_calls(msg: dict[str, Any], tool_calls: Any, i: int, steps: list[dict[str, Any]], calls: _Calls,
-                  pending: _Tokens) -> None:
+def _openai_calls(msg: dict[str, Any], tool_calls: Any, i: int, steps: list[dict[str, Any]], calls: Calls,
+                  pending: Tokens) -> None:
     if not isinstance(tool_calls, list):
-        raise _Reject("tool_calls", f"expected a list of tool calls, got {_describe(tool_calls)}")
+        raise _Reject("tool_calls", f"expected a list of tool calls, got {describe(tool_calls)}")
     mine = msg.get("role") == "assistant"
     stamp = msg.get("timestamp")
     first: dict[str, Any] | None = None
     for j, call in enumerate(tool_calls):
         try:
             if not isinstance(call, dict):
-                raise _Reject(None, f"expected a tool call object, got {_describe(call)}")
-            call_id = _text(call.get("id"), "id", "tool call id")
+                raise _Reject(None, f"expected a tool call object, got {describe(call)}")
+            call_id = required_text(call.get("id"), "id", "tool call id")
             if not mine:
                 calls.new(call_id, None)
                 continue
             function = call.get("function")
             if isinstance(function, dict):
-                name = _text(function.get("name"), "function.name", "tool name")
-                args = _arguments(function.get("arguments"), "function.arguments")
+                name = required_text(function.get("name"), "function.name", "tool name")
+                args = call_arguments(function.get("arguments"), "function.arguments")
             else:
-                name = _text(call.get("name"), "name", "tool name")
-                args = _arguments(call.get("arguments"), "arguments")
-            step = _step(steps, name, args, i, call_id, stamp, first, pending)
+                name = required_text(call.get("name"), "name", "tool name")
+                args = call_arguments(call.get("arguments"), "arguments")
+            step = add_step(steps, name, args, i, call_id, stamp, first, pending)
             calls.new(call_id, step)
             first = first or step
         except _Reject as problem:
@@ -545,17 +200,17 @@ def _openai_calls(msg: dict[str, Any], tool_calls: Any, i: int, steps: list[dict
 
 def _openai_steps(out: dict[str, Any], messages: list[Any], mk: str) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
-    calls = _Calls(mk)
-    pending = _Tokens()
+    calls = Calls(mk)
+    pending = Tokens()
     for i, msg in enumerate(messages):
         try:
             if not isinstance(msg, dict):
-                raise _Reject(None, f"expected a message object, got {_describe(msg)}")
+                raise _Reject(None, f"expected a message object, got {describe(msg)}")
             role = msg.get("role")
             if role == "tool":
                 step = calls.answer(msg.get("tool_call_id"), "tool_call_id", i)
                 if step is not None:
-                    step["observation"] = _observation(msg, msg.get("content"))
+                    step["observation"] = observation_of(msg, msg.get("content"))
                     stamp = msg.get("timestamp")
                     if stamp is not None:
                         step["ended_at"] = stamp
@@ -563,13 +218,13 @@ def _openai_steps(out: dict[str, Any], messages: list[Any], mk: str) -> dict[str
             if role == "assistant":
                 usage = msg.get("usage")
                 if usage is not None:
-                    pending.add(*_usage_openai(usage))
+                    pending.add(*usage_openai(usage))
             tool_calls = msg.get("tool_calls")
             if tool_calls:
                 _openai_calls(msg, tool_calls, i, steps, calls, pending)
         except _Reject as problem:
-            raise _in_message(problem, mk, i) from None
-    return _finish(out, steps, pending)
+            raise in_message(problem, mk, i) from None
+    return finish(out, steps, pending)
 
 
 _USE_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -579,29 +234,29 @@ def _is_result(kind: Any) -> bool:
     return kind == "tool_result" or (isinstance(kind, str) and kind.endswith("_tool_result"))
 
 
-def _anthropic_blocks(msg: dict[str, Any], content: list[Any], i: int, steps: list[dict[str, Any]], calls: _Calls,
-                      pending: _Tokens) -> None:
+def _anthropic_blocks(msg: dict[str, Any], content: list[Any], i: int, steps: list[dict[str, Any]], calls: Calls,
+                      pending: Tokens) -> None:
     mine = msg.get("role") == "assistant"
     stamp = msg.get("timestamp")
     first: dict[str, Any] | None = None
     for j, block in enumerate(content):
         try:
             if not isinstance(block, dict):
-                raise _Reject(None, f"expected a content block object, got {_describe(block)}")
+                raise _Reject(None, f"expected a content block object, got {describe(block)}")
             kind = block.get("type")
             if kind in _USE_TYPES:
-                call_id = _text(block.get("id"), "id", "tool use id")
+                call_id = required_text(block.get("id"), "id", "tool use id")
                 if not mine:
                     calls.new(call_id, None)
                     continue
-                step = _step(steps, _text(block.get("name"), "name", "tool name"),
-                             _arguments(block.get("input"), "input"), i, call_id, stamp, first, pending)
+                step = add_step(steps, required_text(block.get("name"), "name", "tool name"),
+                             call_arguments(block.get("input"), "input"), i, call_id, stamp, first, pending)
                 calls.new(call_id, step)
                 first = first or step
             elif _is_result(kind):
                 step = calls.answer(block.get("tool_use_id"), "tool_use_id", i)
                 if step is not None:
-                    step["observation"] = _observation(block, block.get("content"))
+                    step["observation"] = observation_of(block, block.get("content"))
                     if stamp is not None:
                         step["ended_at"] = stamp
         except _Reject as problem:
@@ -611,22 +266,22 @@ def _anthropic_blocks(msg: dict[str, Any], content: list[Any], i: int, steps: li
 
 def _anthropic_steps(out: dict[str, Any], messages: list[Any], mk: str) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
-    calls = _Calls(mk)
-    pending = _Tokens()
+    calls = Calls(mk)
+    pending = Tokens()
     for i, msg in enumerate(messages):
         try:
             if not isinstance(msg, dict):
-                raise _Reject(None, f"expected a message object, got {_describe(msg)}")
+                raise _Reject(None, f"expected a message object, got {describe(msg)}")
             if msg.get("role") == "assistant":
                 usage = msg.get("usage")
                 if usage is not None:
-                    pending.add(*_usage_anthropic(usage))
+                    pending.add(*usage_anthropic(usage))
             content = msg.get("content")
             if isinstance(content, list):
                 _anthropic_blocks(msg, content, i, steps, calls, pending)
         except _Reject as problem:
-            raise _in_message(problem, mk, i) from None
-    return _finish(out, steps, pending)
+            raise in_message(problem, mk, i) from None
+    return finish(out, steps, pending)
 
 
 # --------------------------------------------------------------------------- #
@@ -641,9 +296,9 @@ def _plan(fields: FieldMap | None) -> dict[str, str]:
 
 def _convert(obj: Any, line: int, where: str, fields: dict[str, str], steps_of: Any) -> Item:
     if not isinstance(obj, dict):
-        return Item(line, field=None, reason=f"expected a run object, got {_describe(obj)}")
+        return Item(line, field=None, reason=f"expected a run object, got {describe(obj)}")
     try:
-        out, messages, mk = _run_fields(obj, fields, where, line)
+        out, messages, mk = run_fields(obj, fields, where, line)
         return Item(line, record=steps_of(out, messages, mk))
     except _Reject as problem:
         return Item(line, field=problem.field, reason=problem.reason)

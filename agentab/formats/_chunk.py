@@ -1,0 +1,195 @@
+"""A chunk of accepted records as Python lists, and those lists as Arrow record batches.
+
+:class:`Chunk` holds one tuple of run-level values per run (:data:`RUN_FIELDS`)
+and one list per step column; arguments, observations and step metadata are
+kept as canonical JSON blobs (:class:`JsonColumn`), so no Python string is
+made per step. :func:`runs_batch` and :func:`steps_batch` turn a chunk into
+Arrow. :func:`step_columns` transposes one record's steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import repeat
+from typing import Any, NamedTuple
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from msgspec.structs import astuple
+
+from agentab.formats.record import TERMINAL_LISTS, Step
+
+_STATUSES = frozenset(("ok", "error", None))
+
+
+class JsonColumn:
+    """Canonical JSON texts, one per row, kept as joined blobs plus lengths."""
+
+    __slots__ = ("blobs", "lengths", "nulls", "n", "_encode")
+
+    def __init__(self, encoder: msgspec.json.Encoder) -> None:
+        self.blobs: list[bytes] = []
+        self.lengths: list[int] = []
+        self.nulls: list[int] = []
+        self.n = 0
+        self._encode = encoder.encode
+
+    def extend(self, objects: Sequence[Any]) -> None:
+        """Append the canonical JSON of each object (``None`` becomes a null)."""
+        count = len(objects)
+        missing = objects.count(None)
+        if missing == 0:
+            encoded = list(map(self._encode, objects))
+        elif missing == count:
+            self.nulls.extend(range(self.n, self.n + count))
+            self.lengths.extend(repeat(0, count))
+            self.n += count
+            return
+        else:
+            self.nulls.extend(self.n + i for i, obj in enumerate(objects) if obj is None)
+            encoded = [b"" if obj is None else self._encode(obj) for obj in objects]
+        self.blobs.append(b"".join(encoded))
+        self.lengths.extend(map(len, encoded))
+        self.n += count
+
+    def to_arrow(self) -> pa.Array:
+        data = b"".join(self.blobs)
+        large = len(data) >= 2**31
+        offsets = np.zeros(self.n + 1, dtype=np.int64 if large else np.int32)
+        np.cumsum(self.lengths, out=offsets[1:])
+        bitmap = None
+        if self.nulls:
+            valid = np.ones(self.n, dtype=bool)
+            valid[self.nulls] = False
+            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        kind = pa.large_string() if large else pa.string()
+        return pa.Array.from_buffers(kind, self.n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                     null_count=len(self.nulls))
+
+
+#: Run-level values, in the order each accepted record's tuple holds them.
+RUN_FIELDS = (
+    ("_ordinal", pa.int64()), ("run_id", pa.string()), ("task_id", pa.string()), ("seed", pa.int64()),
+    ("arm", pa.string()), ("model", pa.string()), ("harness", pa.string()), ("outcome", None),
+    ("n_steps", pa.int64()), ("n_errors", pa.int64()), ("tokens_in", pa.int64()), ("tokens_out", pa.int64()),
+    ("cost_usd", pa.float64()), ("latency_s", pa.float64()), ("retries", pa.int64()), ("backtracks", pa.int64()),
+    *((key, pa.int64()) for key in TERMINAL_LISTS),
+    ("terminal_state", pa.binary()), ("metadata", pa.binary()), ("source", pa.string()), ("line", pa.int64()),
+)
+
+
+AT_N_STEPS = [name for name, _ in RUN_FIELDS].index("n_steps")
+
+
+class Chunk:
+    """A chunk of accepted records: one tuple per run, per-column lists for steps."""
+
+    def __init__(self, encoder: msgspec.json.Encoder) -> None:
+        self.encoder = encoder
+        self.runs: list[tuple[Any, ...]] = []
+        self.tool: list[str] = []
+        self.args = JsonColumn(encoder)
+        self.observation = JsonColumn(encoder)
+        self.status: list[str | None] = []
+        self.error: list[Any] = []
+        self.tokens_in: list[int | None] = []
+        self.tokens_out: list[int | None] = []
+        self.started_at: list[Any] = []
+        self.ended_at: list[Any] = []
+        self.step_metadata = JsonColumn(encoder)
+        self.ns = False  # step times: unix nanoseconds (runs of add_prepared), else texts and numbers
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+
+class StepColumns(NamedTuple):
+    """The steps of one record, transposed into per-field tuples."""
+
+    index: tuple[int, ...]
+    tool: tuple[str, ...]
+    args: tuple[dict[str, Any], ...]
+    observation: tuple[dict[str, Any] | None, ...]
+    tokens_in: tuple[int | None, ...]
+    tokens_out: tuple[int | None, ...]
+    started_at: tuple[Any, ...]
+    ended_at: tuple[Any, ...]
+    metadata: tuple[dict[str, Any] | None, ...]
+    status: list[Any]
+    error: list[Any]
+    tokens_in_total: int | None
+    tokens_out_total: int | None
+
+
+def statuses_valid(statuses: Sequence[Any]) -> bool:
+    try:
+        return _STATUSES.issuperset(statuses)
+    except TypeError:  # an unhashable status such as a list
+        return False
+
+
+def step_columns(steps: list[Step]) -> StepColumns | None:
+    """Transpose steps into columns with C-level calls only (no per-step Python code)."""
+    if not steps:
+        return None
+    fields = tuple(zip(*map(astuple, steps)))
+    observations = fields[3]
+    if None in observations:
+        status = [None if o is None else o.get("status") for o in observations]
+        error = [None if o is None else o.get("error") for o in observations]
+    else:
+        status = list(map(dict.get, observations, repeat("status")))
+        error = list(map(dict.get, observations, repeat("error")))
+    tokens_in, tokens_out = fields[4], fields[5]
+    return StepColumns(*fields, status, error,
+                        None if None in tokens_in else sum(tokens_in),
+                        None if None in tokens_out else sum(tokens_out))
+
+
+def runs_batch(c: Chunk) -> pa.RecordBatch:
+    values = list(zip(*c.runs)) if c.runs else [()] * len(RUN_FIELDS)
+    columns: dict[str, pa.Array] = {}
+    for (name, kind), column in zip(RUN_FIELDS, values):
+        if name == "outcome":
+            columns["outcome"] = pa.array([float(v) for v in column], pa.float64())
+            columns["_outcome_is_bool"] = pa.array([type(v) is bool for v in column], pa.bool_())
+        elif kind == pa.binary():
+            columns[name] = pa.array(column, kind).cast(pa.string())
+        else:
+            columns[name] = pa.array(column, kind)
+        if name == "tokens_out":
+            columns["tokens"] = pc.add(columns["tokens_in"], columns["tokens_out"])
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def _error_texts(errors: list[Any], encoder: msgspec.json.Encoder) -> pa.Array:
+    """Error payloads as text: strings as they are, anything else as canonical JSON."""
+    try:
+        return pa.array(errors, pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([e if e is None or type(e) is str else encoder.encode(e).decode() for e in errors],
+                        pa.string())
+
+
+def steps_batch(
+    c: Chunk, step_record: np.ndarray, index: np.ndarray, started: np.ndarray, ended: np.ndarray
+) -> pa.RecordBatch:
+    ordinal = np.fromiter((run[0] for run in c.runs), dtype=np.int64, count=len(c.runs))[step_record]
+    encoder = c.encoder
+    columns = {
+        "_ordinal": pa.array(ordinal),
+        "index": pa.array(index),
+        "tool": pa.array(c.tool, pa.string()),
+        "args": c.args.to_arrow(),
+        "status": pa.array(c.status, pa.string()),
+        "error": _error_texts(c.error, encoder),
+        "tokens_in": pa.array(c.tokens_in, pa.int64()),
+        "tokens_out": pa.array(c.tokens_out, pa.int64()),
+        "started_at": pa.array(started, pa.timestamp("ns", tz="UTC")),
+        "ended_at": pa.array(ended, pa.timestamp("ns", tz="UTC")),
+        "observation": c.observation.to_arrow(),
+        "metadata": c.step_metadata.to_arrow(),
+    }
+    return pa.RecordBatch.from_pydict(columns)
