@@ -98,3 +98,22 @@ def test_json_that_fits_no_format_is_read_as_our_record_so_errors_name_the_field
     path.write_text('{"run_id": "a", "task": "t1"}\n')
     with pytest.raises(TraceError, match=r"runs\.jsonl, line 1"):
         agentab.load_traces(path)
+
+
+def test_a_tool_argument_named_like_another_format_is_not_its_signature(tmp_path):
+    # found by tests/test_traces_properties.py: a record whose tool takes a "traj" or "messages" list was read as
+    # OpenAI messages and every record rejected ("no messages"); the first record's own keys decide
+    records = [
+        {"run_id": "r0", "task_id": "t", "seed": 0, "outcome": True, "steps": [
+            {"index": 0, "tool": "send", "args": {"messages": [{"role": "user", "content": "hi"}], "traj": []}}]},
+        {"run_id": "r1", "task_id": "t", "seed": 1, "outcome": False, "steps": []},
+    ]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert formats.detect(path.read_bytes(), path.name) == "record"
+    traces = agentab.load_traces(path)
+    assert list(traces.runs["run_id"]) == ["r0", "r1"] and len(traces.rejected) == 0
+    # a real message list at the top level is still OpenAI's
+    messages = {"run_id": "r0", "task_id": "t", "seed": 0, "outcome": True, "steps": [],
+                "messages": [{"role": "assistant", "tool_calls": []}]}
+    assert formats.detect((json.dumps(messages) + "\n").encode(), "x.jsonl") == "openai"

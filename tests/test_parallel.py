@@ -123,7 +123,6 @@ def test_a_worker_starts_without_pandas_or_the_package_init(tmp_path):
     # a worker's start-up is paid on every parallel read: it imports the loader's modules only
     import subprocess
     import sys
-    from pathlib import Path
 
     path = write_jsonl(tmp_path / "x.jsonl", _lines(5))
     out = tmp_path / "part"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentab import __version__
-from agentab._vocabulary import KINDS
+from agentab._vocabulary import ALTERNATIVE_ALIASES, ALTERNATIVES, KINDS
 from agentab.cli import _commands as run
 from agentab.cli._inputs import positive_int
 from agentab.cli._output import FAIL_ON
@@ -147,7 +147,7 @@ def add_power_settings(parser: argparse.ArgumentParser) -> None:
     """--alpha, --power, --alternative, --quantile and --seed of ``agentab power`` and ``agentab plan``."""
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     parser.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
-    parser.add_argument("--alternative", choices=["two-sided", "larger", "smaller", "greater", "less"],
+    parser.add_argument("--alternative", choices=[ALTERNATIVES[0], *ALTERNATIVE_ALIASES, *ALTERNATIVES[1:]],
                         default="two-sided", metavar="{two-sided,larger,smaller}",
                         help="two-sided (default), or one-sided: the candidate larger / smaller "
                         "(or scipy's greater / less)")

@@ -20,6 +20,7 @@ its choice in ``Traces.formats``.
 from __future__ import annotations
 
 from agentab.formats._base import FieldMap, Format, Item, resolve_fields
+from agentab.formats.files import first_keys, is_record_keys
 
 __all__ = ["Format", "Item", "FieldMap", "RUN_FIELDS", "HEAD_BYTES", "available", "get", "detect", "resolve_fields"]
 
@@ -32,7 +33,14 @@ _OTHERS = (b'"resourceSpans"', b'"tool_use"', b'"tool_result"', b'"messages"', b
 
 
 def _record_sniff(head: bytes, name: str) -> bool:
-    """Our record: ``run_id`` and ``steps`` keys, and none of the other formats' signature keys."""
+    """Our record: ``run_id`` and ``steps`` keys, and none of the other formats' signature keys.
+
+    Read from the first record's top-level keys when its line is whole in ``head`` (a tool argument named
+    ``messages`` or ``traj`` is not another format's signature), else from the bytes.
+    """
+    keys = first_keys(head)
+    if keys is not None:
+        return is_record_keys(keys)
     return b'"steps"' in head and b'"run_id"' in head and not any(key in head for key in _OTHERS)
 
 

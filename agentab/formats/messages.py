@@ -157,7 +157,13 @@ from agentab.formats._message_parts import (
     usage_anthropic,
     usage_openai,
 )
-from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.files import (
+    BOM,
+    JSON_SPACE,
+    first_keys,
+    is_record_keys,
+    open_trace_file,
+)
 
 __all__ = ["ANTHROPIC", "FIELDS", "OPENAI", "sniff_anthropic", "sniff_openai"]
 
@@ -392,6 +398,9 @@ def _other_format(head: bytes, name: str) -> bool:
         return True
     if b'"resourceSpans"' in head or _INSPECT.search(head):
         return True
+    keys = first_keys(head)
+    if keys is not None:  # the first record's own keys: a tool argument named "traj" is not a message list
+        return is_record_keys(keys)
     return bool(_STEPS.search(head) and _RUN_ID.search(head) and not _LIST_KEY.search(head))
 
 
