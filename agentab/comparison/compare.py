@@ -4,7 +4,7 @@
 or any DataFrame with an arm column), routes every metric to the test for its
 kind, respects the task as the unit of replication, adjusts secondary
 p-values for multiplicity, checks guardrails and reaches one decision
-(:mod:`agentab.decide`). The statistics live in :mod:`agentab.stats`.
+(:mod:`agentab.comparison.decide`). The statistics live in :mod:`agentab.stats`.
 
 ====================  =========================================================
 kind                  what is reported
@@ -177,7 +177,7 @@ def compare(
         is named with its quantile (``"tokens p50"``).
     guardrails : mapping or list, optional
         Bounds a candidate must be shown to respect, e.g.
-        ``{"tokens": "p95 <= +10%"}``; grammar in :mod:`agentab.decide`.
+        ``{"tokens": "p95 <= +10%"}``; grammar in :mod:`agentab.comparison.decide`.
     cluster : str or None
         The task column. The task is the unit of replication: p-values
         permute whole tasks and intervals resample whole tasks. None (or no
@@ -227,7 +227,7 @@ def compare(
     quantiles with tasks weighted equally) for cost and count metrics.
     Secondary p-values are Holm-adjusted (Holm 1979, via statsmodels'
     ``multipletests``) over every secondary row; the primary is tested alone
-    at ``alpha``. The decision rule is in :mod:`agentab.decide`. Adding seeds
+    at ``alpha``. The decision rule is in :mod:`agentab.comparison.decide`. Adding seeds
     until a result turns significant (peeking) inflates false positives: fix
     the design first (:mod:`agentab.stats` has the tests).
 

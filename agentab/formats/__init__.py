@@ -3,7 +3,7 @@
 ========== ==================================================================
 name       what
 ========== ==================================================================
-record     agentab's trace record (:mod:`agentab.record`), JSON Lines or JSON
+record     agentab's trace record (:mod:`agentab.formats.record`), JSON Lines or JSON
 otel       OpenTelemetry GenAI spans as OTLP JSON (:mod:`.otel`)
 openai     records with a Chat Completions message list (:mod:`.messages`)
 anthropic  records with a Messages API content-block list (:mod:`.messages`)
@@ -46,7 +46,7 @@ def _record_sniff(head: bytes, name: str) -> bool:
 
 RECORD = Format(
     name="record",
-    summary="agentab's trace record (agentab.record): one JSON object per run, JSON Lines or a JSON array",
+    summary="agentab's trace record (agentab.formats.record): one JSON object per run, JSON Lines or a JSON array",
     example='{"run_id": "r1", "task_id": "t1", "seed": 0, "outcome": true, "steps": '
     '[{"index": 0, "tool": "ls", "args": {"path": "."}, "observation": {"status": "ok"}}]}',
     fields={},

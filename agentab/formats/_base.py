@@ -2,7 +2,7 @@
 
 A reader converts one input file (or in-memory objects) of its format into
 :class:`Item` s, one per *record read*: a run converted to the agentab trace
-record (:mod:`agentab.record`; validated afterwards by the same decoder as
+record (:mod:`agentab.formats.record`; validated afterwards by the same decoder as
 our own JSON Lines), or a rejection saying which field of which record is at
 fault and why. Counting one item per record read is what keeps
 ``len(runs) + len(rejected) == n_read`` for every format.
@@ -29,7 +29,7 @@ class Item:
     """One record read: ``record`` (a trace-record dict) or, if it could not be converted, ``reason``.
 
     A reader may give a run already in the decoder's columns instead of a
-    dict (``record``: an :class:`agentab._decode.Prepared`, whose
+    dict (``record``: an :class:`agentab.formats.decode.Prepared`, whose
     ``to_record()`` is the dict): faster, for a reader that guarantees the
     schema's types and ranges itself.
 

@@ -80,7 +80,7 @@ def _parse_iso(texts: list[str]) -> np.ndarray:
     try:
         parsed = array.cast(pa.timestamp("ns", tz="UTC")).to_numpy(zero_copy_only=False).astype("datetime64[ns]")
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        import pandas as pd  # only here: a loader worker process (agentab._parallel) starts without pandas
+        import pandas as pd  # only here: a loader worker process (agentab.traces._parallel) starts without pandas
 
         values = pd.to_datetime(pd.Series(texts, dtype=object), format="ISO8601", utc=True, errors="coerce")
         stamps = values.dt.tz_localize(None).to_numpy()

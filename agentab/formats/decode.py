@@ -3,7 +3,7 @@
 Design
 ------
 Each record is decoded by :mod:`msgspec` against the typed schema in
-:mod:`agentab.record`, which validates types and ranges in C and names the
+:mod:`agentab.formats.record`, which validates types and ranges in C and names the
 offending field. Values then go straight into per-column Python lists for a
 chunk of records; argument and observation objects are re-encoded as
 canonical JSON (sorted keys) into one byte buffer per column, so no Python
@@ -140,7 +140,7 @@ class PreparedSteps(NamedTuple):
     """A run's steps as columns, one entry per step (step ``k`` has index ``k``).
 
     Times are unix nanoseconds (below 2**63) or None; the other columns hold
-    what the trace record's step fields hold (:class:`agentab.record.Step`).
+    what the trace record's step fields hold (:class:`agentab.formats.record.Step`).
     """
 
     tool: list[str]
@@ -156,7 +156,7 @@ class PreparedSteps(NamedTuple):
 class Prepared(NamedTuple):
     """A run a format reader built in the decoder's own shape (:meth:`RecordDecoder.add_prepared`).
 
-    The reader guarantees what the schema (:mod:`agentab.record`) would
+    The reader guarantees what the schema (:mod:`agentab.formats.record`) would
     check of a record: the types, non-empty ids and tool names, integers
     that fit in 64 bits, counts and amounts >= 0, finite numbers; the
     decoder still makes its record-level checks (arm, token totals,
@@ -176,7 +176,7 @@ class Prepared(NamedTuple):
     steps: PreparedSteps
 
     def to_record(self) -> dict[str, Any]:
-        """The trace record (:mod:`agentab.record`) of this run; times as ISO-8601 text with nanoseconds."""
+        """The trace record (:mod:`agentab.formats.record`) of this run; times as ISO-8601 text with nanoseconds."""
         steps = self.steps
         started = iso_texts(steps.started_ns)
         ended = iso_texts(steps.ended_ns)

@@ -52,7 +52,7 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
         gzip-compressed (``.jsonl.gz``, ``.json.gz``); a directory (every such
         file under it, recursively, in sorted order); a list of paths; a list
         of record dicts; or a dict ``{arm_name: source}`` giving each source's
-        arm. The record format is documented in :mod:`agentab.record`.
+        arm. The record format is documented in :mod:`agentab.formats.record`.
     format : str
         ``"auto"`` (default): each file's format is detected from its first
         bytes (and a list of dicts from its first dict); the choice is in

@@ -141,7 +141,7 @@ class Traces:
         return pd.Series([value(text) for text in self.runs["metadata"]], index=self.runs.index, dtype=object)
 
     def summary(self, by: str = "arm") -> pd.DataFrame:
-        """Per-arm summary table; see :func:`agentab.summary.summarize`."""
+        """Per-arm summary table; see :func:`agentab.summarize`."""
         from agentab.traces.summary import summarize
 
         return summarize(self, by=by)
