@@ -1,29 +1,10 @@
-"""The ``agentab`` command line.
+"""The ``agentab`` command line: :func:`main`, which runs one command and turns every error into one line.
 
-A thin layer over the public API (:func:`agentab.load_traces`,
-:func:`agentab.score`, :func:`agentab.compare`, :func:`agentab.report`,
-:func:`agentab.diagnose`, :mod:`agentab.power`).
-
-Exit codes
-----------
-0 (:data:`EXIT_OK`)
-    success (whatever the verdict, unless ``--fail-on`` says otherwise);
-1 (:data:`EXIT_INTERNAL`)
-    an internal error (a bug: ``--debug`` shows the traceback);
-2 (:data:`EXIT_BAD_INPUT`)
-    bad input: one line on stderr naming the file (line, field) and the
-    problem; ``--debug`` shows the traceback. Usage errors found by argparse
-    also exit 2;
-3 (:data:`EXIT_DONT_SHIP`)
-    ``agentab compare --fail-on dont-ship`` (or ``inconclusive``): the
-    verdict is "don't ship";
-4 (:data:`EXIT_INCONCLUSIVE`)
-    ``agentab compare --fail-on inconclusive``: the verdict is
-    "inconclusive".
-
-Progress bars (tqdm) go to stderr, only when stderr is a terminal and never
-with ``--quiet``; stdout carries the result alone (``--json``: one JSON
-document).
+A thin layer over the public API (:func:`agentab.load_traces`, :func:`agentab.score`, :func:`agentab.compare`,
+:func:`agentab.report`, :func:`agentab.diagnose`, :mod:`agentab.power`). The exit codes (0 ok, 1 internal
+error, 2 bad input, 3 don't ship and 4 inconclusive under ``--fail-on``) are documented in
+:mod:`agentab.cli._output`; stdout carries the result alone (``--json``: one JSON document), progress bars
+go to stderr.
 """
 
 from __future__ import annotations
