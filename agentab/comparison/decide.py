@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._display import Display, Items, Title
+from agentab._display import Block, Display, Items, Title
 from agentab._vocabulary import QUANTILE_KINDS
 from agentab.errors import CompareError
 
@@ -227,14 +227,14 @@ class Decision(Display):
     explanations: tuple[str, ...]
     guardrails: tuple[GuardrailCheck, ...]
 
-    def _view(self, shout: bool = False) -> list:
+    def _view(self, shout: bool = False) -> list[Block]:
         """The verdict line, its reasons, and what changed (shown in text and HTML alike).
 
         ``shout``: the verdict line in capitals in text ("VERDICT: ship"), as a comparison shows it.
         """
         tone = {"ship": "good", "don't ship": "bad"}.get(self.verdict, "neutral")
         plain = f"{'VERDICT' if shout else 'verdict'}: {self.verdict}"
-        view: list = [Title(f"Verdict: {self.verdict}", tone=tone, level=3, plain=plain), Items(self.reasons)]
+        view: list[Block] = [Title(f"Verdict: {self.verdict}", tone=tone, level=3, plain=plain), Items(self.reasons)]
         if self.explanations:
             view.append(Items(self.explanations, title="  what changed (explains, does not decide):", indent="    ",
                               collapsed=True))

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from agentab._checks import jsonable_seed
-from agentab._display import Blank, Display, Items, Lines, Table
+from agentab._display import Blank, Block, Display, Items, Lines, Table
 from agentab.comparison.decide import Decision, format_value
 from agentab.stats import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 
@@ -247,6 +247,10 @@ class Comparison(Display):
         )
         return [f"agentab comparison: {cand} vs {base}", design]
 
+    def to_frame(self) -> pd.DataFrame:
+        """The comparison table (one row per statistic), as :attr:`table`; a copy."""
+        return self.table.copy()
+
     def summary_table(self) -> pd.DataFrame:
         """The table as people read it: formatted effects, intervals and p-values (strings), one row per statistic."""
         t = self.table
@@ -290,9 +294,9 @@ class Comparison(Display):
         warned = self.table[self.table["warnings"] != ""]
         return [f"{m}: {w}" for m, w in zip(warned["metric"], warned["warnings"])]
 
-    def _view(self) -> list:
+    def _view(self) -> list[Block]:
         """What ``str()`` and Jupyter show: header, verdict, the table, footnotes, level shares, warnings, notes."""
-        view: list = [Lines(self._header()), Blank(), *self.decision._view(shout=True), Blank(),
+        view: list[Block] = [Lines(self._header()), Blank(), *self.decision._view(shout=True), Blank(),
                       Table(self.summary_table()), Lines([f"({line})" for line in self.footnotes()], small=True)]
         if len(self.levels):
             view += [Blank(), Lines(self._level_lines())]
