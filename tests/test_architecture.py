@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "agentab"
 
 #: The shared top-level modules every layer may import (stats: not _display, which imports pandas).
-SHARED = {"errors", "_checks", "_vocabulary", "_display", "_version"}
+SHARED = {"errors", "_checks", "_vocabulary", "_display", "_version", "_write"}
 
 #: Which stage may import which: the layers of ARCHITECTURE.md. A stage missing from a set may not import it.
 ALLOWED = {

@@ -16,14 +16,15 @@ import datetime as _dt
 import html
 import io
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from agentab._write import atomic_text
 from agentab.errors import ReportError, StatsWarning
+from agentab.reporting._markdown import _Block, format_cell, png, write_markdown
 
 __all__ = ["report", "task_profile"]
 
@@ -34,16 +35,6 @@ FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "mar
 # --------------------------------------------------------------------------- #
 # Blocks: what a report says, independent of its format
 # --------------------------------------------------------------------------- #
-@dataclass
-class _Block:
-    kind: str  # h1 h2 h3 p list table figure pre verdict details
-    text: str = ""
-    items: list[str] = field(default_factory=list)
-    table: pd.DataFrame | None = None
-    figure: Any = None
-    children: list[_Block] = field(default_factory=list)
-
-
 def task_profile(comparison: Any, metric: str | None = None) -> pd.DataFrame:
     """One row per task: its outcome in each arm, the spread across its seeds, path validity, side effects, cost.
 
@@ -319,20 +310,6 @@ footer{margin-top:2rem;font-size:.8rem;color:#666}
 """
 
 
-def _png(figure: Any) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight", pad_inches=0.1)
-    return buffer.getvalue()
-
-
-def _format_cell(value: Any) -> str:
-    if isinstance(value, (float, np.floating)):
-        return "" if not np.isfinite(value) else f"{value:.4g}"
-    if value is None or value is pd.NA:
-        return ""
-    return str(value)
-
-
 def _html(blocks: list[_Block], figures: list[tuple[str, bytes]]) -> str:
     out = []
     for b in blocks:
@@ -346,10 +323,10 @@ def _html(blocks: list[_Block], figures: list[tuple[str, bytes]]) -> str:
         elif b.kind == "list":
             out.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in b.items) + "</ul>")
         elif b.kind == "table":
-            shown = b.table.map(_format_cell) if len(b.table) else b.table
+            shown = b.table.map(format_cell) if len(b.table) else b.table
             out.append(shown.to_html(index=False, escape=True, border=0))
         elif b.kind == "figure":
-            data = _png(b.figure)
+            data = png(b.figure)
             figures.append((b.text, data))
             encoded = base64.b64encode(data).decode("ascii")
             out.append(f"<img alt='{html.escape(b.text, quote=True)}' src='data:image/png;base64,{encoded}'>")
@@ -358,47 +335,6 @@ def _html(blocks: list[_Block], figures: list[tuple[str, bytes]]) -> str:
         elif b.kind == "details":
             out.append(f"<details><summary>{html.escape(b.text)}</summary>{_html(b.children, figures)}</details>")
     return "\n".join(out)
-
-
-def _markdown_table(table: pd.DataFrame) -> str:
-    def cell(value: Any) -> str:
-        return _md(_format_cell(value)).replace("|", "\\|").replace("\n", " ")
-
-    head = "| " + " | ".join(cell(c) for c in table.columns) + " |"
-    rule = "|" + "|".join("---" for _ in table.columns) + "|"
-    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
-    return "\n".join([head, rule, *rows])
-
-
-def _md(text: str) -> str:
-    """Text as Markdown shows it literally: no raw HTML, no emphasis from names with * or _."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace("*", "\\*").replace("_", "\\_")
-
-
-def _markdown(blocks: list[_Block], folder: Path, prefix: str, figures: list[tuple[str, bytes]]) -> str:
-    out = []
-    for b in blocks:
-        if b.kind in ("h1", "h2", "h3"):
-            out.append("#" * int(b.kind[1]) + " " + _md(b.text))
-        elif b.kind == "p":
-            out.append(_md(b.text))
-        elif b.kind == "verdict":
-            out.append(f"**Verdict: {_md(b.text)}**")
-        elif b.kind == "list":
-            out.append("\n".join(f"- {_md(i)}" for i in b.items))
-        elif b.kind == "table":
-            out.append(_markdown_table(b.table))
-        elif b.kind == "figure":
-            data = _png(b.figure)
-            figures.append((b.text, data))
-            name = f"figure{len(figures):02d}.png"
-            (folder / name).write_bytes(data)
-            out.append(f"![{_md(b.text)}]({prefix}/{name})")
-        elif b.kind == "pre":
-            out.append("```\n" + b.text + "\n```")
-        elif b.kind == "details":
-            out.append(f"**{_md(b.text)}**\n\n" + _markdown(b.children, folder, prefix, figures))
-    return "\n\n".join(out)
 
 
 def _report_iv(comparison: Any, path: Any, format: Any, traces: Any, diagnosis: Any) -> tuple[Path, str]:
@@ -444,7 +380,14 @@ def report(
         From :func:`agentab.compare`.
     path : str or Path
         The file to write. With ``format="markdown"`` the images go in a
-        folder beside it, ``<name>_files/``.
+        folder beside it, ``<stem>_files/`` (``<stem>_markdown_files/`` for a
+        ``.markdown`` name, so ``r.md`` and ``r.markdown`` never share one).
+        The write is atomic: the file is written to a temporary sibling and
+        renamed into place, and a Markdown report's new figures get new
+        names before its text is replaced, so a process killed at any moment
+        leaves the earlier report (with its figures) or the new one, whole.
+        Only figures agentab named (``figureNN-<id>.png``) are ever deleted,
+        and a symlinked image folder is refused.
     format : {"html", "markdown"}, optional
         Default: from the suffix (``.html``/``.htm``, ``.md``/``.markdown``).
         HTML is one self-contained file: images embedded as PNG data, no
@@ -526,13 +469,7 @@ def report(
             f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n"
             f"<footer>{html.escape(footer)}</footer>\n</body></html>\n"
         )
+        atomic_text(path, text)
     else:
-        folder = path.with_name(path.stem + "_files")
-        if folder.exists() and not folder.is_dir():
-            raise ReportError(f"{folder}: a file is in the way of the report's image folder")
-        folder.mkdir(exist_ok=True)
-        for old in folder.glob("figure[0-9][0-9].png"):  # an earlier report's figures
-            old.unlink()
-        text = _markdown(blocks, folder, folder.name, figures) + f"\n\n---\n{footer}\n"
-    path.write_text(text, encoding="utf-8")
+        write_markdown(path, blocks, footer, figures)
     return path

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from agentab._write import atomic_file, atomic_folder, atomic_text
 
 from agentab.errors import TraceError, TraceWarning
 from agentab.formats.decode import Rejection
@@ -57,6 +61,10 @@ _TEXT = pd.Index(["text"]).dtype  # the default dtype of text categories in this
 
 
 _REJECTED_COLUMNS = ("source", "line", "run_id", "field", "reason")
+
+#: The files of a store written by :meth:`Traces.to_parquet`, and the key of its id in their metadata.
+_STORE_FILES = ("runs.parquet", "steps.parquet", "rejected.parquet", "traces.json")
+_STORE_KEY = b"agentab.store"
 
 
 @dataclass(frozen=True, repr=False)
@@ -151,15 +159,36 @@ class Traces:
         """Write ``runs.parquet``, ``steps.parquet``, ``rejected.parquet`` into ``path``.
 
         Dtypes (categoricals, nullable ints, timestamps) survive the round
-        trip through :func:`read_traces`.
+        trip through :func:`read_traces`. The write is atomic: a new or empty
+        folder (or one holding only an earlier store) is built as a temporary
+        sibling and swapped into place, so a process killed at any moment
+        leaves the earlier store or the new one. In a folder holding other
+        files too, each file is replaced atomically and all four carry one
+        store id, so :func:`read_traces` refuses a mixture of two writes.
         """
         out = Path(path)
-        out.mkdir(parents=True, exist_ok=True)
-        self.runs.to_parquet(out / "runs.parquet", index=False)
-        self.steps.to_parquet(out / "steps.parquet", index=False)
-        self.rejected.to_parquet(out / "rejected.parquet", index=False)
-        (out / "traces.json").write_text(json.dumps({"n_read": self.n_read, "sources": list(self.sources)}))
+        token = secrets.token_hex(8)
+        if out.is_dir() and not out.is_symlink() and not set(os.listdir(out)) <= set(_STORE_FILES):
+            self._write_store(out, token, in_place=True)
+            return out
+        with atomic_folder(out) as temp:
+            self._write_store(temp, token, in_place=False)
         return out
+
+    def _write_store(self, folder: Path, token: str, *, in_place: bool) -> None:
+        for name, frame in (("runs", self.runs), ("steps", self.steps), ("rejected", self.rejected)):
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), _STORE_KEY: token.encode()})
+            if in_place:
+                with atomic_file(folder / f"{name}.parquet") as handle:
+                    pq.write_table(table, handle)
+            else:
+                pq.write_table(table, folder / f"{name}.parquet")
+        info = json.dumps({"n_read": self.n_read, "sources": list(self.sources), "store": token})
+        if in_place:
+            atomic_text(folder / "traces.json", info)
+        else:
+            (folder / "traces.json").write_text(info, encoding="utf-8")
 
     def to_records(self) -> list[dict[str, Any]]:
         """Rebuild one trace record (dict) per run, in the documented format.
@@ -175,7 +204,7 @@ class Traces:
     def to_jsonl(self, path: PathLike) -> Path:
         """Write :meth:`to_records` as JSON Lines (one run per line)."""
         out = Path(path)
-        with out.open("wb") as fh:
+        with atomic_file(out, "wb") as fh:  # a temporary sibling renamed into place: old or new, whole
             for record in self.to_records():
                 fh.write(msgspec.json.encode(record) + b"\n")
         return out
@@ -309,6 +338,29 @@ def _arrow_strings(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({c: pd.StringDtype("pyarrow") for c in text}) if text else frame
 
 
+def _store_info(folder: Path, n_rows: int) -> dict[str, Any]:
+    """``traces.json``, checked: one store id in every file, and ``n_read`` the rows read."""
+    info_path = folder / "traces.json"
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else {}
+    except (OSError, ValueError) as err:
+        raise TraceError(f"traces.json cannot be read: {err}", source=str(folder)) from None
+    if not isinstance(info, dict):
+        raise TraceError("traces.json is not an object", source=str(folder))
+    token = info.get("store")
+    if token is not None:
+        for name in ("runs", "steps", "rejected"):
+            found = (pq.read_schema(folder / f"{name}.parquet").metadata or {}).get(_STORE_KEY)
+            if found != str(token).encode():
+                raise TraceError(f"{name}.parquet belongs to another write than traces.json "
+                                 "(an interrupted Traces.to_parquet?): write the store again", source=str(folder))
+    n_read = info.get("n_read", n_rows)
+    if not isinstance(n_read, int) or n_read != n_rows:
+        raise TraceError(f"traces.json says n_read {n_read!r} but the store holds {n_rows:,} runs and rejections "
+                         "(an interrupted Traces.to_parquet?): write the store again", source=str(folder))
+    return info
+
+
 def read_traces(path: PathLike) -> Traces:
     """Read traces written by :meth:`Traces.to_parquet`.
 
@@ -333,8 +385,7 @@ def read_traces(path: PathLike) -> Traces:
     _text_categories(steps, ("tool",))
     steps["run_id"] = steps["run_id"].astype(runs["run_id"].dtype)
     steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
-    info_path = folder / "traces.json"
-    info = json.loads(info_path.read_text()) if info_path.exists() else {}
+    info = _store_info(folder, len(runs) + len(rejected))
     return Traces(runs=runs, steps=steps, rejected=rejected,
                   n_read=int(info.get("n_read", len(runs) + len(rejected))),
                   sources=tuple(info.get("sources", ())))

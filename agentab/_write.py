@@ -1,0 +1,132 @@
+"""Atomic writes: every file and folder agentab writes appears whole or not at all.
+
+A file is written to a temporary sibling (same folder, so the same file system) and renamed into place
+with :func:`os.replace`; a folder (a Parquet store) is built as a temporary sibling folder and swapped
+into place. A process killed at any moment leaves the previous output or the new one, never a mixture
+or an empty file; the temporary sibling is removed on every exit path but a kill (its name starts with
+``.agentab-tmp-``, so it is easy to spot). Renaming never follows a symlink: a symlink at the target is
+replaced by the new file, not written through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["TEMP_PREFIX", "atomic_bytes", "atomic_file", "atomic_folder", "atomic_text"]
+
+#: The name prefix of every temporary sibling agentab writes.
+TEMP_PREFIX = ".agentab-tmp-"
+
+
+def _fsync(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -> Iterator[IO[Any]]:
+    """Open a temporary sibling of ``path`` for writing; on a clean exit it replaces ``path``.
+
+    On an exception the temporary file is removed and ``path`` is left as it was.
+    """
+    target = Path(path)
+    fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(fd, mode, **kwargs) as handle:
+            yield handle
+            handle.flush()
+            _fsync(handle.fileno())
+        with contextlib.suppress(OSError):  # mkstemp makes the file 0600: give it the usual mode
+            os.chmod(temp, 0o666 & ~_umask())
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def atomic_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_file(path, "wb") as handle:
+        handle.write(data)
+    return Path(path)
+
+
+def atomic_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_file(path, "w", encoding=encoding, newline="") as handle:
+        handle.write(text)
+    return Path(path)
+
+
+def _exchange() -> Any:
+    """``renameat2(..., RENAME_EXCHANGE)`` of Linux's C library (one atomic swap of two names), else None."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        function = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _swap(new: Path, target: Path) -> Path | None:
+    """Put folder ``new`` at ``target``; returns where the old ``target`` went (to delete), or None."""
+    if not target.exists() and not target.is_symlink():
+        os.rename(new, target)
+        return None
+    if target.is_symlink() or not target.is_dir():
+        raise NotADirectoryError(20, "not a folder", str(target))
+    exchange = _exchange()
+    if exchange is not None and exchange(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(target),
+                                         _RENAME_EXCHANGE) == 0:
+        return new  # the names are swapped: `new` now holds the old folder
+    # No atomic exchange here: two renames (a kill between them leaves the old folder at `old`).
+    old = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=target.parent))
+    os.rmdir(old)
+    os.rename(target, old)
+    os.rename(new, target)
+    return old
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary sibling folder to fill; on a clean exit it takes the place of ``path`` (a folder).
+
+    On an exception it is removed and ``path`` is left as it was.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=target.parent))
+    try:
+        yield temp
+        for child in temp.iterdir():
+            with contextlib.suppress(OSError):
+                fd = os.open(child, os.O_RDONLY)
+                _fsync(fd)
+                os.close(fd)
+        os.chmod(temp, 0o777 & ~_umask())
+        old = _swap(temp, target)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
