@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["TEMP_PREFIX", "atomic_bytes", "atomic_file", "atomic_folder", "atomic_text"]
+__all__ = ["FORMULA_LEADS", "TEMP_PREFIX", "atomic_bytes", "atomic_file", "atomic_folder", "atomic_text", "csv_safe",
+           "write_table"]
 
 #: The name prefix of every temporary sibling agentab writes.
 TEMP_PREFIX = ".agentab-tmp-"
@@ -130,3 +131,43 @@ def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return umask
+
+
+#: The first characters that make a spreadsheet read a CSV cell as a formula.
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _defused(value: Any) -> Any:
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_LEADS) else value
+
+
+def csv_safe(frame: Any) -> Any:
+    """A copy of a DataFrame whose text cells (and column names) cannot start a spreadsheet formula.
+
+    A text cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading
+    ``'`` (OWASP's advice against CSV injection); numbers are untouched (``-1.5`` stays a number).
+    """
+    import pandas as pd
+
+    out = frame.copy()
+    for column in out.columns:
+        values = out[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            out[column] = values.cat.rename_categories([_defused(c) for c in values.cat.categories])
+        elif values.dtype == object or isinstance(values.dtype, pd.StringDtype):
+            out[column] = values.map(_defused, na_action="ignore")
+    out.columns = [_defused(c) for c in out.columns]
+    return out
+
+
+def write_table(frame: Any, path: str | os.PathLike[str], *, raw_csv: bool = False) -> Path:
+    """Write a DataFrame atomically as Parquet (by suffix) or CSV (formula-leading cells neutralised unless ``raw_csv``)."""
+    target = Path(path)
+    if target.suffix.lower() == ".parquet":
+        with atomic_file(target, "wb") as handle:
+            frame.to_parquet(handle, index=False)
+    else:
+        shown = frame if raw_csv else csv_safe(frame)
+        with atomic_file(target, "w", encoding="utf-8", newline="") as handle:
+            shown.to_csv(handle, index=False)
+    return target

@@ -16,6 +16,7 @@ import pandas as pd
 
 import agentab
 from agentab._checks import MIN_DECISION_RESAMPLES, check_alpha, check_alternative, check_n_resamples, check_whole
+from agentab._write import write_table
 from agentab.cli._arms import compare_data
 from agentab.cli._inputs import (
     TABLE_SUFFIXES,
@@ -141,10 +142,7 @@ def run_score(args: argparse.Namespace) -> int:
     if args.out is None:
         say(format_summary(agentab.summarize_scores(scores)))
     else:
-        if suffix == ".parquet":
-            scores.to_parquet(args.out, index=False)
-        else:
-            scores.to_csv(args.out, index=False)
+        write_table(scores, args.out, raw_csv=args.raw_csv)  # atomic: the old file or the new one, whole
         say(f"{len(scores):,} runs scored: {args.out}")
     print_rejected(traces, quiet=args.quiet)
     return EXIT_OK

@@ -233,7 +233,10 @@ def _add_score(commands: Any) -> None:
     )
     add_traces(score)
     add_spec(score, "trajectory spec (JSON); default: an empty spec")
-    score.add_argument("-o", "--out", type=Path, help="write the per-run table (.csv or .parquet)")
+    score.add_argument("-o", "--out", type=Path, help="write the per-run table (.csv or .parquet), atomically")
+    score.add_argument("--raw-csv", action="store_true",
+                       help="write text cells as they are: by default a CSV cell starting with =, +, -, @, a tab "
+                       "or a carriage return gets a leading ' so a spreadsheet shows it as text, not a formula")
 
 
 def _add_diagnose(commands: Any) -> None:

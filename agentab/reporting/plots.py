@@ -68,6 +68,8 @@ _STYLE = {
     "savefig.dpi": 100,
     "savefig.bbox": "tight",
     "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+    "text.parse_math": False,  # names are data: "$" is a dollar sign, never math text
+    "text.usetex": False,
 }
 
 
@@ -77,9 +79,27 @@ def _styled(function: Callable[..., Figure]) -> Callable[..., Figure]:
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Figure:
         with matplotlib.rc_context(_STYLE):
-            return function(*args, **kwargs)
+            return _literal(function(*args, **kwargs))
 
     return wrapper
+
+
+#: Longest line of any text in a figure; longer ones end in an ellipsis (a 200,000-character name
+#: would take all memory to lay out).
+MAX_LABEL = 120
+
+
+def _literal(figure: Figure) -> Figure:
+    """Every text of ``figure`` shown as written: math text off (names like ``echo $PATH_$HOME``), long lines cut."""
+    from matplotlib.text import Text
+
+    for text in figure.findobj(Text):
+        text.set_parse_math(False)
+        value = text.get_text()
+        if len(value) > MAX_LABEL:
+            text.set_text("\n".join(line if len(line) <= MAX_LABEL else line[:MAX_LABEL - 1] + "\u2026"
+                                     for line in value.split("\n")))
+    return figure
 
 
 def arm_colours(arms: Sequence[Any], baseline: Any = None, candidate: Any = None) -> dict[Any, str]:
