@@ -338,8 +338,8 @@ def _arrow_strings(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({c: pd.StringDtype("pyarrow") for c in text}) if text else frame
 
 
-def _store_info(folder: Path, n_rows: int) -> dict[str, Any]:
-    """``traces.json``, checked: one store id in every file, and ``n_read`` the rows read."""
+def _store_info(folder: Path) -> dict[str, Any]:
+    """``traces.json``, checked: one store id in every file."""
     info_path = folder / "traces.json"
     try:
         info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else {}
@@ -350,15 +350,23 @@ def _store_info(folder: Path, n_rows: int) -> dict[str, Any]:
     token = info.get("store")
     if token is not None:
         for name in ("runs", "steps", "rejected"):
-            found = (pq.read_schema(folder / f"{name}.parquet").metadata or {}).get(_STORE_KEY)
+            try:
+                found = (pq.read_schema(folder / f"{name}.parquet").metadata or {}).get(_STORE_KEY)
+            except (OSError, pa.ArrowException) as err:
+                raise TraceError(f"{name}.parquet cannot be read: {err}", source=str(folder)) from None
             if found != str(token).encode():
                 raise TraceError(f"{name}.parquet belongs to another write than traces.json "
                                  "(an interrupted Traces.to_parquet?): write the store again", source=str(folder))
+    return info
+
+
+def _n_read(folder: Path, info: dict[str, Any], n_rows: int) -> int:
+    """``n_read`` of ``traces.json``, which must be the rows read (runs and rejections)."""
     n_read = info.get("n_read", n_rows)
     if not isinstance(n_read, int) or n_read != n_rows:
         raise TraceError(f"traces.json says n_read {n_read!r} but the store holds {n_rows:,} runs and rejections "
                          "(an interrupted Traces.to_parquet?): write the store again", source=str(folder))
-    return info
+    return n_read
 
 
 def read_traces(path: PathLike) -> Traces:
@@ -379,13 +387,13 @@ def read_traces(path: PathLike) -> Traces:
     missing = [n for n in ("runs.parquet", "steps.parquet", "rejected.parquet") if not (folder / n).exists()]
     if missing:
         raise TraceError(f"not a traces folder: missing {', '.join(missing)}", source=str(folder))
+    info = _store_info(folder)
     runs, steps, rejected = (_arrow_strings(pd.read_parquet(folder / f"{name}.parquet"))
                              for name in ("runs", "steps", "rejected"))
     _text_categories(runs, _RUN_CATEGORIES)  # parquet drops categoricals from a table without rows
     _text_categories(steps, ("tool",))
     steps["run_id"] = steps["run_id"].astype(runs["run_id"].dtype)
     steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
-    info = _store_info(folder, len(runs) + len(rejected))
     return Traces(runs=runs, steps=steps, rejected=rejected,
-                  n_read=int(info.get("n_read", len(runs) + len(rejected))),
+                  n_read=_n_read(folder, info, len(runs) + len(rejected)),
                   sources=tuple(info.get("sources", ())))
