@@ -20,7 +20,7 @@ import pytest
 
 import agentab
 from agentab import ReportError, plots
-from agentab._write import atomic_folder, atomic_text, csv_safe, write_table
+from agentab._write import atomic_file, atomic_folder, atomic_text, csv_safe
 from agentab.cli import main
 
 IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
@@ -171,7 +171,7 @@ def test_report_name_with_a_space_links_its_images(plain, tmp_path):
 def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     path = atomic_text(tmp_path / "a.txt", "old")
     with pytest.raises(ZeroDivisionError):
-        with __import__("agentab._write", fromlist=["x"]).atomic_file(path, "w") as handle:
+        with atomic_file(path, "w") as handle:
             handle.write("new, half")
             1 / 0
     assert path.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
@@ -205,9 +205,17 @@ def test_read_traces_refuses_a_mixture_of_two_writes(plain, tmp_path):
         agentab.read_traces(tmp_path / "a")
 
 
-def _kill_trials(write, check, kills: int = 3, seed: int = 0) -> set[str]:
-    """Fork a child that calls ``write()`` in a loop; SIGKILL it at random moments; ``check()`` after each."""
+def _kill_trials(write, check, reset, kills: int = 3, seed: int = 0) -> set[str]:
+    """Fork a child that calls ``write()`` in a loop; SIGKILL it at random moments; ``check()`` after each.
+
+    The moments are spread over two writes, as long as one takes here.
+    """
     rng = random.Random(seed)
+    start = time.perf_counter()
+    write()
+    span = 2 * (time.perf_counter() - start)
+    reset()  # the old output again
+    assert check() == "old"
     seen = set()
     for _ in range(kills):
         pid = os.fork()
@@ -217,7 +225,7 @@ def _kill_trials(write, check, kills: int = 3, seed: int = 0) -> set[str]:
                     write()
             finally:
                 os._exit(1)
-        time.sleep(rng.uniform(0.05, 0.6))
+        time.sleep(rng.uniform(0.0, span))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         seen.add(check())
@@ -227,47 +235,63 @@ def _kill_trials(write, check, kills: int = 3, seed: int = 0) -> set[str]:
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs os.fork")
 
 
+def _figures(path: Path, text: str) -> frozenset[bytes]:
+    return frozenset((path.parent / unquote(t)).read_bytes() for _, t in IMAGE.findall(text))
+
+
 @needs_fork
 @pytest.mark.parametrize("kind", ["html", "md"])
 def test_killed_report_is_old_or_new(plain, tmp_path, kind):
     traces, result = plain
+    other = agentab.datasets.example_experiment(seed=3, n_tasks=8, n_seeds=2)
+    newer = agentab.compare(agentab.score(other), metrics=["outcome", "tokens"], n_resamples=199, seed=0)
     path = tmp_path / f"my report.{kind}"
+    expected = {}
+    if kind == "md":  # the figures of each version, to tell a mixture from either
+        for version, comparison in (("new", newer), ("old", result)):
+            written = agentab.report(comparison, path, title=f"agentab {version}")
+            expected[version] = _figures(path, written.read_text(encoding="utf-8"))
     agentab.report(result, path, title="agentab old")
 
     def check() -> str:
         text = path.read_text(encoding="utf-8")
         assert text.rstrip().endswith("</html>" if kind == "html" else "UTC.")
-        if kind == "md":
-            for _, target in IMAGE.findall(text):
-                assert (tmp_path / unquote(target)).read_bytes().endswith(b"IEND\xaeB`\x82")
         found = [v for v in ("old", "new") if f"agentab {v}" in text]
         assert len(found) == 1
+        if kind == "md":
+            assert _figures(path, text) == expected[found[0]], "the text of one write with figures of another"
         return found[0]
 
-    assert _kill_trials(lambda: agentab.report(result, path, title="agentab new"), check) <= {"old", "new"}
+    assert _kill_trials(lambda: agentab.report(newer, path, title="agentab new"), check,
+                        lambda: agentab.report(result, path, title="agentab old")) <= {"old", "new"}
 
 
 @needs_fork
 @pytest.mark.parametrize("kind", ["parquet", "jsonl", "csv", "score-parquet"])
-def test_killed_table_write_is_old_or_new(plain, tmp_path, kind):
+def test_killed_table_write_is_old_or_new(plain, tmp_path, kind, capsys):
+    """Traces.to_parquet, Traces.to_jsonl, and `agentab score -o` (CSV, Parquet)."""
     traces, _ = plain
     big = agentab.datasets.example_experiment(seed=0, n_tasks=40, n_seeds=3)
-    old, new = (traces, big) if kind in ("parquet", "jsonl") else (agentab.score(traces), agentab.score(big))
     path = tmp_path / {"parquet": "store", "jsonl": "runs.jsonl", "csv": "s.csv", "score-parquet": "s.parquet"}[kind]
+    sources = {}
+    for name, data in (("old", traces), ("new", big)):
+        sources[name] = data.to_jsonl(tmp_path / f"{name}.jsonl")
 
-    def write(data) -> None:
+    def write(name: str) -> None:
+        data = traces if name == "old" else big
         if kind == "parquet":
             data.to_parquet(path)
         elif kind == "jsonl":
             data.to_jsonl(path)
         else:
-            write_table(data, path)
+            main(["score", str(sources[name]), "-o", str(path), "-q"])
 
     def check() -> str:
         n = (len(agentab.read_traces(path).runs) if kind == "parquet" else len(agentab.load_traces(path).runs)
              if kind == "jsonl" else len(pd.read_csv(path)) if kind == "csv" else len(pd.read_parquet(path)))
-        assert n in (len(old), len(new)), n
-        return "old" if n == len(old) else "new"
+        assert n in (len(traces.runs), len(big.runs)), n
+        return "old" if n == len(traces.runs) else "new"
 
-    write(old)
-    assert _kill_trials(lambda: write(new), check) <= {"old", "new"}
+    write("old")
+    assert _kill_trials(lambda: write("new"), check, lambda: write("old")) <= {"old", "new"}
+    capsys.readouterr()
