@@ -295,3 +295,13 @@ def test_killed_table_write_is_old_or_new(plain, tmp_path, kind, capsys):
     write("old")
     assert _kill_trials(lambda: write("new"), check, lambda: write("old")) <= {"old", "new"}
     capsys.readouterr()
+
+
+def test_to_parquet_through_a_symlinked_folder_writes_in_place(plain, tmp_path):
+    traces, _ = plain
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    traces.to_parquet(tmp_path / "link")
+    assert (tmp_path / "link").is_symlink() and (real / "runs.parquet").is_file()
+    assert len(agentab.read_traces(tmp_path / "link").runs) == len(traces.runs)

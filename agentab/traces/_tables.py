@@ -163,12 +163,12 @@ class Traces:
         folder (or one holding only an earlier store) is built as a temporary
         sibling and swapped into place, so a process killed at any moment
         leaves the earlier store or the new one. In a folder holding other
-        files too, each file is replaced atomically and all four carry one
+        files too (or a symlink to a folder), each file is replaced atomically and all four carry one
         store id, so :func:`read_traces` refuses a mixture of two writes.
         """
         out = Path(path)
         token = secrets.token_hex(8)
-        if out.is_dir() and not out.is_symlink() and not set(os.listdir(out)) <= set(_STORE_FILES):
+        if out.is_dir() and (out.is_symlink() or not set(os.listdir(out)) <= set(_STORE_FILES)):
             self._write_store(out, token, in_place=True)
             return out
         with atomic_folder(out) as temp:
