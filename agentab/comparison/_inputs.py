@@ -172,6 +172,7 @@ def _split_primary(primary: str, data: pd.DataFrame) -> tuple[str, float | None]
 def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed):
     if not isinstance(data, pd.DataFrame):
         raise CompareError(f"`data` must be a DataFrame with one row per run (e.g. from agentab.score), got {type(data).__name__}")
+    _unique_columns(data.columns, "data", CompareError)
     alpha = check_alpha(alpha, CompareError)
     n_resamples = check_n_resamples(n_resamples, CompareError, minimum=MIN_DECISION_RESAMPLES)
     paired = check_paired(paired, CompareError)
@@ -187,6 +188,8 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         raise CompareError("paired=True needs a task column (cluster=); runs are never paired by row order")
     if cluster is not None and data[cluster].isna().any():
         raise CompareError(f"column {cluster!r} has {int(data[cluster].isna().sum())} rows without a task")
+    if cluster is not None:
+        _check_task_ids(data[cluster], cluster, CompareError)
     exclude = {arm} | ({cluster} if cluster else set())
     resolved = _resolve_metrics(data, metrics, exclude, notes)
     kinds = {m.name: m.kind for m in resolved}
@@ -247,6 +250,46 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         seed_sequence(seed, CompareError),
         notes,
     )
+
+
+def _unique_columns(columns: pd.Index, what: str, error: type[Exception]) -> None:
+    """Refuse repeated column names: ``frame[name]`` would be a table, not a column."""
+    repeated = columns[columns.duplicated()].unique()
+    if len(repeated):
+        counts = ", ".join(f"{name!r} ({int((columns == name).sum())} times)" for name in repeated[:5])
+        raise error(f"the {what} has repeated column names: {counts}; rename or drop them (each column is read by name)")
+
+
+def _check_task_ids(tasks: pd.Series, column: str, error: type[Exception]) -> None:
+    """Task ids are text or numbers, and no two of them read as the same task.
+
+    The tests (:mod:`agentab.stats`) match tasks by their text, with integral numbers as integers (``3`` and
+    ``3.0`` are one task); ids that are equal as text but not as values (``"3"`` and ``3``, ``True`` and ``1``)
+    would be one task to the test and two to everything else, so they are refused.
+    """
+    values = tasks.cat.categories if isinstance(tasks.dtype, pd.CategoricalDtype) else tasks
+    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "integer", "floating", "mixed-integer-float",
+                                                         "boolean", "empty"):
+        return  # one type of scalar (the common case, checked without a loop): read the same as values and text
+    bad = next((v for v in values if isinstance(v, (list, dict, set, np.ndarray, pd.Series))
+                or not pd.api.types.is_hashable(v)), None)
+    if bad is not None:
+        raise error(f"column {column!r} has a task id that is not text or a number: {bad!r:.80} "
+                    f"({type(bad).__name__}); give each run one task id")
+    from agentab.stats.two_sample import task_label
+
+    seen: dict[str, Any] = {}
+    for value in pd.unique(np.asarray(values, dtype=object)):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        label = task_label(value)
+        if label in seen:
+            raise error(
+                f"column {column!r} holds task ids that are the same as text but differ in type: {seen[label]!r} "
+                f"({type(seen[label]).__name__}) and {value!r} ({type(value).__name__}); write every task id one way "
+                f"(e.g. data[{column!r}].astype(str))"
+            )
+        seen[label] = value
 
 
 def _arm_values(inp: _CompareInput, column: str, kind: str) -> tuple[np.ndarray, np.ndarray]:

@@ -110,7 +110,8 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
         else:
             effect = float(row["ratio"]) - 1.0
     if not np.isfinite(effect):
-        return f"no sample-size advice: {what} is not a finite change on plan's scale (a quantile of 0, or a Cliff's delta of +-1); pass min_effect=", None
+        return (f"no sample-size advice: {what} is not a finite change on plan's scale (a quantile of 0, or a Cliff's delta "
+                "no shift of the baseline's levels reaches, e.g. +-1); pass min_effect="), None
     if effect == 0 or (kind == "ordinal" and effect == 1):
         return f"no sample-size advice: {what} is zero; pass min_effect= to plan for the effect that matters", None
     seeds = max(1, _fewest_seeds(inp.data.loc[inp.base_rows], np.ones(int(inp.base_rows.sum())), inp.cluster))
