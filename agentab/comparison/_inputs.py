@@ -186,8 +186,6 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         cluster = None
     if cluster is None and paired is True:
         raise CompareError("paired=True needs a task column (cluster=); runs are never paired by row order")
-    if cluster is not None and data[cluster].isna().any():
-        raise CompareError(f"column {cluster!r} has {int(data[cluster].isna().sum())} rows without a task")
     if cluster is not None:
         _check_task_ids(data[cluster], cluster, CompareError)
     exclude = {arm} | ({cluster} if cluster else set())
@@ -261,12 +259,14 @@ def _unique_columns(columns: pd.Index, what: str, error: type[Exception]) -> Non
 
 
 def _check_task_ids(tasks: pd.Series, column: str, error: type[Exception]) -> None:
-    """Task ids are text or numbers, and no two of them read as the same task.
+    """Every run has a task id, text or a number, and no two of them read as the same task.
 
     The tests (:mod:`agentab.stats`) match tasks by their text, with integral numbers as integers (``3`` and
     ``3.0`` are one task); ids that are equal as text but not as values (``"3"`` and ``3``, ``True`` and ``1``)
     would be one task to the test and two to everything else, so they are refused.
     """
+    if tasks.isna().any():
+        raise error(f"column {column!r} has {int(tasks.isna().sum())} rows without a task")
     values = tasks.cat.categories if isinstance(tasks.dtype, pd.CategoricalDtype) else tasks
     if pd.api.types.infer_dtype(values, skipna=True) in ("string", "integer", "floating", "mixed-integer-float",
                                                          "boolean", "empty"):
