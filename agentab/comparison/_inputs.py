@@ -69,7 +69,12 @@ def _resolve_arms(data: pd.DataFrame, arm: str, baseline: Any, candidate: Any, n
     labels = data[arm]
     if labels.isna().any():
         raise CompareError(f"column {arm!r} has {int(labels.isna().sum())} rows without an arm")
-    present = list(dict.fromkeys(str(a) for a in pd.unique(labels)))
+    try:
+        present = list(dict.fromkeys(str(a) for a in pd.unique(labels)))
+    except TypeError:  # unhashable labels (lists, dicts)
+        bad = next(v for v in labels if not pd.api.types.is_hashable(v))
+        raise CompareError(f"column {arm!r} has an arm label that is not text or a number: {bad!r:.80} "
+                           f"({type(bad).__name__})") from None
     for name, value in (("baseline", baseline), ("candidate", candidate)):
         if value is not None and str(value) not in present:
             raise CompareError(f"{name} arm {value!r} not in column {arm!r} (arms: {', '.join(present)})")
@@ -318,17 +323,31 @@ def _values(frame: pd.DataFrame, column: str, kind: str) -> np.ndarray:
             f"metric {column!r} is categorical with unordered categories; make it an ordered categorical "
             "(ordinal) or numeric"
         )
+    if pd.api.types.is_complex_dtype(series):
+        raise CompareError(f"metric {column!r} holds complex numbers; give real numbers")
     if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
         return series.to_numpy(dtype=float, na_value=np.nan)  # one copy at most (none for float64)
     if series.dtype == object:
         missing = series.isna().to_numpy()
-        numbers = pd.to_numeric(series.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v), errors="coerce")
+        try:
+            numbers = pd.to_numeric(series.map(_real), errors="coerce")
+        except (OverflowError, TypeError, ValueError) as exc:  # e.g. an integer of 400 digits
+            raise CompareError(f"metric {column!r} has a value that is not a float64 number ({exc})") from None
         bad = numbers.isna().to_numpy() & ~missing
         if not bad.any():
             return numbers.to_numpy(dtype=float)
         first = series[bad].iloc[0]
         raise CompareError(f"metric {column!r} has {int(bad.sum())} non-numeric value(s), e.g. {first!r}")
     raise CompareError(f"metric {column!r} must be numeric or boolean, got dtype {series.dtype}")
+
+
+def _real(value: Any) -> Any:
+    """One value of an object column on its way to a float: booleans as 1/0, complex numbers as not numbers."""
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if isinstance(value, (complex, np.complexfloating)):
+        return None if value != value else "complex"  # coerced to NaN and reported below as non-numeric
+    return value
 
 
 def _min_effect_iv(min_effect: Any) -> None:

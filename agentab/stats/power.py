@@ -300,7 +300,13 @@ class Components:
         z = critical_value(alpha, alternative) + z_quantile(target)
         per_task = self.between(paired) + self.within / seeds
         floor = exact_floor(paired, alpha, alternative)
-        start = max(floor, math.floor(z * z * per_task / self.delta**2))
+        try:
+            guess = z * z * per_task / self.delta**2
+        except (OverflowError, ZeroDivisionError):  # delta**2 beyond float64: huge (the floor will do) or tiny
+            guess = 0.0 if abs(self.delta) > 1 else math.inf
+        if not guess <= limit:  # also NaN
+            return None
+        start = max(floor, math.floor(guess))
         if start > limit:
             return None
         n = start
