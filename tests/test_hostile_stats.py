@@ -120,6 +120,15 @@ def test_text_task_ids_in_one_arm_and_integers_in_the_other_are_refused():
     assert "'0' (str) and 0 (int)" in _one_line(exc)
 
 
+def test_boolean_task_ids_mixed_with_integers_are_refused():
+    # True == 1 as values (the compared runs) but "True" != "1" as text (the test's tasks).
+    rng = np.random.default_rng(4)
+    data = _frame(rng.random(20), rng.random(20), base_tasks=[i % 2 == 0 for i in range(20)],
+                  cand_tasks=[i % 2 for i in range(20)])
+    with pytest.raises(CompareError, match=r"column 'task_id' mixes boolean task ids with other values"):
+        agentab.compare(data, **CONTINUOUS)
+
+
 def test_integral_floats_and_integers_are_one_task_not_an_error():
     rng = np.random.default_rng(5)
     data = _frame(rng.random(20), rng.random(20), base_tasks=[float(i % 10) for i in range(20)])

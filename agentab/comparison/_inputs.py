@@ -281,6 +281,9 @@ def _check_task_ids(tasks: pd.Series, column: str, error: type[Exception]) -> No
     if bad is not None:
         raise error(f"column {column!r} has a task id that is not text or a number: {bad!r:.80} "
                     f"({type(bad).__name__}); give each run one task id")
+    if any(isinstance(v, (bool, np.bool_)) for v in values):  # True == 1 as a value, "True" != "1" as text
+        raise error(f"column {column!r} mixes boolean task ids with other values; write every task id one way "
+                    f"(e.g. data[{column!r}].astype(str))")
     from agentab.stats.two_sample import task_label
 
     seen: dict[str, Any] = {}
