@@ -349,7 +349,7 @@ def _real(value: Any) -> Any:
     if isinstance(value, (bool, np.bool_)):
         return float(value)
     if isinstance(value, (complex, np.complexfloating)):
-        return None if value != value else "complex"  # coerced to NaN and reported below as non-numeric
+        return None if pd.isna(value) else "complex"  # coerced to NaN and reported below as non-numeric
     return value
 
 
