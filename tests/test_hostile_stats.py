@@ -163,6 +163,16 @@ def test_list_arm_labels_are_refused():
         agentab.compare(data, **CONTINUOUS)
 
 
+def test_unhashable_model_and_harness_labels_are_described_not_a_type_error():
+    rng = np.random.default_rng(13)
+    data = _frame(rng.random(20), rng.random(20))
+    data["model"] = [["gpt"]] * 40
+    data["harness"] = [{"tools": 1}] * 40
+    result = agentab.compare(data, **CONTINUOUS)
+    assert result.arms.loc["baseline", "model"] == "['gpt']"
+    assert result.arms.loc["candidate", "harness"] == "{'tools': 1}"
+
+
 # --------------------------------------------------------------------------- #
 # Repeated column names
 # --------------------------------------------------------------------------- #

@@ -55,7 +55,12 @@ TABLE_COLUMNS = (
 def _labels(frame: pd.DataFrame, column: str) -> str:
     if column not in frame:
         return "-"
-    return ", ".join(map(str, pd.unique(frame[column].dropna()))) or "-"
+    values = frame[column].dropna()
+    try:
+        labels = pd.unique(values)
+    except TypeError:  # unhashable labels (a list as a model name): described by their text
+        labels = pd.unique(values.map(repr))
+    return ", ".join(map(str, labels)) or "-"
 
 
 def _arms_table(inp: _CompareInput) -> pd.DataFrame:
