@@ -260,6 +260,20 @@ def test_complex_metrics_are_refused_not_truncated():
         agentab.compare(mixed, **CONTINUOUS)
 
 
+def test_a_guardrail_margin_beyond_float_range_is_refused():
+    rng = np.random.default_rng(14)
+    data = _frame(rng.random(20), rng.random(20))
+    data["tokens"] = rng.integers(1, 100, 40)
+    with pytest.raises(CompareError, match=r"guardrail 'tokens': the margin of 'p95 <= \+1e400%' is beyond"):
+        agentab.compare(data, guardrails={"tokens": "p95 <= +1e400%"}, **CONTINUOUS)
+
+
+def test_a_cluster_that_is_not_a_column_name_is_refused():
+    rng = np.random.default_rng(15)
+    with pytest.raises(CompareError, match=r"`cluster` must name the task column \(or be None\), got \['task_id'\]"):
+        agentab.compare(_frame(rng.random(20), rng.random(20)), cluster=["task_id"], **CONTINUOUS)
+
+
 @pytest.mark.parametrize("kind, effect", [("continuous", 1e300), ("cost", 1e300), ("count", 1e7)])
 def test_plan_refuses_effects_beyond_float_range(kind, effect):
     rng = np.random.default_rng(10)

@@ -174,15 +174,10 @@ def _split_primary(primary: str, data: pd.DataFrame) -> tuple[str, float | None]
     raise CompareError(f"primary metric {primary!r} is not a column of the data")
 
 
-def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed):
-    if not isinstance(data, pd.DataFrame):
-        raise CompareError(f"`data` must be a DataFrame with one row per run (e.g. from agentab.score), got {type(data).__name__}")
-    _unique_columns(data.columns, "data", CompareError)
-    alpha = check_alpha(alpha, CompareError)
-    n_resamples = check_n_resamples(n_resamples, CompareError, minimum=MIN_DECISION_RESAMPLES)
-    paired = check_paired(paired, CompareError)
-    notes: list[str] = []
-    base_name, cand_name = _resolve_arms(data, arm, baseline, candidate, notes)
+def _resolve_cluster(data: pd.DataFrame, cluster: Any, paired: bool | str, notes: list[str]) -> Any:
+    """The task column (None: runs are independent), its ids checked."""
+    if cluster is not None and not pd.api.types.is_hashable(cluster):
+        raise CompareError(f"`cluster` must name the task column (or be None), got {cluster!r}")
     if cluster is not None and cluster not in data.columns:
         if cluster != "task_id":
             raise CompareError(f"no cluster column {cluster!r} in the data")
@@ -193,6 +188,19 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         raise CompareError("paired=True needs a task column (cluster=); runs are never paired by row order")
     if cluster is not None:
         _check_task_ids(data[cluster], cluster, CompareError)
+    return cluster
+
+
+def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed):
+    if not isinstance(data, pd.DataFrame):
+        raise CompareError(f"`data` must be a DataFrame with one row per run (e.g. from agentab.score), got {type(data).__name__}")
+    _unique_columns(data.columns, "data", CompareError)
+    alpha = check_alpha(alpha, CompareError)
+    n_resamples = check_n_resamples(n_resamples, CompareError, minimum=MIN_DECISION_RESAMPLES)
+    paired = check_paired(paired, CompareError)
+    notes: list[str] = []
+    base_name, cand_name = _resolve_arms(data, arm, baseline, candidate, notes)
+    cluster = _resolve_cluster(data, cluster, paired, notes)
     exclude = {arm} | ({cluster} if cluster else set())
     resolved = _resolve_metrics(data, metrics, exclude, notes)
     kinds = {m.name: m.kind for m in resolved}
