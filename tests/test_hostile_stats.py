@@ -282,6 +282,16 @@ def test_plan_refuses_effects_beyond_float_range(kind, effect):
         agentab.power.plan(pilot, "score", effect, kind=kind)
 
 
+def test_plan_with_an_odds_ratio_no_task_shift_reaches_is_a_power_error():
+    # With between-task variance (ICC > 0) a shift of every task by 30 on the logit scale falls short of the
+    # population Cliff's delta of an odds ratio of 1e13: brentq raised "f(a) and f(b) must have different signs".
+    rng = np.random.default_rng(0)
+    tasks = np.arange(60) % 12
+    pilot = pd.DataFrame({"task_id": tasks, "score": np.clip(np.round(rng.normal(tasks % 4, 0.7)), 0, 3)})
+    with pytest.raises(PowerError, match="no shift of the pilot's levels reaches the effect asked for"):
+        agentab.power.plan(pilot, "score", 1e13, kind="ordinal")
+
+
 def test_plan_with_a_vanishing_effect_says_no_design_reaches_it():
     rng = np.random.default_rng(11)
     pilot = pd.DataFrame({"task_id": np.arange(40) % 10, "score": rng.random(40)})
