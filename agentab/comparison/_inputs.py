@@ -69,7 +69,12 @@ def _resolve_arms(data: pd.DataFrame, arm: str, baseline: Any, candidate: Any, n
     labels = data[arm]
     if labels.isna().any():
         raise CompareError(f"column {arm!r} has {int(labels.isna().sum())} rows without an arm")
-    present = list(dict.fromkeys(str(a) for a in pd.unique(labels)))
+    try:
+        present = list(dict.fromkeys(str(a) for a in pd.unique(labels)))
+    except TypeError:  # unhashable labels (lists, dicts)
+        bad = next(v for v in labels if not pd.api.types.is_hashable(v))
+        raise CompareError(f"column {arm!r} has an arm label that is not text or a number: {bad!r:.80} "
+                           f"({type(bad).__name__})") from None
     for name, value in (("baseline", baseline), ("candidate", candidate)):
         if value is not None and str(value) not in present:
             raise CompareError(f"{name} arm {value!r} not in column {arm!r} (arms: {', '.join(present)})")
@@ -169,14 +174,10 @@ def _split_primary(primary: str, data: pd.DataFrame) -> tuple[str, float | None]
     raise CompareError(f"primary metric {primary!r} is not a column of the data")
 
 
-def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed):
-    if not isinstance(data, pd.DataFrame):
-        raise CompareError(f"`data` must be a DataFrame with one row per run (e.g. from agentab.score), got {type(data).__name__}")
-    alpha = check_alpha(alpha, CompareError)
-    n_resamples = check_n_resamples(n_resamples, CompareError, minimum=MIN_DECISION_RESAMPLES)
-    paired = check_paired(paired, CompareError)
-    notes: list[str] = []
-    base_name, cand_name = _resolve_arms(data, arm, baseline, candidate, notes)
+def _resolve_cluster(data: pd.DataFrame, cluster: Any, paired: bool | str, notes: list[str]) -> Any:
+    """The task column (None: runs are independent), its ids checked."""
+    if cluster is not None and not pd.api.types.is_hashable(cluster):
+        raise CompareError(f"`cluster` must name the task column (or be None), got {cluster!r}")
     if cluster is not None and cluster not in data.columns:
         if cluster != "task_id":
             raise CompareError(f"no cluster column {cluster!r} in the data")
@@ -185,8 +186,21 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
         cluster = None
     if cluster is None and paired is True:
         raise CompareError("paired=True needs a task column (cluster=); runs are never paired by row order")
-    if cluster is not None and data[cluster].isna().any():
-        raise CompareError(f"column {cluster!r} has {int(data[cluster].isna().sum())} rows without a task")
+    if cluster is not None:
+        _check_task_ids(data[cluster], cluster, CompareError)
+    return cluster
+
+
+def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed):
+    if not isinstance(data, pd.DataFrame):
+        raise CompareError(f"`data` must be a DataFrame with one row per run (e.g. from agentab.score), got {type(data).__name__}")
+    _unique_columns(data.columns, "data", CompareError)
+    alpha = check_alpha(alpha, CompareError)
+    n_resamples = check_n_resamples(n_resamples, CompareError, minimum=MIN_DECISION_RESAMPLES)
+    paired = check_paired(paired, CompareError)
+    notes: list[str] = []
+    base_name, cand_name = _resolve_arms(data, arm, baseline, candidate, notes)
+    cluster = _resolve_cluster(data, cluster, paired, notes)
     exclude = {arm} | ({cluster} if cluster else set())
     resolved = _resolve_metrics(data, metrics, exclude, notes)
     kinds = {m.name: m.kind for m in resolved}
@@ -249,6 +263,51 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
     )
 
 
+def _unique_columns(columns: pd.Index, what: str, error: type[Exception]) -> None:
+    """Refuse repeated column names: ``frame[name]`` would be a table, not a column."""
+    repeated = columns[columns.duplicated()].unique()
+    if len(repeated):
+        counts = ", ".join(f"{name!r} ({int((columns == name).sum())} times)" for name in repeated[:5])
+        raise error(f"the {what} has repeated column names: {counts}; rename or drop them (each column is read by name)")
+
+
+def _check_task_ids(tasks: pd.Series, column: str, error: type[Exception]) -> None:
+    """Every run has a task id, text or a number, and no two of them read as the same task.
+
+    The tests (:mod:`agentab.stats`) match tasks by their text, with integral numbers as integers (``3`` and
+    ``3.0`` are one task); ids that are equal as text but not as values (``"3"`` and ``3``, ``True`` and ``1``)
+    would be one task to the test and two to everything else, so they are refused.
+    """
+    if tasks.isna().any():
+        raise error(f"column {column!r} has {int(tasks.isna().sum())} rows without a task")
+    values = tasks.cat.categories if isinstance(tasks.dtype, pd.CategoricalDtype) else tasks
+    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "integer", "floating", "mixed-integer-float",
+                                                         "boolean", "empty"):
+        return  # one type of scalar (the common case, checked without a loop): read the same as values and text
+    bad = next((v for v in values if isinstance(v, (list, dict, set, np.ndarray, pd.Series))
+                or not pd.api.types.is_hashable(v)), None)
+    if bad is not None:
+        raise error(f"column {column!r} has a task id that is not text or a number: {bad!r:.80} "
+                    f"({type(bad).__name__}); give each run one task id")
+    if any(isinstance(v, (bool, np.bool_)) for v in values):  # True == 1 as a value, "True" != "1" as text
+        raise error(f"column {column!r} mixes boolean task ids with other values; write every task id one way "
+                    f"(e.g. data[{column!r}].astype(str))")
+    from agentab.stats.two_sample import task_label
+
+    seen: dict[str, Any] = {}
+    for value in pd.unique(np.asarray(values, dtype=object)):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        label = task_label(value)
+        if label in seen:
+            raise error(
+                f"column {column!r} holds task ids that are the same as text but differ in type: {seen[label]!r} "
+                f"({type(seen[label]).__name__}) and {value!r} ({type(value).__name__}); write every task id one way "
+                f"(e.g. data[{column!r}].astype(str))"
+            )
+        seen[label] = value
+
+
 def _arm_values(inp: _CompareInput, column: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """One metric column as floats for the baseline and the candidate."""
     values = _values(inp.data, column, kind)
@@ -275,17 +334,31 @@ def _values(frame: pd.DataFrame, column: str, kind: str) -> np.ndarray:
             f"metric {column!r} is categorical with unordered categories; make it an ordered categorical "
             "(ordinal) or numeric"
         )
+    if pd.api.types.is_complex_dtype(series):
+        raise CompareError(f"metric {column!r} holds complex numbers; give real numbers")
     if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
         return series.to_numpy(dtype=float, na_value=np.nan)  # one copy at most (none for float64)
     if series.dtype == object:
         missing = series.isna().to_numpy()
-        numbers = pd.to_numeric(series.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v), errors="coerce")
+        try:
+            numbers = pd.to_numeric(series.map(_real), errors="coerce")
+        except (OverflowError, TypeError, ValueError) as exc:  # e.g. an integer of 400 digits
+            raise CompareError(f"metric {column!r} has a value that is not a float64 number ({exc})") from None
         bad = numbers.isna().to_numpy() & ~missing
         if not bad.any():
             return numbers.to_numpy(dtype=float)
         first = series[bad].iloc[0]
         raise CompareError(f"metric {column!r} has {int(bad.sum())} non-numeric value(s), e.g. {first!r}")
     raise CompareError(f"metric {column!r} must be numeric or boolean, got dtype {series.dtype}")
+
+
+def _real(value: Any) -> Any:
+    """One value of an object column on its way to a float: booleans as 1/0, complex numbers as not numbers."""
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if isinstance(value, (complex, np.complexfloating)):
+        return None if pd.isna(value) else "complex"  # coerced to NaN and reported below as non-numeric
+    return value
 
 
 def _min_effect_iv(min_effect: Any) -> None:

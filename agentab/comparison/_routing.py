@@ -17,6 +17,7 @@ from agentab import stats
 from agentab._vocabulary import QUANTILE_KINDS
 from agentab.comparison._inputs import _arm_values, _CompareInput, _Metric
 from agentab.errors import CompareError
+from agentab.stats.two_sample import magnitude_problem
 
 #: Quantiles reported for cost and count metrics.
 QUANTILES = (0.5, 0.95)
@@ -81,6 +82,13 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
             f"metric {metric.name!r} is compared as {metric.kind} but has {int((known < 0).sum())} negative value(s): "
             "declare it continuous"
         )
+    problem = magnitude_problem(known)
+    if problem is not None:
+        message = f"metric {metric.name!r} has {problem}"
+        if metric.requested or metric.name in (inp.primary_metric, *(g.metric for g in inp.guardrails)):
+            raise CompareError(message)
+        inp.notes.append(message + ": left out")
+        return [], {}, None
     try:
         return _route(inp, metric, quantiles, x, y, known)
     except ValueError as err:  # what the arrays cannot support (e.g. pass^k without seeds): named by metric

@@ -55,7 +55,12 @@ TABLE_COLUMNS = (
 def _labels(frame: pd.DataFrame, column: str) -> str:
     if column not in frame:
         return "-"
-    return ", ".join(map(str, pd.unique(frame[column].dropna()))) or "-"
+    values = frame[column].dropna()
+    try:
+        labels = pd.unique(values)
+    except TypeError:  # unhashable labels (a list as a model name): described by their text
+        labels = pd.unique(values.map(repr))
+    return ", ".join(map(str, labels)) or "-"
 
 
 def _arms_table(inp: _CompareInput) -> pd.DataFrame:
@@ -110,7 +115,8 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
         else:
             effect = float(row["ratio"]) - 1.0
     if not np.isfinite(effect):
-        return f"no sample-size advice: {what} is not a finite change on plan's scale (a quantile of 0, or a Cliff's delta of +-1); pass min_effect=", None
+        return (f"no sample-size advice: {what} is not a finite change on plan's scale (a quantile of 0, or a Cliff's delta "
+                "no shift of the baseline's levels reaches, e.g. +-1); pass min_effect="), None
     if effect == 0 or (kind == "ordinal" and effect == 1):
         return f"no sample-size advice: {what} is zero; pass min_effect= to plan for the effect that matters", None
     seeds = max(1, _fewest_seeds(inp.data.loc[inp.base_rows], np.ones(int(inp.base_rows.sum())), inp.cluster))

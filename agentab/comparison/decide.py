@@ -38,6 +38,7 @@ given as strings ``"metric: statistic op margin"`` (``"tokens: p95 <= +10%"``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -119,6 +120,8 @@ def _parse_one(metric: str, text: str, kinds: Mapping[str, str]) -> Guardrail:
             f"guardrail {metric!r}: relative margins (%) apply to quantiles only; give an absolute margin for {stat}"
         )
     margin = float(match["margin"]) / (100 if relative else 1)
+    if not math.isfinite(margin):  # "1e400" reads as infinity: a bound nothing can cross
+        raise CompareError(f"guardrail {metric!r}: the margin of {text!r} is beyond float64's range")
     if relative and margin <= -1:
         raise CompareError(f"guardrail {metric!r}: a relative margin must be above -100%, got {text!r}")
     row = f"{metric} {stat}" if stat.startswith("p") or kind in QUANTILE_KINDS else metric

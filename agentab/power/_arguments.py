@@ -29,7 +29,7 @@ from agentab._checks import (
 from agentab.errors import PowerError
 from agentab.stats import power as core
 
-__all__ = ["METHODS", "TIED_SHARE", "Question", "check_effect", "check_question", "check_shares", "check_untied"]
+__all__ = ["MAX_EFFECT", "METHODS", "TIED_SHARE", "Question", "check_effect", "check_question", "check_shares", "check_untied"]
 
 #: The methods of each kind (``method=None`` takes the first).
 METHODS = MappingProxyType({
@@ -167,6 +167,10 @@ def check_question(
     return Question(kind, effect, baseline, alpha, seeds, icc, alternative, method, quantile, tuple(notes))
 
 
+#: Largest Cohen's d or relative change a plan sizes (a d of 1e6 is a million standard deviations).
+MAX_EFFECT = 1e6
+
+
 def check_effect(kind: str, effect: Any, baseline: Any) -> Any:
     """The effect to detect, on ``kind``'s scale (``baseline`` None: not checked against one)."""
     if kind == "ordinal" and np.ndim(effect) == 1:
@@ -193,4 +197,8 @@ def check_effect(kind: str, effect: Any, baseline: Any) -> Any:
             raise PowerError("effect must not be zero (it is Cohen's d to detect)")
     elif effect == 0 or effect <= -1:
         raise PowerError(f"effect for {kind} is a relative change of the quantile, > -1 and != 0 (e.g. -0.2), got {effect:g}")
+    if kind != "ordinal" and abs(effect) > MAX_EFFECT:  # its square overflows float64 long before 1e308
+        what = "Cohen's d" if kind == "continuous" else "a relative change"
+        raise PowerError(f"effect {effect:g} is beyond +-{MAX_EFFECT:g} ({what}): any design detects it; "
+                         "plan for the smallest effect that matters")
     return effect

@@ -96,6 +96,10 @@ def _level_components(pilot: Pilot, kind: str, effect: float, paired: bool, conf
     def delta(log_or: float) -> float:
         return core.dirichlet_components(shares, fit.icc, log_or, seed=sequence)[0].delta
 
+    low, high = delta(-30.0) - target, delta(30.0) - target
+    if not low < 0 < high:
+        raise PowerError(f"no shift of the pilot's levels reaches the effect asked for (population Cliff's delta "
+                         f"{target:+.3g}; reachable {low + target:+.3g} to {high + target:+.3g}): plan a smaller effect")
     log_or = brentq(lambda b: delta(b) - target, -30, 30, xtol=1e-10)
     comps, _ = core.dirichlet_components(shares, fit.icc, log_or, seed=sequence)
     model = Model(kind, paired, shares=shares, levels=pilot.levels, icc=fit.icc, log_or_task=log_or)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from agentab._checks import check_kind
 from agentab.errors import PowerError
+from agentab.stats.two_sample import magnitude_problem
 
 __all__ = ["MIN_TASKS", "Pilot", "read_pilot"]
 
@@ -71,6 +72,10 @@ def _runs_table(pilot: Any, metric: Any, cluster: Any) -> pd.DataFrame:
         pilot = score(pilot)
     if not isinstance(pilot, pd.DataFrame):
         raise PowerError(f"pilot must be a DataFrame of runs (e.g. from agentab.score) or Traces, got {type(pilot).__name__}")
+    repeated = pilot.columns[pilot.columns.duplicated()].unique()
+    if len(repeated):
+        raise PowerError(f"the pilot has repeated column names: {', '.join(map(repr, repeated[:5]))}; rename or drop them "
+                         "(each column is read by name)")
     for name, what in ((metric, "metric"), (cluster, "task (cluster=)")):
         if not isinstance(name, str) or name not in pilot.columns:
             raise PowerError(f"no {what} column {name!r} in the pilot (columns: {', '.join(map(str, pilot.columns))})")
@@ -134,6 +139,9 @@ def read_pilot(pilot: Any, metric: Any, kind: Any, cluster: Any, arm: Any, basel
         values = _numeric(part[metric], metric)
         if np.isinf(values).any():
             raise PowerError(f"column {metric!r} has {int(np.isinf(values).sum())} infinite value(s)")
+        problem = magnitude_problem(values)
+        if problem is not None:
+            raise PowerError(f"column {metric!r} has {problem}")
         ok = ~np.isnan(values)
         return values[ok], part[cluster].astype(str).to_numpy()[ok]
 

@@ -83,6 +83,7 @@ from agentab.errors import PowerError
 from agentab.power._answers import MinimumEffect, SampleSize
 from agentab.power._arguments import METHODS, Question, check_question
 from agentab.power._closed_form import (
+    MAX_RUNS,
     check_direction,
     formula_power,
     ordinal_log_or,
@@ -214,6 +215,8 @@ def _as_runs(n: Any) -> tuple[np.ndarray, bool]:
         raise PowerError(f"n must be runs per arm (a whole number, or a list of them), got {n!r}") from None
     if runs.size == 0 or np.any(~np.isfinite(runs)) or np.any(runs < 2) or np.any(runs != np.round(runs)):
         raise PowerError(f"n must be whole numbers of runs per arm >= 2, got {n!r}")
+    if np.any(runs > MAX_RUNS):
+        raise PowerError(f"n must be at most {MAX_RUNS:,} runs per arm (as sample_size searches), got {float(runs.max()):g}")
     return runs.astype(np.int64), scalar
 
 

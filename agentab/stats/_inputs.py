@@ -25,7 +25,28 @@ from agentab._checks import (
 from agentab.errors import StatsWarning
 from agentab.stats._design import Design, count_design, make_design
 
-__all__ = ["_Input", "_two_sample_iv", "_result_fields", "_permutation_words", "_bootstrap_words", "_scale", "_emit"]
+__all__ = ["MAX_MAGNITUDE", "magnitude_problem", "_Input", "_two_sample_iv", "_result_fields", "_permutation_words", "_bootstrap_words", "_scale", "_emit"]
+
+
+#: Largest magnitude a value may have. The tests compute in float64 (largest 1.8e308): sums over runs,
+#: differences of arms, the squares of variances and the cubes of the BCa acceleration need the headroom
+#: (cubes overflow near 5.6e102). No measured metric comes near it; a value beyond is a sentinel or a unit bug.
+MAX_MAGNITUDE = 1e100
+
+
+def magnitude_problem(values: np.ndarray) -> str | None:
+    """Why finite ``values`` are too large for float64 statistics (one line), or None."""
+    finite = values[np.isfinite(values)]
+    if len(finite) == 0:
+        return None
+    largest = float(np.max(np.abs(finite)))
+    if largest <= MAX_MAGNITUDE:
+        return None
+    count = int(np.sum(np.abs(finite) > MAX_MAGNITUDE))
+    return (
+        f"{count} value(s) beyond +-{MAX_MAGNITUDE:g} (largest magnitude {largest:.3g}): sums and differences of such "
+        "values overflow float64 (a sentinel or a unit error?); mark them missing (NaN) or rescale the column"
+    )
 
 
 @dataclass(frozen=True)
@@ -52,6 +73,9 @@ def _as_values(sample: Any, name: str) -> np.ndarray:
         raise ValueError(f"`{name}` must be one-dimensional, got shape {values.shape}")
     if np.isinf(values).any():
         raise ValueError(f"`{name}` contains infinite values; remove or cap them first")
+    problem = magnitude_problem(values)
+    if problem is not None:
+        raise ValueError(f"`{name}` has {problem}")
     return values
 
 
@@ -65,11 +89,28 @@ def _as_strata(strata: Any, n: int, name: str) -> np.ndarray:
         missing = np.isnan(labels)
     elif labels.dtype == object:
         missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in labels], dtype=bool)
+        bad = next((i for i, v in enumerate(labels) if not _scalar_id(v)), None)
+        if bad is not None:
+            raise ValueError(
+                f"`{name}` has a task id that is not text or a number at position {bad}: {labels[bad]!r:.80} "
+                f"({type(labels[bad]).__name__})"
+            )
     else:
         missing = np.zeros(len(labels), dtype=bool)
     if missing.any():
         raise ValueError(f"`{name}` has {int(missing.sum())} missing task id(s), first at position {int(np.argmax(missing))}")
     return labels
+
+
+def _scalar_id(value: object) -> bool:
+    """A task id is a hashable scalar (text, a number, ...), never a list, a dict or an array."""
+    if isinstance(value, (list, dict, set, np.ndarray)):
+        return False
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _generator(rng: Any) -> tuple[np.random.Generator, int | None]:

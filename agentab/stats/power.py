@@ -147,12 +147,22 @@ def po_shift(shares: np.ndarray, log_or: float) -> np.ndarray:
 
 
 def log_odds_for_delta(shares: np.ndarray, delta: float) -> float:
-    """The proportional-odds log odds ratio that moves ``shares`` by Cliff's delta ``delta`` (NaN when none does)."""
+    """The proportional-odds log odds ratio that moves ``shares`` by Cliff's delta ``delta`` (NaN when none does).
+
+    No shift reaches a delta beyond what moving every run to the top (or bottom) level gives: ``1 - top share``
+    (a one-run candidate at the top level observes exactly that bound).
+    """
     from scipy.optimize import brentq
 
     if not -0.999 < delta < 0.999 or np.count_nonzero(shares) < 2:
         return math.nan
-    return float(brentq(lambda b: float(cliff_delta(shares, po_shift(shares, b))) - delta, -30, 30))
+
+    def gap(b: float) -> float:
+        return float(cliff_delta(shares, po_shift(shares, b))) - delta
+
+    if not gap(-30) < 0 < gap(30):
+        return math.nan
+    return float(brentq(gap, -30, 30))
 
 
 @dataclass(frozen=True)
@@ -290,7 +300,13 @@ class Components:
         z = critical_value(alpha, alternative) + z_quantile(target)
         per_task = self.between(paired) + self.within / seeds
         floor = exact_floor(paired, alpha, alternative)
-        start = max(floor, math.floor(z * z * per_task / self.delta**2))
+        try:
+            guess = z * z * per_task / self.delta**2
+        except (OverflowError, ZeroDivisionError):  # delta**2 beyond float64: huge (the floor will do) or tiny
+            guess = 0.0 if abs(self.delta) > 1 else math.inf
+        if not guess <= limit:  # also NaN
+            return None
+        start = max(floor, math.floor(guess))
         if start > limit:
             return None
         n = start

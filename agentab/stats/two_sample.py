@@ -31,12 +31,14 @@ from typing import Any
 import numpy as np
 
 from agentab.stats._design import CountDesign
+from agentab.stats._design import _label as task_label  # noqa: F401  (read by compare: one task identity)
 from agentab.stats._exact import (
     _hypergeometric_pvalue,
     _integer_task_differences,
     _sign_flip_exact_pvalue,
 )
-from agentab.stats._inputs import (
+from agentab.stats._inputs import (  # MAX_MAGNITUDE, magnitude_problem: read by compare and plan
+    MAX_MAGNITUDE,  # noqa: F401
     _bootstrap_words,
     _emit,
     _Input,
@@ -44,6 +46,7 @@ from agentab.stats._inputs import (
     _result_fields,
     _scale,
     _two_sample_iv,
+    magnitude_problem,  # noqa: F401
 )
 from agentab.stats._kernels import (
     MeanKernel,
@@ -76,10 +79,6 @@ MIN_TAIL_RUNS = 20
 # --------------------------------------------------------------------------- #
 # Shared computation
 # --------------------------------------------------------------------------- #
-
-
-
-
 def _interval(data: _Input, kernel: Any, res: Any, bca: bool) -> tuple[ConfidenceInterval, str, list[str]]:
     notes = []
     if not bca:
@@ -92,8 +91,6 @@ def _interval(data: _Input, kernel: Any, res: Any, bca: bool) -> tuple[Confidenc
         notes.append(f"percentile interval instead of BCa: {fallback}")
         return ConfidenceInterval(low, high), "percentile", notes
     return ConfidenceInterval(low, high), "BCa", notes
-
-
 
 
 def _welch_from_counts(levels: np.ndarray, base: np.ndarray, cand: np.ndarray, alternative: str) -> Any:
@@ -158,14 +155,6 @@ def _mean_like(
         _emit(all_notes, statistic),
         **_result_fields(data, res, ci_method, n_permutations),
     )
-
-
-
-
-
-
-
-
 
 
 # --------------------------------------------------------------------------- #
