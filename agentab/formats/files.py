@@ -38,9 +38,9 @@ def inflate_cap(compressed: int) -> tuple[int, str]:
     by_ratio = max(RATIO_FREE_BYTES, MAX_INFLATION_RATIO * compressed)
     if by_ratio < MAX_INFLATED_BYTES:
         return by_ratio, (f"inflates to more than {MAX_INFLATION_RATIO} times its compressed size of {compressed:,} "
-                          "bytes (agentab.formats.files.MAX_INFLATION_RATIO): a decompression bomb?")
+                          "bytes (the limit agentab.formats.files.MAX_INFLATION_RATIO)")
     return MAX_INFLATED_BYTES, (f"inflates to more than {MAX_INFLATED_BYTES:,} bytes "
-                                "(agentab.formats.files.MAX_INFLATED_BYTES)")
+                                "(the limit agentab.formats.files.MAX_INFLATED_BYTES)")
 
 
 class _Bounded(io.RawIOBase):
