@@ -54,7 +54,10 @@ def _plain(msg: str) -> str:
 
 def _run_id_of(obj: Any) -> str | None:
     run_id = obj.get("run_id") if isinstance(obj, dict) else None
-    return str(run_id) if isinstance(run_id, (str, int)) and not isinstance(run_id, bool) else None
+    if not isinstance(run_id, (str, int)) or isinstance(run_id, bool):
+        return None
+    # an id with a lone surrogate escape ("\ud800") is shown escaped: it is no text a table can hold
+    return str(run_id).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def diagnose(raw: bytes, exc: Exception) -> tuple[str | None, str, int, str | None]:
@@ -75,6 +78,8 @@ def _explain(raw: bytes, exc: Exception) -> tuple[str | None, str, int, Any]:
         return None, f"malformed JSON: {err.msg} (column {err.colno})", err.lineno - 1, None
     except (RecursionError, UnicodeDecodeError) as err:
         return None, f"malformed JSON: {err}", 0, None
+    except ValueError as err:  # e.g. an integer of more than 4,300 digits, which Python will not convert
+        return None, f"malformed JSON: {str(err).split(';')[0]}", 0, None
     if not isinstance(obj, dict):
         return None, f"expected a JSON object (one run), got {type(obj).__name__}", 0, obj
     if not isinstance(exc, msgspec.ValidationError):  # a syntax error (ValidationError subclasses DecodeError)

@@ -58,6 +58,16 @@ class Rejection:
     field: str | None
     reason: str
 
+    def __post_init__(self) -> None:
+        # text from the input may hold a lone surrogate ("\ud800"), which no table or terminal can show: escape it
+        for name in ("source", "run_id", "field", "reason"):
+            value = getattr(self, name)
+            if isinstance(value, str) and not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    object.__setattr__(self, name, value.encode("utf-8", "backslashreplace").decode("utf-8"))
+
     def error(self) -> TraceError:
         return TraceError(self.reason, source=self.source, line=self.line, field=self.field)
 

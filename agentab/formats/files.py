@@ -1,12 +1,78 @@
-"""Opening trace files: decompression, the byte-order mark and JSON's whitespace, shared by every reader."""
+"""Opening trace files: decompression, the byte-order mark and JSON's whitespace, shared by every reader.
+
+Decompression is bounded: a gzip file (``.gz``) or an archive member (an Inspect ``.eval`` zip) is inflated as a
+stream, and reading stops with :class:`InflateLimit` (a :class:`~agentab.errors.TraceError` naming the file and
+the limit) once it has given more than :data:`MAX_INFLATED_BYTES`, or more than :data:`MAX_INFLATION_RATIO`
+times its compressed size (past the first :data:`RATIO_FREE_BYTES`). Both are module constants a user may set
+(``agentab.formats.files.MAX_INFLATED_BYTES = 16 * 2**30``); they are read at each opening.
+"""
 
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import os
+import zipfile
 from pathlib import Path
 
-__all__ = ["BOM", "JSON_SPACE", "first_keys", "is_record_keys", "open_trace_file"]
+from agentab.errors import TraceError
+
+__all__ = ["BOM", "JSON_SPACE", "InflateLimit", "MAX_INFLATED_BYTES", "MAX_INFLATION_RATIO", "RATIO_FREE_BYTES",
+           "first_keys", "inflate_cap", "is_record_keys", "open_trace_file", "read_member"]
+
+#: Most bytes one compressed file or archive member may inflate to (4 GiB).
+MAX_INFLATED_BYTES = 4 * 2**30
+#: Most inflated bytes per compressed byte (a gzip of JSON text rarely passes 20; a decompression bomb 1,000).
+MAX_INFLATION_RATIO = 200
+#: Inflated bytes always allowed whatever the ratio (a tiny, very repetitive file is no bomb).
+RATIO_FREE_BYTES = 2**20
+
+
+class InflateLimit(TraceError):
+    """A compressed file or archive member inflates past :data:`MAX_INFLATED_BYTES` or :data:`MAX_INFLATION_RATIO`."""
+
+
+def inflate_cap(compressed: int) -> tuple[int, str]:
+    """The most bytes ``compressed`` bytes may inflate to, and the limit that sets it, in words."""
+    by_ratio = max(RATIO_FREE_BYTES, MAX_INFLATION_RATIO * compressed)
+    if by_ratio < MAX_INFLATED_BYTES:
+        return by_ratio, (f"inflates to more than {MAX_INFLATION_RATIO} times its compressed size of {compressed:,} "
+                          "bytes (the limit agentab.formats.files.MAX_INFLATION_RATIO)")
+    return MAX_INFLATED_BYTES, (f"inflates to more than {MAX_INFLATED_BYTES:,} bytes "
+                                "(the limit agentab.formats.files.MAX_INFLATED_BYTES)")
+
+
+class _Bounded(io.RawIOBase):
+    """A raw stream over a decompressing file object that stops past ``cap`` inflated bytes."""
+
+    def __init__(self, inner, outer, cap: int, why: str, name: str) -> None:
+        self._inner, self._outer, self._cap, self._why, self._name = inner, outer, cap, why, name
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self._inner.seekable()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._inner.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def readinto(self, buffer) -> int:
+        n = self._inner.readinto(buffer)
+        if self._inner.tell() > self._cap:
+            raise InflateLimit(self._why, source=self._name)
+        return n
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+            self._outer.close()
+        finally:
+            super().close()
 
 BOM = b"\xef\xbb\xbf"
 #: JSON's whitespace: a line of only these is blank; any other character makes it a (bad) record.
@@ -14,8 +80,36 @@ JSON_SPACE = b" \t\n\r"
 
 
 def open_trace_file(path: Path):
-    """Open a trace file for binary reading, decompressing ``.gz``."""
-    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
+    """Open a trace file for binary reading, decompressing ``.gz`` (bounded: :class:`InflateLimit`)."""
+    if not path.name.lower().endswith(".gz"):
+        return path.open("rb")
+    raw = path.open("rb")
+    try:
+        cap, why = inflate_cap(os.fstat(raw.fileno()).st_size)
+        return io.BufferedReader(_Bounded(gzip.GzipFile(fileobj=raw, mode="rb"), raw, cap, why, str(path)), 2**20)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def read_member(archive: zipfile.ZipFile, member: str, name: str) -> bytes:
+    """The inflated bytes of an archive member, streamed and bounded (:class:`InflateLimit`).
+
+    ``name``: how errors name the member (``"log.eval:samples/1_epoch_1.json"``). An encrypted member or an
+    unsupported compression method raises ``RuntimeError`` / ``NotImplementedError`` from :mod:`zipfile`.
+    """
+    info = archive.getinfo(member)
+    cap, why = inflate_cap(info.compress_size)
+    if info.file_size > cap:  # the declared size already says no (a lying one is caught while reading)
+        raise InflateLimit(why, source=name)
+    chunks, total = [], 0
+    with archive.open(info) as fh:
+        while chunk := fh.read(2**20):
+            total += len(chunk)
+            if total > cap:
+                raise InflateLimit(why, source=name)
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def first_keys(head: bytes) -> frozenset[str] | None:

@@ -151,7 +151,6 @@ and outcome in :mod:`._inspect_fields`.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import zipfile
@@ -166,6 +165,7 @@ from agentab.errors import TraceError
 from agentab.formats._base import FieldMap, Format, Item
 from agentab.formats._inspect_fields import DEFAULTS, Header
 from agentab.formats._inspect_sample import sample_item
+from agentab.formats.files import InflateLimit, open_trace_file, read_member
 
 __all__ = ["FORMAT"]
 
@@ -173,6 +173,11 @@ _HEADER = "header.json"
 _START = "_journal/start.json"
 _SAMPLES = "samples/"
 
+
+#: What reading one archive member may raise: corrupt data, an encrypted member (``RuntimeError``), an
+#: unsupported compression method (``NotImplementedError``), a bad header field (``ValueError``).
+_MEMBER_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError, NotImplementedError, ValueError,
+                  KeyError)
 
 _EVAL_KEY = re.compile(rb'"eval"\s*:\s*\{')
 
@@ -225,8 +230,11 @@ def _read_archive(path: Path, fields: FieldMap) -> Iterator[Item]:
         for member in samples:
             source = f"{name}:{member}"
             try:
-                data = archive.read(member)
-            except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as err:
+                data = read_member(archive, member, source)
+            except InflateLimit as err:
+                yield Item(line=1, reason=err.reason, source=source)
+                continue
+            except _MEMBER_ERRORS as err:  # corrupt, encrypted, or an unsupported compression method
                 yield Item(line=1, reason=f"cannot read this archive member: {err}", source=source)
                 continue
             sample, error = _decode(data)
@@ -243,8 +251,10 @@ def _archive_header(archive: zipfile.ZipFile, members: list[str]) -> tuple[Heade
         return None, (_HEADER, ("the archive has no header.json (nor _journal/start.json): "
                                 "not an Inspect .eval log, or one whose writing never started"))
     try:
-        doc, error = _decode(archive.read(member))
-    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as err:
+        doc, error = _decode(read_member(archive, member, f"{archive.filename}:{member}"))
+    except InflateLimit as err:
+        return None, (member, f"cannot read {member}: {err.reason}")
+    except _MEMBER_ERRORS as err:
         return None, (member, f"cannot read {member}: {err}")
     if error is not None:
         return None, (member, f"{member} is not JSON (line {error[0]}: {error[1]})")
@@ -263,8 +273,7 @@ def _member_order(member: str) -> tuple[int, str]:
 
 
 def _read_json_log(path: Path, fields: FieldMap) -> Iterator[Item]:
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rb") as fh:
+    with open_trace_file(path) as fh:
         data = fh.read()
     try:  # the header whole, each sample decoded only when converted: a big log is never all in memory as objects
         top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
@@ -322,13 +331,19 @@ def _decode(data: bytes) -> tuple[Any, tuple[int, str] | None]:
     except msgspec.DecodeError:
         pass
     try:
-        return json.loads(data), None
+        value = json.loads(data)
+        msgspec.json.encode(value)  # a lone surrogate escape ("\\ud800") is no text agentab can store
     except UnicodeDecodeError as err:
         return None, (1, f"not UTF-8 text ({err.reason} at byte {err.start})")
-    except (json.JSONDecodeError, RecursionError) as err:
+    except UnicodeEncodeError:
+        return None, (1, "a string holds a lone surrogate escape (such as \\ud800): not UTF-8 text")
+    except (ValueError, RecursionError) as err:
         if isinstance(err, json.JSONDecodeError):
             return None, (err.lineno, f"{err.msg} (column {err.colno})")
-        return None, (1, "nested too deeply")
+        if isinstance(err, RecursionError):
+            return None, (1, "nested too deeply")
+        return None, (1, str(err).split(";")[0])  # e.g. an integer of more than 4,300 digits
+    return value, None
 
 
 FORMAT = Format(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -21,7 +22,10 @@ import numpy as np
 from agentab import formats
 from agentab.errors import TraceError
 from agentab.formats.decode import RecordDecoder, gc_paused
-from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.files import BOM, JSON_SPACE, InflateLimit, open_trace_file
+from agentab.traces._arrays import locate as _locate
+from agentab.traces._arrays import resync_array as _resync_array
+from agentab.traces._arrays import split_array as _split_array
 from agentab.traces._parallel import (
     PARALLEL_MIN_BYTES,
     default_workers,
@@ -195,7 +199,12 @@ class _Reader:
         if isinstance(source, (str, os.PathLike)):
             for path in _files(Path(source)):
                 self.sources.append(str(path))
-                self.read_file(path, arm)
+                if isinstance(path, _Unreadable):  # a folder that cannot be listed, a FIFO or device found in one
+                    if self.decoder.strict:
+                        raise TraceError(path.reason, source=str(path))
+                    self.decoder.reject(str(path), 1, None, path.reason)
+                else:
+                    self.read_file(path, arm)
                 self.done += 1
                 if self.progress is not None:
                     self.progress(str(path), self.done, self.total)
@@ -287,6 +296,17 @@ class _Reader:
         return fmt.name == "record" or (fmt.read_part is not None and fmt.splits is not None and fmt.splits(path))
 
     def read_file(self, path: Path, arm: str | None) -> None:
+        """Read one file; a file inflating past the limits is a rejection from where it stopped (strict: raised)."""
+        n_read = self.decoder.n_read
+        try:
+            self._read_file(path, arm)
+        except InflateLimit as err:
+            if self.decoder.strict:
+                raise
+            self.decoder.reject(str(path), self.decoder.n_read - n_read + 1, None,
+                                f"{err.reason}; the rest of the file was left out")
+
+    def _read_file(self, path: Path, arm: str | None) -> None:
         name = str(path)
         try:
             fmt = self._file_format(path)
@@ -327,17 +347,69 @@ def _paths(source: Any) -> Iterator[Path]:
                 yield from _files(Path(item))
 
 
+class _Unreadable(type(Path())):  # type: ignore[misc]
+    """A path found in a folder that cannot be read as a trace file (``reason``): a rejection, or raised."""
+
+    reason = ""
+
+
+def _unreadable(path: Path, reason: str) -> _Unreadable:
+    bad = _Unreadable(path)
+    bad.reason = reason
+    return bad
+
+
+#: Why a path that is not a regular file is refused (FIFOs would block in ``open()``).
+_NOT_REGULAR = "not a regular file (a FIFO, socket or device): refused"
+
+
 def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.is_file() and _kind(p) is not None)
+    """The trace files a path names: itself, or every file under a folder (sorted), recursively.
+
+    A folder that cannot be listed, or a FIFO/device with a trace file's name in a folder, is listed as an
+    :class:`_Unreadable` (the reader rejects it: an error under ``strict=True``).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file or directory") from None
+    except OSError as err:
+        raise TraceError(f"cannot read this path: {err.strerror or err}", source=str(path)) from err
+    if stat.S_ISDIR(mode):
+        found = sorted(_walk(path))
         if not found:
             raise TraceError(f"no {', '.join(SUFFIXES)} files in this directory", source=str(path))
         return found
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory")
     if _kind(path) is None:
         raise TraceError(f"unknown file type: expected one of {', '.join(SUFFIXES)}", source=str(path))
+    if not stat.S_ISREG(mode):
+        raise TraceError(_NOT_REGULAR, source=str(path))
     return [path]
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Every trace file under ``folder`` (symbolic links to folders are not followed), and the unreadable."""
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as entries:
+                listed = list(entries)
+        except OSError as err:
+            yield _unreadable(current, f"cannot read this folder: {err.strerror or err}")
+            continue
+        for entry in listed:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                    continue
+                if _kind(Path(entry.name)) is None:
+                    continue
+                regular = stat.S_ISREG(entry.stat().st_mode)  # follows a link to a file
+            except OSError as err:  # a broken link, or no permission to look
+                yield _unreadable(Path(entry.path), f"cannot read this file: {err.strerror or err}")
+                continue
+            yield Path(entry.path) if regular else _unreadable(Path(entry.path), _NOT_REGULAR)
 
 
 def _kind(path: Path) -> str | None:
@@ -346,10 +418,6 @@ def _kind(path: Path) -> str | None:
         if name.endswith(suffix):
             return kind
     return None
-
-
-#: A JSON string (escapes included), an unterminated quote, or a structural character.
-_ARRAY_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|"|[\[\]{},]', re.S)
 
 
 def _read_array(name: str, data: bytes, arm: str | None, decoder: RecordDecoder) -> None:
@@ -370,67 +438,13 @@ def _read_array(name: str, data: bytes, arm: str | None, decoder: RecordDecoder)
         # Split the array without parsing its elements, so that each bad element
         # (NaN, too deep, malformed) is rejected on its own line and no good one is lost.
         elements, problem = _split_array(data, start)
-        if problem is not None:
-            decoder.reject(name, problem[0], None, f"{problem[1]}; the whole file was left out")
-            return
+        if problem is not None:  # brackets out of balance: find each element by parsing, skipping a bad one
+            elements = _resync_array(data, start)
+            if elements is None:  # the array itself is broken (not closed, text after it): one rejection
+                decoder.reject(name, problem[0], None, f"{problem[1]}; the whole file was left out")
+                return
     for line, raw in elements:
         decoder.add(name, line, raw, arm)
-
-
-def _locate(data: bytes, elements: list[msgspec.Raw]) -> list[tuple[int, bytes]]:
-    """Pair each raw array element with the line it starts on."""
-    located, search_from, previous, line = [], 0, 0, 1
-    for element in elements:
-        raw = bytes(element)
-        offset = data.find(raw, search_from)
-        line += data.count(b"\n", previous, offset)
-        located.append((line, raw))
-        previous, search_from = offset, offset + len(raw)
-    return located
-
-
-def _split_array(data: bytes, start: int) -> tuple[list[tuple[int, bytes]], tuple[int, str] | None]:
-    """Cut the JSON array at ``data[start]`` into ``(line, element)``; no recursion, no parsing.
-
-    Each element is then decoded (and, if bad, rejected) on its own. Returns
-    the elements and, if the array itself is broken (not closed, an
-    unterminated string, text after it), ``(line, reason)`` for the whole file.
-    Brackets are only counted, not matched: a mismatched pair inside an
-    element makes that element malformed, which its decoding reports.
-    """
-    elements: list[tuple[int, bytes]] = []
-    counted = [0, 1]  # newlines are counted once, front to back: (position, line there)
-
-    def line_of(position: int) -> int:
-        counted[1] += data.count(b"\n", counted[0], position)
-        counted[0] = position
-        return counted[1]
-
-    def close(begin: int, end: int) -> None:
-        text = data[begin:end]
-        lead = len(text) - len(text.lstrip(JSON_SPACE))
-        elements.append((line_of(begin + lead), text.strip(JSON_SPACE)))
-
-    depth, element_start = 0, start + 1
-    for match in _ARRAY_TOKEN.finditer(data, start):
-        token = match.group()
-        if token == b'"':
-            return elements, (line_of(match.start()), "malformed JSON: unterminated string")
-        if token in (b"[", b"{"):
-            depth += 1
-        elif token in (b"]", b"}"):
-            depth -= 1
-            if depth == 0:
-                if elements or data[element_start:match.start()].strip(JSON_SPACE):  # "[]" has no element
-                    close(element_start, match.start())
-                rest = data[match.end():].lstrip(JSON_SPACE)
-                if rest:
-                    return elements, (line_of(len(data) - len(rest)), "malformed JSON: extra data after the array")
-                return elements, None
-        elif token == b"," and depth == 1:
-            close(element_start, match.start())
-            element_start = match.end()
-    return elements, (line_of(start), "malformed JSON: the array is not closed")
 
 
 def _json_default(obj: Any) -> Any:

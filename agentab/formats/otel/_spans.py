@@ -220,16 +220,16 @@ def batches_of_bytes(data: bytes, number: int = 1) -> Iterator[tuple[int, Batch 
     first_line = head(data) if number == 1 else b"{}"  # after the first: lines of a JSON Lines file
     if first_line is None:
         return
-    if first_line.startswith(b"["):
-        try:
-            raws = _BATCHES.decode(view[offset:])
-        except msgspec.DecodeError as exc:
-            yield 1, None, f"malformed JSON: {exc}"
+    if is_document(first_line) and not _broken_first_line(data, first_line):
+        if first_line.startswith(b"["):
+            try:
+                raws = _BATCHES.decode(view[offset:])
+            except msgspec.DecodeError as exc:
+                yield 1, None, f"malformed JSON: {exc}"
+                return
+            for position, raw in enumerate(raws, start=1):
+                yield (position, *decode_batch(raw))
             return
-        for position, raw in enumerate(raws, start=1):
-            yield (position, *decode_batch(raw))
-        return
-    if is_document(first_line):
         yield (1, *decode_batch(view[offset:]))
         return
     non_space = NON_SPACE.search
@@ -252,6 +252,25 @@ def head(data: bytes) -> bytes | None:
         return None
     end = data.find(b"\n", found.start())
     return data[found.start():end if end >= 0 else len(data)].rstrip()
+
+
+def _broken_first_line(data: bytes, first_line: bytes) -> bool:
+    """Whether a file that looks like one document (:func:`is_document`) is JSON Lines with a broken first
+    line: the whole does not parse, and the next non-blank line is a batch of its own (one bad line must
+    not cost the others)."""
+    start = data.find(first_line) + len(first_line)
+    found = NON_SPACE.search(data, start)
+    if found is None:
+        return False
+    end = data.find(b"\n", found.start())
+    second = data[found.start():end if end >= 0 else len(data)].rstrip()
+    if not (second.startswith(b"{") and second.endswith(b"}")) or decode_batch(second)[0] is None:
+        return False
+    try:
+        msgspec.json.decode(data.removeprefix(BOM))
+    except (msgspec.DecodeError, RecursionError):
+        return True
+    return False
 
 
 def is_document(first_line: bytes) -> bool:
