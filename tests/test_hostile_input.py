@@ -72,7 +72,7 @@ def test_a_gzip_bomb_is_a_typed_error_naming_file_and_limit(tmp_path, kind):
             "inspect": formats.get("inspect").example[:-2] + ","}[kind]
     path = tmp_path / name
     _gzip_bomb(path, head)
-    with pytest.raises(TraceError, match=rf"a\.js.*inflates to more than 200 times its compressed size .*MAX_INFLATION_RATIO"):
+    with pytest.raises(TraceError, match=r"a\.js.*inflates to more than 200 times its compressed size .*MAX_INFLATION_RATIO"):
         load_traces(path)
 
 

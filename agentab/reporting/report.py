@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
-import io
 import warnings
 from pathlib import Path
 from typing import Any

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
