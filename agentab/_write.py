@@ -3,9 +3,11 @@
 A file is written to a temporary sibling (same folder, so the same file system) and renamed into place
 with :func:`os.replace`; a folder (a Parquet store) is built as a temporary sibling folder and swapped
 into place. A process killed at any moment leaves the previous output or the new one, never a mixture
-or an empty file; the temporary sibling is removed on every exit path but a kill (its name starts with
-``.agentab-tmp-``, so it is easy to spot). Renaming never follows a symlink: a symlink at the target is
-replaced by the new file, not written through.
+or an empty file. The temporary sibling is removed on every exit path; a kill cannot remove it, so its
+name carries the writer's host and process id (``.agentab-tmp-<host>-<pid>-...``) and the next write into
+the same folder removes the leftovers of processes on this host that are no longer running
+(:func:`sweep_stale`). Renaming never follows a symlink: a symlink at the target is replaced by the new
+file, not written through.
 """
 
 from __future__ import annotations
@@ -14,17 +16,73 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
+import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["FORMULA_LEADS", "TEMP_PREFIX", "atomic_bytes", "atomic_file", "atomic_folder", "atomic_text", "csv_safe",
-           "write_table"]
+           "owned_prefix", "sweep_stale", "write_table"]
 
 #: The name prefix of every temporary sibling agentab writes.
 TEMP_PREFIX = ".agentab-tmp-"
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname())[:40] or "host"
+
+
+def owned_prefix(prefix: str = TEMP_PREFIX) -> str:
+    """``prefix`` with this host and process id, so a leftover can be told from a temporary still in use."""
+    return f"{prefix}{_host()}-{os.getpid()}-"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists (e.g. another user's process): not ours to judge
+        return True
+    return True
+
+
+def sweep_stale(folder: str | os.PathLike[str], prefix: str = TEMP_PREFIX) -> int:
+    """Remove the temporaries in ``folder`` left by killed agentab processes of this host; how many went.
+
+    Only names of the form ``<prefix><host>-<pid>-...`` whose host is this one and whose process is gone
+    are removed, never anything else (a live writer, another machine's files on a shared disk, user files).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / f"{TEMP_PREFIX}{_host()}-999999999-x.part").write_text("left by a kill")
+    >>> _ = (folder / f"{owned_prefix()}y.part").write_text("mine, still writing")
+    >>> _ = (folder / "report.html").write_text("the user's")
+    >>> sweep_stale(folder), sorted(p.name.split("-")[0] for p in folder.iterdir())
+    (1, ['.agentab', 'report.html'])
+    """
+    pattern = re.compile(re.escape(f"{prefix}{_host()}-") + r"(\d+)-")
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match is None or _running(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+            removed += 1
+    return removed
 
 
 def _fsync(fd: int) -> None:
@@ -39,7 +97,8 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
     On an exception the temporary file is removed and ``path`` is left as it was.
     """
     target = Path(path)
-    fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".part", dir=target.parent)
+    sweep_stale(target.parent)
+    fd, temp = tempfile.mkstemp(prefix=owned_prefix(), suffix=".part", dir=target.parent)
     try:
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
@@ -95,7 +154,7 @@ def _swap(new: Path, target: Path) -> Path | None:
                                          _RENAME_EXCHANGE) == 0:
         return new  # the names are swapped: `new` now holds the old folder
     # No atomic exchange here: two renames (a kill between them leaves the old folder at `old`).
-    old = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=target.parent))
+    old = Path(tempfile.mkdtemp(prefix=owned_prefix(), dir=target.parent))
     os.rmdir(old)
     os.rename(target, old)
     os.rename(new, target)
@@ -110,7 +169,8 @@ def atomic_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=target.parent))
+    sweep_stale(target.parent)
+    temp = Path(tempfile.mkdtemp(prefix=owned_prefix(), dir=target.parent))
     try:
         yield temp
         for child in temp.iterdir():

@@ -6,6 +6,7 @@ rewrites an output; ``benchmarks/kill_writes.py`` does the same many times with 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -305,3 +306,50 @@ def test_to_parquet_through_a_symlinked_folder_writes_in_place(plain, tmp_path):
     traces.to_parquet(tmp_path / "link")
     assert (tmp_path / "link").is_symlink() and (real / "runs.parquet").is_file()
     assert len(agentab.read_traces(tmp_path / "link").runs) == len(traces.runs)
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_the_next_write_removes_what_a_killed_writer_left(tmp_path):
+    from agentab import _write
+
+    dead = _dead_pid()
+    left = tmp_path / f"{_write.TEMP_PREFIX}{_write._host()}-{dead}-abc.part"
+    left.write_text("half a report")
+    left_folder = tmp_path / f"{_write.TEMP_PREFIX}{_write._host()}-{dead}-store"
+    left_folder.mkdir()
+    elsewhere = tmp_path / f"{_write.TEMP_PREFIX}other_host-{dead}-abc.part"  # another machine's, on a shared disk
+    elsewhere.write_text("not ours")
+    alive = tmp_path / f"{_write.owned_prefix()}def.part"  # a writer still running (this process)
+    alive.write_text("in use")
+    _write.atomic_text(tmp_path / "out.txt", "new")
+    assert not left.exists() and not left_folder.exists()
+    assert elsewhere.exists() and alive.exists() and (tmp_path / "out.txt").read_text() == "new"
+
+
+def test_a_parallel_load_removes_the_parts_folders_of_killed_loads(tmp_path, monkeypatch):
+    import tempfile
+
+    import agentab.traces._load
+    import agentab.traces._parallel as parallel
+    from agentab import _write
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    stale = tmp_path / "tmp" / f"agentab-load-{_write._host()}-{_dead_pid()}-x"
+    (stale / "part1").mkdir(parents=True)
+    monkeypatch.setattr(agentab.traces._load, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "_HEAD_START_BYTES", 0)
+    records = list(agentab.datasets.example_records(0, n_tasks=4, n_seeds=2))
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    traces = agentab.load_traces(path, workers=2)
+    assert len(traces.runs) == len(records)
+    assert not stale.exists() and list((tmp_path / "tmp").iterdir()) == []

@@ -199,7 +199,14 @@ import pathlib
 from collections.abc import Iterator
 from typing import Any
 
-from agentab.datasets._arms import ARM_PROFILES, BASE_TIME, MAX_STEPS, PRICES_USD_PER_MTOK, ArmProfile
+from agentab._write import atomic_file
+from agentab.datasets._arms import (
+    ARM_PROFILES,
+    BASE_TIME,
+    MAX_STEPS,
+    PRICES_USD_PER_MTOK,
+    ArmProfile,
+)
 from agentab.datasets._records import check_args, generate
 from agentab.datasets._tasks import REQUIREMENTS, TASK_DIFFICULTY_SD, make_task
 
@@ -334,8 +341,8 @@ def write_example(out_dir: str | pathlib.Path, seed: int = 0, *, n_tasks: int = 
     directory = pathlib.Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     paths = {p.arm: directory / f"{p.arm}.jsonl" for p in ARM_PROFILES}
-    with contextlib.ExitStack() as stack:
-        handles = {arm: stack.enter_context(path.open("w", encoding="utf-8"))
+    with contextlib.ExitStack() as stack:  # each file whole or as it was (atomic_file: a temporary, then a rename)
+        handles = {arm: stack.enter_context(atomic_file(path, "w", encoding="utf-8"))
                    for arm, path in paths.items()}
         for record in example_records(seed, n_tasks=n_tasks, n_seeds=n_seeds):
             handles[record["arm"]].write(json.dumps(record, separators=(",", ":")) + "\n")

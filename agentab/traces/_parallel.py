@@ -33,12 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from agentab._write import owned_prefix, sweep_stale
 from agentab.formats.decode import DecodedPart, RecordDecoder, Rejection, gc_paused
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 
 if TYPE_CHECKING:
     from agentab.formats import Format
 
+#: The name prefix of a parallel load's folder of parts (in the system's temporary folder).
+_TEMP_PREFIX = "agentab-load-"
 #: Files smaller than this are read by one process.
 PARALLEL_MIN_BYTES = 48 * 2**20
 #: This process starts decoding at once, a worker only after starting Python and importing the loader
@@ -173,7 +176,8 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
     firsts = [base + (start if fmt is not None else first_line - 1) for start, _, first_line in parts]
     name = "record" if fmt is None else fmt.name
     here: list[tuple[DecodedPart, frozenset[str]]] = []  # a converted format's parts, merged at the end
-    with tempfile.TemporaryDirectory(prefix="agentab-") as tmp:
+    sweep_stale(tempfile.gettempdir(), _TEMP_PREFIX)  # the parts folders of loads that were killed
+    with tempfile.TemporaryDirectory(prefix=owned_prefix(_TEMP_PREFIX)) as tmp:
         launched = []
         try:
             for k, part in enumerate(parts[1:], start=1):
