@@ -41,6 +41,7 @@ from agentab.comparison._routing import (
 from agentab.comparison.decide import Decision, check_guardrail, decide
 from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings
 from agentab.errors import CompareError, StatsWarning
+from agentab.traces import labels
 
 __all__ = ["compare", "Comparison", "DEFAULT_DIRECTION", "TABLE_COLUMNS"]
 
@@ -53,14 +54,7 @@ TABLE_COLUMNS = (
 
 
 def _labels(frame: pd.DataFrame, column: str) -> str:
-    if column not in frame:
-        return "-"
-    values = frame[column].dropna()
-    try:
-        labels = pd.unique(values)
-    except TypeError:  # unhashable labels (a list as a model name): described by their text
-        labels = pd.unique(values.map(repr))
-    return ", ".join(map(str, labels)) or "-"
+    return labels(frame[column]) if column in frame else "-"
 
 
 def _arms_table(inp: _CompareInput) -> pd.DataFrame:

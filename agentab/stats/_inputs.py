@@ -113,7 +113,7 @@ def _scalar_id(value: object) -> bool:
     return True
 
 
-def _generator(rng: Any) -> tuple[np.random.Generator, int | None]:
+def _generator(rng: Any) -> tuple[np.random.Generator, int | np.random.SeedSequence | None]:
     """The generator a function draws from and the seed its result records.
 
     A Generator is used as it is (its state cannot be recorded); anything else goes through

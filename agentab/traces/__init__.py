@@ -7,12 +7,7 @@ lenient load. Large JSON Lines files are read by several processes (:mod:`agenta
 
 from agentab.traces._load import SUFFIXES, load_traces
 from agentab.traces._tables import Traces, read_traces
-from agentab.traces.summary import (
-           format_summary,
-           share_of_known,
-           summarize,
-           summarize_scores,
-)
+from agentab.traces.summary import format_summary, labels, share_of_known, summarize, summarize_scores
 
-__all__ = ["SUFFIXES", "Traces", "format_summary", "load_traces", "read_traces", "share_of_known", "summarize",
+__all__ = ["SUFFIXES", "Traces", "format_summary", "labels", "load_traces", "read_traces", "share_of_known", "summarize",
            "summarize_scores"]

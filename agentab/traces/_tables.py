@@ -46,7 +46,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from agentab._write import atomic_file, atomic_folder, atomic_text
-
 from agentab.errors import TraceError, TraceWarning
 from agentab.formats.decode import Rejection
 

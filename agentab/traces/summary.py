@@ -23,7 +23,7 @@ from agentab._vocabulary import quantile, task_weights
 if TYPE_CHECKING:  # pragma: no cover
     from agentab.traces._load import Traces
 
-__all__ = ["summarize", "summarize_scores", "format_summary"]
+__all__ = ["format_summary", "labels", "share_of_known", "summarize", "summarize_scores"]
 
 _NO_ARM = "(no arm)"
 
@@ -34,9 +34,22 @@ def _quantile(values: pd.Series, q: float, tasks: pd.Series) -> float:
     return quantile(values.to_numpy(dtype=float)[known], q, task_weights(tasks.to_numpy()[known]))
 
 
-def _labels(values: pd.Series) -> str:
-    seen = [str(v) for v in pd.unique(values.dropna())]
-    return ", ".join(seen) if seen else "-"
+def labels(values: pd.Series) -> str:
+    """The distinct known values of a column, in order of appearance, as one text ("-" when none).
+
+    Unhashable values (a list as a model name) are described by their text.
+
+    Examples
+    --------
+    >>> labels(pd.Series(["a", None, "b", "a"])), labels(pd.Series([None])), labels(pd.Series([[1], [1]]))
+    ('a, b', '-', '[1]')
+    """
+    known = values.dropna()
+    try:
+        seen = pd.unique(known)
+    except TypeError:
+        seen = pd.unique(known.map(repr))
+    return ", ".join(map(str, seen)) or "-"
 
 
 def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
@@ -78,8 +91,8 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
         n_steps = group["n_steps"].astype("float64")
         tasks = group["task_id"].astype(object)
         rows[key] = {
-            "model": _labels(group["model"]),
-            "harness": _labels(group["harness"]),
+            "model": labels(group["model"]),
+            "harness": labels(group["harness"]),
             "runs": len(group),
             "tasks": int(group["task_id"].nunique()),
             "seeds_per_task": float(seeds.median()),
