@@ -1005,8 +1005,9 @@ def test_one_run_per_arm_warns():
     assert any("smallest attainable p-value is 1" in m for m in messages)
     assert res.statistic == 1.0
     assert res.pvalue == 1.0  # exact: the two assignments give +1 and -1
-    assert res.confidence_interval == (1.0, 1.0)
-    assert res.ci_method == "percentile"
+    # One run per arm has no variance: no standard error, so no interval (NaN), as the note says.
+    assert np.isnan(res.confidence_interval.low) and np.isnan(res.confidence_interval.high)
+    assert res.ci_method == "test inversion"
     assert any("only 1 run" in w for w in res.warnings)
     with pytest.warns(StatsWarning) as record:
         mean_difference([1.0, 2.0, 3.0], [2.0, 2.5], x_strata=["a", "a", "b"], y_strata=["c", "c"], rng=0)
@@ -1016,11 +1017,10 @@ def test_one_run_per_arm_warns():
 @pytest.mark.parametrize("name", ["rate", "mean", "ordinal"])
 def test_all_values_tied(name):
     x, y = np.ones(6), np.ones(5)
-    # (The bootstrap values are 0 up to rounding, so the stated reason may be
-    # the constant bootstrap or the constant jackknife; either way: percentile.)
-    with pytest.warns(StatsWarning, match="percentile interval instead of BCa"):
+    with pytest.warns(StatsWarning, match="every unit has the same value in both arms"):
         res = FUNCTIONS[name](x, y, n_resamples=500, rng=0)
-    assert res.ci_method == "percentile"
+    assert res.ci_method == "test inversion"
+    assert res.pvalue == 1.0
     assert res.statistic == pytest.approx(0.0, abs=1e-12)
     assert res.confidence_interval == pytest.approx((0.0, 0.0), abs=1e-12)
     assert res.confidence_interval.low <= res.statistic <= res.confidence_interval.high

@@ -1,20 +1,18 @@
-"""Exact permutation p-values: the hypergeometric law of a two-valued metric, and sign flips of integer task sums.
+"""Exact permutation laws: sign flips of integer task sums.
 
-Used by :mod:`agentab.stats.two_sample` instead of Monte Carlo resampling wherever the permutation
-distribution is known in closed form or by a small dynamic programme.
+Used by :mod:`agentab.stats._studentized` instead of Monte Carlo resampling wherever the permutation
+distribution is known by a small dynamic programme (the hypergeometric law of a two-valued metric is
+there too, in :func:`~agentab.stats._studentized.two_values_mean`).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from agentab.stats._design import CountDesign
-from agentab.stats._resampling import combine_tails
 
-__all__ = ["MAX_DP_SUPPORT", "_integer_task_differences", "_hypergeometric_pvalue", "_sign_flip_exact_pvalue"]
+__all__ = ["MAX_DP_SUPPORT", "MAX_JOINT_WORK", "_integer_task_differences", "sign_flip_law", "sign_flip_joint_law"]
 
 
 #: Largest sum of |task differences| for the exact dynamic programme (its support is twice that).
@@ -38,42 +36,19 @@ def _integer_task_differences(data: Any, summaries: np.ndarray) -> np.ndarray | 
     return rounded.astype(np.int64)
 
 
-def _hypergeometric_pvalue(design: CountDesign, alternative: str) -> float:
-    """Exact permutation p-value for a metric with two values (Fisher's exact test, randomisation form).
+def sign_flip_law(diff: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The exact sign-flip law of ``sum(diff)`` for integers ``diff``: its support and probabilities.
 
-    With two values the difference of means is increasing in the candidate's
-    count of the larger value, whose permutation distribution is
-    hypergeometric (Fisher 1935; Lehmann & Romano 2005, sec. 4.5). The
-    two-sided p-value doubles the smaller tail, like every other test here
-    (``scipy.stats.fisher_exact`` instead sums the outcomes no more likely
-    than the observed one).
-    """
-    n_base, n_cand = design.n_runs
-    total, high = n_base + n_cand, int(design.base_counts[1] + design.cand_counts[1])
-    observed = int(design.cand_counts[1])
-    # Sum the probabilities on the support within 40 standard deviations of the mean (beyond it
-    # they are below 1e-300): a vectorised log-pmf, where the library's tail sums are slow for
-    # millions of runs.
-    mean = n_cand * high / total
-    sd = math.sqrt(max(n_cand * (high / total) * (1 - high / total) * (total - n_cand) / max(total - 1, 1), 1e-12))
-    low_k, high_k = max(0, n_cand - (total - high)), min(high, n_cand)
-    k = np.arange(max(low_k, math.floor(mean - 40 * sd - 1)), min(high_k, math.ceil(mean + 40 * sd + 1)) + 1)
-    from scipy import stats as sps  # scipy.stats is heavy: imported when first needed
+    Under the null each task's difference enters with sign +1 or -1 with probability 1/2,
+    independently; the law of the signed sum is built task by task on the integer grid by
+    convolution (Pesarin & Salmaso 2010, *Permutation Tests for Complex Data*, sec. 2.6, on the
+    dynamic-programming form of the paired permutation test). Points of probability 0 are dropped.
 
-    pmf = np.exp(sps.hypergeom.logpmf(k, total, high, n_cand))
-    greater, less = float(pmf[k >= observed].sum()), float(pmf[k <= observed].sum())
-    p = float(combine_tails(greater, less, alternative))
-    return max(p, np.finfo(float).tiny)
-
-
-def _sign_flip_exact_pvalue(diff: np.ndarray, alternative: str) -> float:
-    """Exact sign-flip p-value of ``sum(diff)`` by convolution over tasks.
-
-    Under the null each task's difference enters with sign +1 or -1 with
-    probability 1/2, independently; the distribution of the signed sum of
-    integers is built task by task on the integer grid (Pesarin & Salmaso
-    2010, *Permutation Tests for Complex Data*, sec. 2.6, on the
-    dynamic-programming form of the paired permutation test).
+    Examples
+    --------
+    >>> sums, probs = sign_flip_law(np.array([1, 2]))
+    >>> sums.tolist(), probs.tolist()
+    ([-3, -1, 1, 3], [0.25, 0.25, 0.25, 0.25])
     """
     size = np.abs(diff)
     total = int(size.sum())
@@ -84,8 +59,52 @@ def _sign_flip_exact_pvalue(diff: np.ndarray, alternative: str) -> float:
         shifted[step:] += probs[:-step]
         shifted[:-step] += probs[step:]
         probs = 0.5 * shifted
-    observed = int(diff.sum()) + total
-    greater = probs[observed:].sum()
-    less = probs[: observed + 1].sum()
-    p = float(combine_tails(greater, less, alternative))
-    return float(min(1.0, max(p, np.finfo(float).tiny)))
+    support = np.arange(-total, total + 1)
+    keep = probs > 0
+    return support[keep], probs[keep]
+
+
+#: Largest (support of the sum) x (tasks + 1) x tasks for the exact joint law of the sum and the number of flips.
+MAX_JOINT_WORK = 2 * 10**8
+
+
+def sign_flip_joint_law(diff: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The exact joint sign-flip law of ``sum(s * diff)`` and the number of flipped tasks, or None when too large.
+
+    The number of flips is what inverting the test needs besides the sum (testing a shifted
+    effect moves the sum by the shift times ``sum(s)``). Built by convolution over tasks on the
+    grid (sum, flips); tasks with a zero difference move only the count of flips.
+
+    Returns ``(sums, flips, probs)`` over the points of positive probability, or None when the grid
+    work exceeds :data:`MAX_JOINT_WORK`.
+
+    Examples
+    --------
+    >>> sums, flips, probs = sign_flip_joint_law(np.array([1, 0]))
+    >>> sorted(zip(sums.tolist(), flips.tolist(), probs.tolist()))
+    [(-1, 1, 0.25), (-1, 2, 0.25), (1, 0, 0.25), (1, 1, 0.25)]
+    """
+    diff = np.asarray(diff, dtype=np.int64)
+    n = len(diff)
+    total = int(np.abs(diff).sum())
+    if (2 * total + 1) * (n + 1) * max(n, 1) > MAX_JOINT_WORK:
+        return None
+    probs = np.zeros((2 * total + 1, n + 1))
+    probs[total, 0] = 1.0
+    for step in diff.tolist():
+        new = _shifted(probs, step, 0)  # kept: the sum moves by d
+        new += _shifted(probs, -step, 1)  # flipped: by -d, one more flip
+        probs = 0.5 * new
+    sums, flips = np.nonzero(probs > 0)
+    return sums - total, flips, probs[sums, flips]
+
+
+def _shifted(grid: np.ndarray, by_sum: int, by_flips: int) -> np.ndarray:
+    """``grid`` moved ``by_sum`` rows and ``by_flips`` columns (what moves off the grid has probability 0)."""
+    out = np.zeros_like(grid)
+    rows = grid.shape[0]
+    src = slice(max(0, -by_sum), rows - max(0, by_sum))
+    dst = slice(max(0, by_sum), rows - max(0, -by_sum))
+    cols = grid.shape[1] - by_flips
+    out[dst, by_flips:] = grid[src, :cols]
+    return out

@@ -68,7 +68,8 @@ class TwoSampleResult:
     n_resamples : int
         Resamples asked for; ``n_permutations`` those the test used (0: no test).
     ci_method : str or None
-        ``"BCa"`` or ``"percentile"`` (None: no interval).
+        ``"test inversion"`` (the effects the studentized permutation test does not reject, for rates,
+        means, pass^k and Cliff's delta) or ``"percentile"`` (bootstrap, for quantiles); None: no interval.
     confidence_level : float or None
     alternative : str or None
         The alternative hypothesis, in scipy's words.
@@ -77,6 +78,9 @@ class TwoSampleResult:
         Generator was given, whose state is not recorded; a spawned SeedSequence is recorded as itself).
     notes : tuple of str
         The notes on the data and design, before the ones about one statistic.
+    smallest_pvalue : float or None
+        The smallest p-value the permutation distribution of these data can give (None: not
+        computed). When it is not below alpha, no difference can be significant, and a note says so.
     """
 
     statistic: Any
@@ -101,6 +105,7 @@ class TwoSampleResult:
     alternative: str | None = None
     seed: Any = None
     notes: tuple[str, ...] = ()
+    smallest_pvalue: float | None = None
 
     def __repr__(self) -> str:
         ci = self.confidence_interval

@@ -23,8 +23,6 @@ tasks. With equal seeds per task it is the plain difference.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import warnings
 from typing import Any
 
@@ -32,11 +30,7 @@ import numpy as np
 
 from agentab.stats._design import CountDesign
 from agentab.stats._design import _label as task_label  # noqa: F401  (read by compare: one task identity)
-from agentab.stats._exact import (
-    _hypergeometric_pvalue,
-    _integer_task_differences,
-    _sign_flip_exact_pvalue,
-)
+from agentab.stats._inference import mean_inference, ordinal_inference
 from agentab.stats._inputs import (  # MAX_MAGNITUDE, magnitude_problem: read by compare and plan
     MAX_MAGNITUDE,  # noqa: F401
     _bootstrap_words,
@@ -56,12 +50,7 @@ from agentab.stats._kernels import (
     pass_hat_k,
 )
 from agentab.stats._quantiles import EXACT_QUANTILE_RUNS, independent_quantiles, ratio
-from agentab.stats._resampling import (
-    bca_interval,
-    percentile_interval,
-    pvalues,
-    resample,
-)
+from agentab.stats._resampling import percentile_interval, pvalues, resample
 from agentab.stats._results import (
     ConfidenceInterval,
     Estimates,
@@ -79,20 +68,6 @@ MIN_TAIL_RUNS = 20
 # --------------------------------------------------------------------------- #
 # Shared computation
 # --------------------------------------------------------------------------- #
-def _interval(data: _Input, kernel: Any, res: Any, bca: bool) -> tuple[ConfidenceInterval, str, list[str]]:
-    notes = []
-    if not bca:
-        low, high = percentile_interval(res.boot_effect[:, 0], data.confidence_level)
-        return ConfidenceInterval(low, high), "percentile", notes
-    (low, high), fallback = bca_interval(
-        res.boot_effect[:, 0], float(res.effect[0]), kernel.jackknife(data.design), data.confidence_level
-    )
-    if fallback:
-        notes.append(f"percentile interval instead of BCa: {fallback}")
-        return ConfidenceInterval(low, high), "percentile", notes
-    return ConfidenceInterval(low, high), "BCa", notes
-
-
 def _welch_from_counts(levels: np.ndarray, base: np.ndarray, cand: np.ndarray, alternative: str) -> Any:
     """Welch's t-test from value counts (scipy.stats.ttest_ind_from_stats)."""
 
@@ -109,51 +84,30 @@ def _welch_from_counts(levels: np.ndarray, base: np.ndarray, cand: np.ndarray, a
 
 
 def _mean_like(
-    data: _Input, summaries: np.ndarray, statistic: str, extra: dict[str, Any], test: bool = True
+    data: _Input,
+    summaries: np.ndarray,
+    statistic: str,
+    extra: dict[str, Any],
+    *,
+    test: bool = True,
+    mid_p: bool = False,
+    bounds: tuple[float, float] | None = None,
 ) -> TwoSampleResult:
-    kernel = MeanKernel(summaries)
-    integer = _integer_task_differences(data, summaries) if test else None
-    use_dp = integer is not None and data.design.n_permutations(limit=data.n_resamples) is None
-    two_values = test and isinstance(data.design, CountDesign) and len(data.design.levels) == 2
-    res = resample(
-        data.design,
-        kernel,
-        n_resamples=data.n_resamples,
-        rng=data.rng,
-        test=test and not (use_dp or two_values),
-        scale=_scale(summaries),
-    )
-    if two_values:
-        p = _hypergeometric_pvalue(data.design, data.alternative)
-        res = dataclasses.replace(res, exact=True)
-        log_count = data.design.log_n_permutations()  # never the exact integer: C(2e6, 1e6) takes minutes
-        n_permutations = round(math.exp(log_count)) if log_count < 40 else math.inf
-        test_words = "permutation test (runs permuted between arms; exact: the hypergeometric law of the candidate's count); "
-    elif use_dp:
-        p = _sign_flip_exact_pvalue(integer, data.alternative)
-        res = dataclasses.replace(res, exact=True)
-        n_permutations = 2 ** len(integer)
-        test_words = (
-            f"permutation test (sign flips of per-task differences; exact, all 2^{len(integer)} by dynamic "
-            "programming over integer task sums); "
-        )
-    else:
-        p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0]) if test else np.nan
-        test_words = f"{_permutation_words(data.design, res.exact, data.n_resamples)}; " if test else ""
-        n_permutations = None
-    ci, ci_method, notes = _interval(data, kernel, res, bca=True)
-    method = f"{statistic}; {test_words}{_bootstrap_words(data.design, ci_method)}"
-    all_notes = data.notes + notes
+    base, cand, effect = (float(v[0, 0]) for v in MeanKernel(summaries)(*data.design.observed()))
+    inf = mean_inference(data, summaries, test=test, mid_p=mid_p, bounds=bounds)
+    effect = 0.0 if abs(effect) <= 1e-10 * max(_scale(summaries), 1e-300) else effect
+    method = f"{statistic}; {inf.test_words + '; ' if test else ''}{inf.ci_words}"
     return TwoSampleResult(
-        float(res.effect[0]),
-        p,
-        ci,
-        Estimates(float(res.base[0]), float(res.cand[0])),
+        effect,
+        inf.pvalue,
+        ConfidenceInterval(inf.low, inf.high),
+        Estimates(base, cand),
         method,
         data.design.label,
         extra,
-        _emit(all_notes, statistic),
-        **_result_fields(data, res, ci_method, n_permutations),
+        _emit(data.notes + list(inf.notes), statistic),
+        **_result_fields(data, inf, "test inversion", inf.n_permutations if test else 0),
+        smallest_pvalue=inf.smallest_pvalue if test else None,
     )
 
 
@@ -171,6 +125,7 @@ def rate_difference(
     confidence_level: float = 0.95,
     n_resamples: int = 9999,
     rng: Any = None,
+    mid_p: bool = False,
 ) -> TwoSampleResult:
     """Difference in success rate (candidate - baseline) of a binary metric.
 
@@ -231,7 +186,7 @@ def rate_difference(
     bad = ~np.isin(data.values, (0.0, 1.0))
     if bad.any():
         raise ValueError(f"a binary metric takes 0/1 (or booleans); found {float(data.values[bad][0])!r}")
-    return _mean_like(data, cell_means(data.values, data.design), "difference in success rate", {})
+    return _mean_like(data, cell_means(data.values, data.design), "difference in success rate", {}, mid_p=mid_p, bounds=(-1.0, 1.0))
 
 
 def mean_difference(
@@ -246,6 +201,7 @@ def mean_difference(
     n_resamples: int = 9999,
     rng: Any = None,
     test: bool = True,
+    mid_p: bool = False,
 ) -> TwoSampleResult:
     """Difference in means (candidate - baseline) of a continuous metric.
 
@@ -283,7 +239,7 @@ def mean_difference(
         else:
             t = sps.ttest_ind(means[d.cand_cells], means[d.base_cells], equal_var=False, alternative=data.alternative)
     welch = {"statistic": float(t.statistic), "pvalue": float(t.pvalue)}
-    return _mean_like(data, means, "difference in means", {"welch": welch}, test=test)
+    return _mean_like(data, means, "difference in means", {"welch": welch}, test=test, mid_p=mid_p)
 
 
 def mean_estimates(
@@ -339,6 +295,7 @@ def pass_k_difference(
     confidence_level: float = 0.95,
     n_resamples: int = 9999,
     rng: Any = None,
+    mid_p: bool = False,
 ) -> TwoSampleResult:
     """Difference in pass^k: the chance that ``k`` attempts at a task all succeed.
 
@@ -387,7 +344,7 @@ def pass_k_difference(
     if k > fewest:
         raise ValueError(f"pass^{k} needs at least {k} seeds per task; the fewest any task has is {fewest}")
     summaries = pass_hat_k(successes, trials, int(k))
-    return _mean_like(data, summaries, f"difference in pass^{k}", {"k": int(k)})
+    return _mean_like(data, summaries, f"difference in pass^{k}", {"k": int(k)}, mid_p=mid_p, bounds=(-1.0, 1.0))
 
 
 def ordinal_superiority(
@@ -401,6 +358,7 @@ def ordinal_superiority(
     confidence_level: float = 0.95,
     n_resamples: int = 9999,
     rng: Any = None,
+    mid_p: bool = False,
 ) -> TwoSampleResult:
     """Cliff's delta of an ordinal metric (e.g. a 0-3 rubric), by permutation.
 
@@ -446,25 +404,22 @@ def ordinal_superiority(
     else:
         levels, codes = np.unique(data.values, return_inverse=True)
     kernel = OrdinalKernel(codes.reshape(-1), levels, data.design)
-    res = resample(data.design, kernel, n_resamples=data.n_resamples, rng=data.rng, scale=1.0)
-    p = float(pvalues(res.null, res.effect, data.alternative, exact=res.exact)[0])
-    ci, ci_method, notes = _interval(data, kernel, res, bca=True)
-    base_share, cand_share = (s[0] for s in kernel.averages(*data.design.observed()))
-    delta = float(res.effect[0])
-    method = (
-        f"Cliff's delta (= 2 x probability of superiority - 1); "
-        f"{_permutation_words(data.design, res.exact, data.n_resamples)}; {_bootstrap_words(data.design, ci_method)}"
-    )
+    inf = ordinal_inference(data, kernel.values, mid_p=mid_p)
+    base_share, cand_share = (sh[0] for sh in kernel.averages(*data.design.observed()))
+    base, cand, delta = (float(v[0, 0]) for v in kernel(*data.design.observed()))
+    delta = 0.0 if abs(delta) <= 1e-10 else delta
+    method = f"Cliff's delta (= 2 x probability of superiority - 1); {inf.test_words}; {inf.ci_words}"
     return OrdinalResult(
         delta,
-        p,
-        ci,
-        Estimates(float(res.base[0]), float(res.cand[0])),
+        inf.pvalue,
+        ConfidenceInterval(inf.low, inf.high),
+        Estimates(base, cand),
         method,
         data.design.label,
         {},
-        _emit(data.notes + notes, "ordinal comparison"),
-        **_result_fields(data, res, ci_method),
+        _emit(data.notes + list(inf.notes), "ordinal comparison"),
+        **_result_fields(data, inf, "test inversion", inf.n_permutations),
+        smallest_pvalue=inf.smallest_pvalue,
         probability_of_superiority=(delta + 1.0) / 2.0,
         levels=levels,
         shares=Estimates(base_share, cand_share),
