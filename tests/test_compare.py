@@ -106,7 +106,8 @@ def test_routing_by_kind_and_method_named():
     data = synthetic()
     result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
     t = result.table.set_index("metric")
-    assert t.loc["outcome", "method"].startswith("difference in success rate; permutation test (sign flips")
+    assert t.loc["outcome", "method"].startswith("difference in success rate; studentized permutation test (task-level t")
+    assert "sign flips of whole tasks" in t.loc["outcome", "method"] and "test inversion" in t.loc["outcome", "method"]
     assert t.loc["rubric", "method"].startswith("Cliff's delta")
     assert "percentile bootstrap" in t.loc["tokens p95", "method"] and "BCa is unreliable" in t.loc["tokens p95", "method"]
     assert t.loc["score", "method"].startswith("difference in means")
@@ -351,7 +352,7 @@ def test_tiny_and_tied_data_do_not_crash():
     result = compare(tied, metrics={"outcome": "binary"}, n_resamples=B, seed=0)
     row = result.table.iloc[0]
     assert row["p_value"] == 1.0 and row["ci_low"] == row["ci_high"] == 0.0
-    assert "percentile interval instead of BCa" in row["warnings"]
+    assert "every unit has the same value in both arms" in row["warnings"]
     assert result.verdict == "inconclusive"
 
 

@@ -106,24 +106,17 @@ def p_tolerance(p_ref: float, n_resamples: int, n_estimates: int = 2) -> float:
     return 4.0 * se + 2.0 / (n_resamples + 1)
 
 
-def bca_endpoint_tolerance(boot_sd: float, n_resamples: int, confidence_level: float = 0.95) -> float:
-    """Four Monte Carlo standard errors of the difference of two BCa endpoints.
+def t_quantile_tolerance(n_resamples: int, confidence_level: float = 0.95) -> float:
+    """Four Monte Carlo standard errors of the difference of two estimates of a tail quantile of a t-like law.
 
-    One endpoint is a sample quantile of ``B`` bootstrap values at level
-    ``a``: its standard error is ``sd sqrt(a (1 - a) / B) / phi(z_a)`` for a
-    roughly normal bootstrap distribution of standard deviation ``sd``. BCa
-    also estimates the bias correction ``z0`` from the share of resamples
-    below the estimate (standard error ``sqrt(1/4 / B) / phi(0)``), and an
-    endpoint moves by about ``2 sd`` per unit of ``z0``. The two sources are
-    added (conservatively, ignoring their negative correlation), and two
-    independent estimates (ours, scipy's) give a factor ``sqrt(2)``.
+    An interval's end is ``estimate - se * x`` with ``x`` the ``a`` quantile of a permutation
+    distribution of B draws of a roughly standard normal statistic: its standard error is
+    ``sqrt(a (1 - a) / B) / phi(z_a)``; two independent estimates (ours, scipy's) give ``sqrt(2)``.
+    Returned in units of ``se``.
     """
     a = (1.0 - confidence_level) / 2.0
     phi = lambda z: math.exp(-z * z / 2.0) / math.sqrt(2.0 * math.pi)
-    quantile_se = boot_sd * math.sqrt(a * (1.0 - a) / n_resamples) / phi(float(ndtri(a)))
-    z0_se = math.sqrt(0.25 / n_resamples) / phi(0.0)
-    one = math.hypot(quantile_se, 2.0 * boot_sd * z0_se)
-    return 4.0 * math.sqrt(2.0) * one
+    return 4.0 * math.sqrt(2.0) * math.sqrt(a * (1.0 - a) / n_resamples) / phi(float(ndtri(a)))
 
 
 def percentile_band(boot: np.ndarray, level: float, n_resamples: int) -> tuple[float, float]:
@@ -247,7 +240,13 @@ def binary_pair():
     return (rng.random(60) < 0.4).astype(float), (rng.random(60) < 0.6).astype(float)
 
 
+def _welch_t(a, b, axis=-1):
+    return sps.ttest_ind(b, a, equal_var=False, axis=axis).statistic
+
+
 def _check_mean_like_against_scipy(fn, x, y, lattice_step=0.0):
+    """The studentized permutation test is scipy's permutation test of Welch's t; the interval is
+    ``estimate - se * q`` for the tail quantiles ``q`` of that permutation distribution."""
     res = fn(x, y, n_resamples=B_MC, rng=2)
     assert res.design_kind == "independent"
     assert res.exact is (fn is rate_difference)  # two values: the hypergeometric law, exactly
@@ -255,21 +254,23 @@ def _check_mean_like_against_scipy(fn, x, y, lattice_step=0.0):
     assert res.estimates == pytest.approx((np.mean(x), np.mean(y)), abs=1e-12)
 
     perm = sps.permutation_test(
-        (x, y), mean_diff, permutation_type="independent", n_resamples=B_MC, vectorized=True, rng=np.random.default_rng(3)
+        (x, y), _welch_t, permutation_type="independent", n_resamples=B_MC, vectorized=True, rng=np.random.default_rng(3)
     )
-    assert perm.statistic == pytest.approx(res.statistic, abs=1e-12)
     assert 0.02 < perm.pvalue < 0.5, "data chosen so that the comparison of p-values is informative"
     assert abs(res.pvalue - perm.pvalue) <= p_tolerance(perm.pvalue, B_MC)
 
-    boot = sps.bootstrap(
-        (x, y), mean_diff, method="BCa", n_resamples=B_MC, vectorized=True, rng=np.random.default_rng(4)
-    )
-    assert res.ci_method == "BCa"
-    tol = bca_endpoint_tolerance(float(np.std(boot.bootstrap_distribution)), B_MC) + lattice_step
-    width = boot.confidence_interval.high - boot.confidence_interval.low
+    welch = sps.ttest_ind(y, x, equal_var=False)
+    se = res.statistic / welch.statistic
+    q_lo, q_hi = np.quantile(perm.null_distribution, [0.025, 0.975])
+    assert res.ci_method == "test inversion"
+    tol = t_quantile_tolerance(B_MC) * se + lattice_step
+    width = res.confidence_interval.high - res.confidence_interval.low
     assert tol < 0.15 * width, "tolerance must be tight enough to mean something"
-    assert abs(res.confidence_interval.low - boot.confidence_interval.low) <= tol
-    assert abs(res.confidence_interval.high - boot.confidence_interval.high) <= tol
+    assert abs(res.confidence_interval.low - (res.statistic - se * q_hi)) <= tol
+    assert abs(res.confidence_interval.high - (res.statistic - se * q_lo)) <= tol
+    # and close to Welch's t-interval (the permutation law of t is near Student's t here)
+    ci = welch.confidence_interval()
+    assert abs(res.confidence_interval.low - ci.low) < 0.1 * width and abs(res.confidence_interval.high - ci.high) < 0.1 * width
     return res
 
 
@@ -287,87 +288,6 @@ def test_rate_difference_agrees_with_scipy(binary_pair):
     _check_mean_like_against_scipy(rate_difference, x, y, lattice_step=1.0 / len(x))
 
 
-@pytest.fixture
-def captured_bootstrap(monkeypatch):
-    """Record the bootstrap distribution the public functions compute."""
-    from agentab.stats import two_sample
-
-    seen = []
-    original = two_sample.resample
-
-    def spy(*args, **kwargs):
-        res = original(*args, **kwargs)
-        seen.append(res.boot_effect[:, 0].copy())
-        return res
-
-    monkeypatch.setattr(two_sample, "resample", spy)
-    return seen
-
-
-BCA_CASES = [
-    "mean-independent",
-    "mean-paired",
-    "mean-clustered",
-    "rate-independent",
-    "ordinal-independent",
-]
-
-
-@pytest.mark.parametrize("case", BCA_CASES)
-def test_bca_interval_equals_scipy_on_the_same_bootstrap_distribution(captured_bootstrap, case):
-    """With the very same bootstrap resamples, our BCa interval is scipy's to rounding.
-
-    scipy.stats.bootstrap accepts a previous bootstrap distribution
-    (``bootstrap_result`` with ``n_resamples=0``), so both compute BCa (bias
-    correction, jackknife acceleration, adjusted percentiles) on the same
-    resamples: no Monte Carlo error at all. In the paired and clustered
-    designs the statistic is a mean of task means, so scipy gets the task
-    means (paired: as paired samples) and its jackknife leaves out one task.
-    """
-    name, design = case.split("-")
-    rng = np.random.default_rng(71)
-    x, y, tasks = _task_data(n_tasks=25, seeds=3, seed=71)
-    xs = ys = None
-    if design == "paired":
-        xs = ys = tasks
-        data = (pd.Series(x).groupby(tasks).mean().to_numpy(), pd.Series(y).groupby(tasks).mean().to_numpy())
-    elif design == "clustered":
-        y, ys = y[:60], np.char.add("u", tasks[:60])
-        xs = tasks
-        data = (pd.Series(x).groupby(xs).mean().to_numpy(), pd.Series(y).groupby(ys).mean().to_numpy())
-    else:
-        x, y = x[:50], y[:45]
-        if name == "rate":
-            x, y = (rng.random(50) < 0.5).astype(float), (rng.random(45) < 0.7).astype(float)
-        if name == "ordinal":
-            x, y = rng.choice(4, 50), rng.choice(4, 45, p=[0.1, 0.2, 0.3, 0.4])
-        data = (x, y)
-    fn = FUNCTIONS[name]
-    res = calm(fn, x, y, x_strata=xs, y_strata=ys, n_resamples=3000, rng=9)
-    assert res.design_kind == design and res.ci_method == "BCa"
-    (boot,) = captured_bootstrap
-    if design == "paired":
-        statistic = lambda a, b, axis=-1: np.mean(b - a, axis=axis)
-    else:
-        statistic = cliff_delta if name == "ordinal" else mean_diff
-    # Resamples equal to the estimate in exact arithmetic are ties (they count
-    # half in the bias correction): give scipy those ties without rounding noise.
-    theta = float(statistic(*data))
-    assert res.statistic == pytest.approx(theta, rel=1e-12)
-
-    class Previous:
-        bootstrap_distribution = np.where(np.isclose(boot, theta, rtol=1e-10, atol=1e-14), theta, boot)
-    ref = sps.bootstrap(
-        data, statistic, method="BCa", n_resamples=0, paired=design == "paired", bootstrap_result=Previous,
-        vectorized=True,
-    )
-    assert res.confidence_interval.low == pytest.approx(ref.confidence_interval.low, rel=1e-9, abs=1e-12)
-    assert res.confidence_interval.high == pytest.approx(ref.confidence_interval.high, rel=1e-9, abs=1e-12)
-    # and it is not simply the percentile interval
-    percentile = np.percentile(boot, [2.5, 97.5])
-    assert max(abs(percentile - np.array(res.confidence_interval))) > 0
-
-
 def test_ordinal_superiority_agrees_with_mannwhitneyu_and_permutation_test():
     rng = np.random.default_rng(21)
     x = rng.choice(4, 60, p=[0.2, 0.3, 0.3, 0.2])
@@ -382,7 +302,7 @@ def test_ordinal_superiority_agrees_with_mannwhitneyu_and_permutation_test():
     assert res.statistic == pytest.approx(float(cliff_delta(x, y)), abs=1e-12)
 
     perm = sps.permutation_test(
-        (x, y), cliff_delta, permutation_type="independent", n_resamples=n_resamples, vectorized=True,
+        (x, y), _brunner_munzel, permutation_type="independent", n_resamples=n_resamples, vectorized=True,
         rng=np.random.default_rng(3), batch=1000,
     )
     assert 0.005 < perm.pvalue < 0.5
@@ -398,15 +318,33 @@ def test_ordinal_superiority_agrees_with_mannwhitneyu_and_permutation_test():
     np.testing.assert_allclose(res.shift, np.bincount(y, minlength=4) / len(y) - np.bincount(x, minlength=4) / len(x), atol=1e-12)
 
 
-def test_ordinal_exact_equals_exact_mannwhitneyu_without_ties():
+def _brunner_munzel(a, b, axis=-1):
+    return sps.brunnermunzel(a, b, axis=axis).statistic  # positive when b (the candidate) tends higher
+
+
+def test_ordinal_exact_equals_brute_force_brunner_munzel_permutation_test():
+    """Without tasks, the studentized statistic of Cliff's delta is Brunner & Munzel's (scipy's), and the
+    exact p-value is the share of all C(13, 6) reassignments of the runs at least as extreme
+    (Neubert & Brunner 2007), enumerated here with scipy's statistic."""
+    from itertools import combinations
+
     x = np.array([1.5, 3.0, 4.2, 7.0, 8.5, 9.1])
     y = np.array([2.0, 5.5, 6.0, 9.9, 10.0, 11.0, 12.5])
-    res = calm(ordinal_superiority, x, y, rng=0)
-    assert res.exact is True
-    for alternative in ("two-sided", "greater", "less"):
+    pooled = np.r_[x, y]
+    splits = list(combinations(range(13), 7))
+    null = np.empty(len(splits))
+    for i, chosen in enumerate(splits):
+        mask = np.zeros(13, dtype=bool)
+        mask[list(chosen)] = True
+        null[i] = _brunner_munzel(pooled[~mask], pooled[mask])
+    observed = _brunner_munzel(x, y)
+    tol = 1e-9 * np.maximum(1.0, np.abs(observed))
+    greater, less = np.mean(null >= observed - tol), np.mean(null <= observed + tol)
+    refs = {"two-sided": min(1.0, 2 * min(greater, less)), "greater": greater, "less": less}
+    for alternative, ref in refs.items():
         ours = calm(ordinal_superiority, x, y, alternative=alternative, rng=0)
-        ref = sps.mannwhitneyu(y, x, method="exact", alternative=alternative)
-        assert ours.pvalue == pytest.approx(ref.pvalue, abs=1e-12), alternative
+        assert ours.exact is True
+        assert ours.pvalue == pytest.approx(ref, abs=1e-12), alternative
 
 
 @pytest.fixture(scope="module")
@@ -637,7 +575,7 @@ def test_design_is_chosen_from_task_ids():
     clustered = mean_difference(x, y[:30], x_strata=tasks, y_strata=other, n_resamples=500, rng=0)
     assert clustered.design_kind == "clustered"
     assert clustered.design == "independent tasks (12 + 10)"
-    assert "whole tasks reassigned" in clustered.method and "tasks within arm" in clustered.method
+    assert "whole tasks reassigned" in clustered.method and "Welch-studentized" in clustered.method
 
     independent = mean_difference(x, y[:30], n_resamples=500, rng=0)
     assert independent.design_kind == "independent"

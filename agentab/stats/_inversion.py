@@ -277,4 +277,11 @@ class ShiftNull:
         ok_down = np.flatnonzero(np.minimum(1.0, 2.0 * (cum_down / total)) >= alpha)
         low = float(up[ok_up[0]]) if len(ok_up) else np.nan
         high = float(down[ok_down[0]]) if len(ok_down) else np.nan
+        # A bound at a pattern tied with the data (flipping only tasks whose difference is 0) is 0 moved by
+        # the tie tolerance: report 0 itself. Only a negative lower or a positive upper bound is moved, so 0
+        # stays inside and the agreement with the p-value holds.
+        gap = 1 - self.k[self.k < 1 - 1e-12]
+        slack = 2e-10 * (self.scale if self.scale > 0 else 1.0) / (float(gap.min()) if len(gap) else 1.0)
+        low = 0.0 if -slack <= low < 0 else low
+        high = 0.0 if 0 < high <= slack else high
         return low, high

@@ -64,9 +64,7 @@ class _ArmAverage:
 
     Subclasses set ``values`` (cells x d) and define ``summarise(base, cand)``,
     which maps the arms' averages (rows x d each) to each arm's estimate and
-    the effect. Because an arm's average is linear in the cell weights,
-    leave-one-unit-out (jackknife) averages have a closed form and cost
-    O(units x d), without a weight matrix.
+    the effect.
     """
 
     values: np.ndarray
@@ -79,62 +77,6 @@ class _ArmAverage:
 
     def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.summarise(*self.averages(w_base, w_cand))
-
-    def from_task_picks(self, design: Design, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Paired design: the statistic on bootstrap resamples given as rows of drawn task indices.
-
-        The same as calling the kernel on the resamples' weight matrices: an
-        arm's average over the drawn tasks, computed by gathering them rather
-        than through a matrix of counts.
-        """
-        base, cand = self.values[design.base_cells], self.values[design.cand_cells]
-        if base.shape[1] == 1:
-            return self.summarise(base[:, 0][picks].mean(axis=1)[:, None], cand[:, 0][picks].mean(axis=1)[:, None])
-        return self.summarise(base[picks].mean(axis=1), cand[picks].mean(axis=1))
-
-    def jackknife(self, design: Design) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Effects with one unit left out, with multiplicities; one pair per jackknifed sample.
-
-        Paired: one sample (a task left out of both arms). Otherwise two,
-        baseline units then candidate units, as ``scipy.stats.bootstrap``
-        does for several samples. A sample with one unit has no jackknife.
-        In a :class:`~agentab.stats._design.CountDesign` the runs with the
-        same value give the same jackknife value, computed once and weighted
-        by their count.
-        """
-        if isinstance(design, CountDesign):
-            return self._count_jackknife(design)
-        ones = lambda v: (v, np.ones(len(v)))  # noqa: E731
-        base, cand = self.values[design.base_cells], self.values[design.cand_cells]
-
-        def leave_one_out(v: np.ndarray) -> np.ndarray:
-            return (v.sum(axis=0) - v) / (len(v) - 1)
-
-        if design.kind == "paired":
-            return [ones(self.summarise(leave_one_out(base), leave_one_out(cand))[2][:, 0])] if len(base) > 1 else []
-        groups = []
-        if len(base) > 1:
-            fixed = np.broadcast_to(cand.mean(axis=0), (len(base), cand.shape[1]))
-            groups.append(ones(self.summarise(leave_one_out(base), fixed)[2][:, 0]))
-        if len(cand) > 1:
-            fixed = np.broadcast_to(base.mean(axis=0), (len(cand), base.shape[1]))
-            groups.append(ones(self.summarise(fixed, leave_one_out(cand))[2][:, 0]))
-        return groups
-
-    def _count_jackknife(self, design: CountDesign) -> list[tuple[np.ndarray, np.ndarray]]:
-        counts = (design.base_counts.astype(float), design.cand_counts.astype(float))
-        totals = [c @ self.values for c in counts]
-        groups = []
-        for arm in (0, 1):
-            n = counts[arm].sum()
-            present = np.flatnonzero(counts[arm])
-            if n < 2:
-                continue
-            left = (totals[arm][None, :] - self.values[present]) / (n - 1)
-            other = np.broadcast_to(totals[1 - arm] / counts[1 - arm].sum(), left.shape)
-            effect = self.summarise(left, other)[2][:, 0] if arm == 0 else self.summarise(other, left)[2][:, 0]
-            groups.append((effect, counts[arm][present]))
-        return groups
 
 
 class MeanKernel(_ArmAverage):

@@ -1,4 +1,9 @@
-"""Permutation p-values and bootstrap intervals over the weights of a design.
+"""Permutation p-values and percentile bootstrap intervals over the weights of a design (quantiles).
+
+Rates, means, pass^k and Cliff's delta are tested and given intervals by
+:mod:`agentab.stats._inference`; quantiles, whose standard error has no cheap
+consistent estimate per permutation, keep the raw permutation test and the
+percentile bootstrap here.
 
 References
 ----------
@@ -6,10 +11,8 @@ References
   zero. *Statistical Applications in Genetics and Molecular Biology* 9(1):39.
   Monte Carlo p-values are ``(1 + #{T* as extreme}) / (1 + B)``; an exact
   enumeration needs no correction.
-- Efron, B. (1987). Better bootstrap confidence intervals. *JASA* 82:171-185
-  (BCa); Efron & Tibshirani (1993), *An Introduction to the Bootstrap*,
-  ch. 14, with the jackknife estimate of the acceleration computed per sample
-  as in ``scipy.stats.bootstrap``.
+- Efron, B. & Tibshirani, R. (1993), *An Introduction to the Bootstrap*,
+  ch. 13 (percentile intervals).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 
 from agentab.stats._design import Design
 
-__all__ = ["Resampled", "resample", "pvalues", "percentile_interval", "bca_interval"]
+__all__ = ["Resampled", "resample", "pvalues", "percentile_interval"]
 
 Kernel = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
@@ -60,8 +63,7 @@ def resample(
     resamples with different rounding (1/3 as 0.33333333333333331 and
     0.33333333333333337), and no effect as +-1e-17. Values within
     ``1e-10 * scale`` of zero or of the observed effect are set to exactly
-    that value, so ties are ties in the p-value and in the BCa bias
-    correction. ``scale`` is the size of the data (its largest absolute value).
+    that value, so ties are ties in the p-value and in the interval. ``scale`` is the size of the data (its largest absolute value).
     """
     tol = tie_tolerance(scale)
     base, cand, effect = kernel(*design.observed())
@@ -74,10 +76,7 @@ def resample(
             [kernel(wb, wc)[2] for wb, wc in design.permutations(n_resamples, rng, exact=exact)], axis=0
         )
         null = snap_ties(null, effect, tol)
-    if design.kind == "paired" and hasattr(kernel, "from_task_picks"):
-        parts = [kernel.from_task_picks(design, picks) for picks in design.task_picks(n_resamples, rng)]
-    else:
-        parts = [kernel(wb, wc) for wb, wc in design.bootstrap(n_resamples, rng)]
+    parts = [kernel(wb, wc) for wb, wc in design.bootstrap(n_resamples, rng)]
     boot = snap_ties(np.concatenate([p[2] for p in parts]), effect, tol)
     return Resampled(
         base[0],
@@ -162,64 +161,3 @@ def percentile_interval(boot: np.ndarray, confidence_level: float, *, discrete: 
     else:
         low, high = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(low), float(high)
-
-
-def bca_interval(
-    boot: np.ndarray,
-    observed: float,
-    jackknife: list[tuple[np.ndarray, np.ndarray]],
-    confidence_level: float,
-) -> tuple[tuple[float, float], str | None]:
-    """BCa interval, or the percentile interval and the reason BCa is undefined.
-
-    Parameters
-    ----------
-    boot : array, shape (B,)
-        Bootstrap distribution of the statistic.
-    observed : float
-        The statistic on the data.
-    jackknife : list of (values, weights)
-        Leave-one-unit-out values of the statistic, one pair per sample;
-        ``weights`` count the units that give each value.
-    confidence_level : float
-
-    Returns
-    -------
-    interval : (float, float)
-    fallback : str or None
-        Why the percentile interval was used instead, or None.
-    """
-    if not np.all(np.isfinite(boot)):
-        return (np.nan, np.nan), "some bootstrap resamples have no value"
-    if np.ptp(boot) == 0:
-        return percentile_interval(boot, confidence_level), "every bootstrap resample gave the same value"
-    from scipy.special import (  # imported when first needed: `import agentab` stays light
-        ndtr,
-        ndtri,
-    )
-
-    share = (np.sum(boot < observed) + np.sum(boot <= observed)) / (2.0 * len(boot))
-    if share <= 0.0 or share >= 1.0:
-        return (
-            percentile_interval(boot, confidence_level),
-            "the observed value lies outside the bootstrap distribution (bias correction is infinite)",
-        )
-    z0 = ndtri(share)
-    nums = dens = 0.0
-    for theta, weight in jackknife:
-        n = weight.sum()
-        u = (n - 1) * (np.dot(weight, theta) / n - theta)
-        nums += np.dot(weight, u**3) / n**3
-        dens += np.dot(weight, u**2) / n**2
-    if not jackknife:
-        return percentile_interval(boot, confidence_level), "too few units to jackknife (acceleration undefined)"
-    if not dens > 0:
-        return percentile_interval(boot, confidence_level), "every jackknife value is the same (acceleration undefined)"
-    accel = nums / (6.0 * dens**1.5)
-    alpha = 1.0 - confidence_level
-    z = ndtri(np.array([alpha / 2, 1 - alpha / 2]))
-    adjusted = ndtr(z0 + (z0 + z) / (1 - accel * (z0 + z)))
-    if not np.all(np.isfinite(adjusted)):
-        return percentile_interval(boot, confidence_level), "the BCa adjustment is not finite"
-    low, high = np.percentile(boot, 100 * adjusted)
-    return (float(low), float(high)), None

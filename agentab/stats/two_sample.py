@@ -3,17 +3,26 @@
 Every function compares a baseline sample ``x`` with a candidate sample ``y``
 (effects are candidate minus baseline) and accepts the task of every run
 (``x_strata``, ``y_strata``). The task is the unit of replication: p-values
-come from permutations of whole tasks and intervals from bootstrap resamples
-of whole tasks, so the variation of the effect across tasks is in both.
+come from permutations of whole tasks, so the variation of the effect across
+tasks is in them.
+
+Rates, means, pass^k and Cliff's delta are tested by a *studentized*
+permutation test (the effect over its standard error on every permutation),
+which stays valid when the arms' task heterogeneity differs, and their
+interval is the set of effects that same test does not reject, so it excludes
+0 exactly when the two-sided p-value is below ``1 - confidence_level``
+(:mod:`agentab.stats._inference`). Quantiles keep the raw permutation test
+and a percentile bootstrap over the same units.
 
 ==========================  ==================================================
-design                      permutation / bootstrap
+design                      permutation (studentized by) / bootstrap
 ==========================  ==================================================
-paired (same tasks)         sign flips of per-task differences (swap the arms
-                            of whole tasks) / resample tasks with both arms
-clustered (other tasks)     reassign whole tasks to arms / resample tasks
-                            within each arm
-independent (no task ids)   permute runs / resample runs within each arm
+paired (same tasks)         sign flips of per-task differences (the task-level
+                            t statistic) / resample tasks with both arms
+clustered (other tasks)     reassign whole tasks to arms (Welch's t on task
+                            means) / resample tasks within each arm
+independent (no task ids)   permute runs (Welch's t; Brunner-Munzel for Cliff's
+                            delta) / resample runs within each arm
 ==========================  ==================================================
 
 Every task weighs the same in its arm whatever its number of seeds: the
@@ -146,27 +155,40 @@ def rate_difference(
         "greater": the candidate's rate is higher. Two-sided p-values double
         the smaller one-sided p-value.
     confidence_level : float
-        Of the two-sided bootstrap interval.
+        Of the two-sided interval.
     n_resamples : int
-        Permutations (when the exact distribution is larger) and bootstrap
-        resamples.
+        Random permutations, when the permutation distribution is neither
+        small enough to enumerate nor known exactly.
     rng : numpy.random.Generator or int, optional
         Source of randomness; the same seed gives the same result.
+    mid_p : bool
+        Report the mid-p value (ties with the observed statistic count half):
+        less conservative with few tasks, but not a valid level-alpha test;
+        the interval stays the exact test's. Off by default.
 
     Returns
     -------
     TwoSampleResult
         ``statistic`` is the task-averaged difference of rates, ``estimates``
-        the two task-averaged rates.
+        the two task-averaged rates; ``smallest_pvalue`` the smallest p-value
+        these data's permutation distribution can give.
 
     Notes
     -----
-    The p-value comes from a permutation test of the difference at the level
-    of the design's units; the interval is BCa (Efron 1987) over the same
-    units, or percentile where BCa is undefined (all values tied, the
-    observed value at the edge of the bootstrap distribution). With one run
-    per unit and no tasks, the permutation test of a difference in
-    proportions is Fisher's exact test in its randomisation form.
+    Paired: sign flips of whole tasks of the task-level t statistic, which
+    under sign flips is an increasing function of the mean difference (so the
+    p-value is that of the mean: exact by enumeration, or by dynamic
+    programming over integer task sums, else Monte Carlo); the interval is
+    the set of effects ``theta`` for which the sign-flip test of the shifted
+    differences ``d - theta`` is not rejected (Hartigan 1969), read exactly off
+    the same flips. Clustered and independent: whole units reassigned between
+    arms, Welch's t studentizing the difference (Janssen 1997; Chung & Romano
+    2013), and the interval of effects whose studentized statistic the same
+    permutation distribution does not reject. A two-valued metric with many
+    independent runs uses the exact hypergeometric law of the candidate's count
+    (Fisher's exact test in its randomisation form, with Welch's t). The
+    interval excludes 0 exactly when the two-sided p-value is below
+    ``1 - confidence_level``.
 
     Examples
     --------
@@ -206,8 +228,8 @@ def mean_difference(
     """Difference in means (candidate - baseline) of a continuous metric.
 
     Parameters are those of :func:`rate_difference`, with ``x`` and ``y`` any
-    real numbers; ``test=False`` skips the permutation test (``pvalue`` is
-    NaN) and gives the interval only. ``details["welch"]`` holds Welch's t-test as a cross-check
+    real numbers; ``test=False`` reports the interval only (``pvalue`` is
+    NaN; the interval still inverts the permutation test). ``details["welch"]`` holds Welch's t-test as a cross-check
     (on per-task differences in a paired design, on task means in a
     clustered one), from :func:`scipy.stats.ttest_1samp` /
     :func:`scipy.stats.ttest_ind`.
@@ -371,10 +393,12 @@ def ordinal_superiority(
     10) changes nothing; ties are counted on the exact distinct values, not
     within a floating-point tolerance.
 
-    The p-value is a permutation test of delta (for independent runs this is
-    the exact or Monte Carlo Mann-Whitney test, which
-    :func:`scipy.stats.mannwhitneyu` approximates), the interval BCa
-    bootstrap (percentile where BCa is undefined). ``estimates`` are mean
+    The p-value is a studentized permutation test of delta over its
+    delta-method standard error (for independent runs the statistic is
+    Brunner & Munzel's (2000), :func:`scipy.stats.brunnermunzel`, and the test
+    is Neubert & Brunner's (2007) studentized permutation test, valid when the
+    arms' spreads differ, where the Mann-Whitney test is not); the interval is
+    the set of deltas the same test does not reject. ``estimates`` are mean
     levels, a descriptive figure only: levels are not equally spaced.
     ``levels`` and ``shares`` give each arm's
     (task-averaged) share of every level, and ``shift`` the
