@@ -26,7 +26,8 @@ shown. Models, truths and the reference methods: ``benchmarks/_grid_models.py``.
 Flags (agentab and t rows; the issue's targets): ``size>0.065`` / ``size>0.06`` / ``size<0.035`` for
 cells with at least 8 tasks (``size<0.035*`` when the cell's attainable size is below 0.035:
 discreteness); ``cov<0.935`` / ``cov>0.965`` for cells with at least 8 tasks (cost p95: 20);
-``power<t`` when agentab's power is below the t-test's by more than 2 Monte Carlo SE of the difference.
+``power<t`` when agentab's power is below the t-test's by more than 2 Monte Carlo SE of the difference
+(binary and ordinal cells: the t-test of mean log cost tests another functional than p50 / p95).
 
 Cells
 -----
@@ -44,7 +45,9 @@ Run
 
 Defaults: ``--reps 1000 --resamples 999 --seed 20261201 --jobs 2``; ``--quick`` runs six cells with 100
 replications (unless ``--reps`` is given). ``--cells`` keeps the cells whose name matches any of the
-regular expressions (``--list`` prints the names). Every replication has its own random streams
+regular expressions (``--list`` prints the names and each binary cell's shift). ``--show PATH`` prints
+the tables of a saved run; ``--compare BEFORE.json`` adds a before -> after table (size, coverage,
+power) of the cells both runs have, e.g. ``--show after.json --compare before.json``. Every replication has its own random streams
 (numpy ``SeedSequence(seed, spawn_key=(cell, replication))``, the cell numbered in the full grid), so
 the numbers depend neither on ``--jobs`` nor on ``--cells``. ``--json`` writes every figure
 (atomically) for before / after comparisons.
@@ -60,7 +63,7 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -235,7 +238,8 @@ def flags(cell: Cell, rows: list[dict]) -> None:
         cover = row["coverage"]
         if cover is not None and in_scope and not COVER_BAND[0] <= cover <= COVER_BAND[1]:
             marks.append("cov<0.935" if cover < COVER_BAND[0] else "cov>0.965")
-        if row["method"] == "agentab" and row["power"] is not None and t_row["power"] is not None:
+        if (row["method"] == "agentab" and cell.kind != "cost" and row["power"] is not None
+                and t_row["power"] is not None):
             margin = 2 * np.hypot(row["power_se"], t_row["power_se"])
             if row["power"] < t_row["power"] - margin:
                 marks.append("power<t")
@@ -254,7 +258,7 @@ def _num(value: float | None, fmt: str = ".3f") -> str:
 
 def print_tables(results: list[dict]) -> None:
     """One table per family: a line per cell and method."""
-    header = (f"{'cell':<46} {'method':<12} {'size':>13}  {'coverage':>13}  {'width':>9}  {'power':>13}  "
+    header = (f"{'cell':<50} {'method':<12} {'size':>13}  {'coverage':>13}  {'width':>9}  {'power':>13}  "
               f"{'disagree':>8}  {'a-note':>6}  {'s':>5}  flags")
     for family in dict.fromkeys(r["family"] for r in results):
         print(f"\n{family}\n{header}\n{'-' * len(header)}")
@@ -263,12 +267,12 @@ def print_tables(results: list[dict]) -> None:
                 label = res["name"] if i == 0 else ""
                 method = row["method"] + (f" {row['output']}" if row["output"] in ("p50", "p95") else "")
                 if row["method"] == "attainable":
-                    line = f"{label:<46} {method:<12} {row['size']:>6.3f}          (median k {row['median_k']:.0f})"
+                    line = f"{label:<50} {method:<12} {row['size']:>6.3f}          (median k {row['median_k']:.0f})"
                     print(line)
                     continue
                 secs = f"{res['seconds']:5.1f}" if i == 0 else " " * 5
                 extra = f" errors {row['errors']} {row['error_kinds']}" if row.get("errors") else ""
-                print(f"{label:<46} {method:<12} {_pm(row['size'], row['size_se'])}  "
+                print(f"{label:<50} {method:<12} {_pm(row['size'], row['size_se'])}  "
                       f"{_pm(row['coverage'], row['coverage_se'])}  {_num(row['width'], '9.4g'):>9}  "
                       f"{_pm(row['power'], row['power_se'])}  {_num(row['disagree']):>8}  "
                       f"{_num(row['alpha_note']):>6}  {secs}  {','.join(row['flags'])}{extra}")
@@ -307,18 +311,44 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="six cells, 100 replications")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the results as JSON")
     parser.add_argument("--list", action="store_true", help="print the cell names and exit")
+    parser.add_argument("--show", default=None, metavar="PATH", help="print the tables of a --json file (no run)")
+    parser.add_argument("--compare", default=None, metavar="BEFORE", help="also print before -> after against "
+                        "a --json file of an earlier run")
     args = parser.parse_args(argv)
     if args.reps is None:
         args.reps = 100 if args.quick else 1000
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
+def compare(before: list[dict], after: list[dict]) -> None:
+    """Print size, coverage and power of the cells in both runs, before -> after, with the after flags."""
+    old = {(r["name"], row["method"], row["output"]): row for r in before for row in r["rows"]}
+    header = f"{'cell':<50} {'method':<12} {'size before -> after':>22}  {'coverage':>15}  {'power':>15}  flags after"
+    print(f"\nbefore -> after\n{header}\n{'-' * len(header)}")
+    for res in after:
+        for row in res["rows"]:
+            prior = old.get((res["name"], row["method"], row["output"]))
+            if prior is None or row["method"] == "attainable":
+                continue
+            method = row["method"] + (f" {row['output']}" if row["output"] in ("p50", "p95") else "")
+            pairs = [f"{_num(prior.get(key))} -> {_num(row.get(key))}" for key in ("size", "coverage", "power")]
+            print(f"{res['name']:<50} {method:<12} {pairs[0]:>22}  {pairs[1]:>15}  {pairs[2]:>15}  "
+                  f"{','.join(row.get('flags', []))}")
+
+
+def _load(path: str) -> list[dict]:
+    """The cells of a JSON written by ``--json``, their flags recomputed with this version's targets."""
+    with open(path) as handle:
+        results = json.load(handle)["cells"]
+    names = {f.name for f in fields(Cell)}
+    for res in results:
+        flags(Cell(**{k: v for k, v in res.items() if k in names}), res["rows"])
+    return results
+
+
+def run_grid(args: argparse.Namespace) -> list[dict]:
+    """Simulate the selected cells and print their tables; the results (as written by ``--json``)."""
     cells = list(enumerate(grid()))
-    if args.list:
-        print("\n".join(f"{i:3d}  {cell.name:<46} shift {cell.shift:.3f}" for i, cell in cells))
-        return 0
     patterns = [re.compile(p) for p in (args.cells or []) + (list(QUICK_CELLS) if args.quick else [])]
     selected = [(i, c) for i, c in cells if not patterns or any(p.search(c.name) for p in patterns)]
     t_start = time.perf_counter()
@@ -337,15 +367,36 @@ def main(argv: list[str] | None = None) -> int:
                         "seconds": parts[i]["seconds"], "rows": rows})
     print_tables(results)
     elapsed = time.perf_counter() - t_start
-    print("\nsize / power: share with p <= 0.05 under the null / alternative; coverage: share of 95% intervals "
-          "holding the truth (alternative); width: median; ± Monte Carlo SE. disagree: interval vs p <= 0.05 "
-          "(all data sets); a-note: notes saying alpha cannot be reached; s: seconds in the cell's jobs "
-          "(summed over processes); attainable: mean largest sign-flip size at 0.05 (k nonzero task differences).")
-    print(f"binary alternative: mean logit shift s per cell aiming the t-test's z at 2.5 (--list, JSON); "
-          f"finished {datetime.date.today().isoformat()} in {elapsed / 60:.1f} min wall time")
+    print(LEGEND)
+    print(f"finished {datetime.date.today().isoformat()} in {elapsed / 60:.1f} min wall time")
     if args.json:
         write_json(args.json, {"package_state": state, "args": vars(args), "date": datetime.datetime.now(
             datetime.timezone.utc).isoformat(), "elapsed_seconds": elapsed, "cells": results})
+    return results
+
+
+LEGEND = (
+    "\nsize / power: share with p <= 0.05 under the null / alternative; coverage: share of 95% intervals holding "
+    "the truth (alternative); width: median; ± Monte Carlo SE. disagree: interval vs p <= 0.05 (all data sets); "
+    "a-note: notes saying alpha cannot be reached; s: seconds in the cell's jobs (summed over processes); "
+    "attainable: mean largest sign-flip size at 0.05 (k nonzero task differences). Binary alternative: mean "
+    "logit shift per cell aiming the t-test's z at 2.5 (--list, JSON)."
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.list:
+        print("\n".join(f"{i:3d}  {cell.name:<46} shift {cell.shift:.3f}" for i, cell in enumerate(grid())))
+        return 0
+    if args.show:
+        results = _load(args.show)
+        print_tables(results)
+        print(LEGEND)
+    else:
+        results = run_grid(args)
+    if args.compare:
+        compare(_load(args.compare), results)
     return 0
 
 
