@@ -318,7 +318,7 @@ def paired_differences(cell: Cell, data: Dataset) -> tuple[np.ndarray, int | Non
     (None when tasks have different numbers of runs)."""
     tb, mb, nb = task_means(cell, data.x, data.xs)
     tc, mc, nc = task_means(cell, data.y, data.ys)
-    shared, ib, ic = np.intersect1d(tb, tc, assume_unique=True, return_indices=True)
+    _, ib, ic = np.intersect1d(tb, tc, assume_unique=True, return_indices=True)
     counts = np.concatenate([nb[ib], nc[ic]])
     seeds = int(counts[0]) if len(counts) and np.all(counts == counts[0]) else None
     return mc[ic] - mb[ib], seeds

@@ -71,8 +71,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _grid_models import ALPHA, Cell, attainable_size, calibrated, replicate, truth  # noqa: E402
-from _provenance import source_state  # noqa: E402
+from _grid_models import ALPHA, Cell, attainable_size, calibrated, replicate, truth
+from _provenance import source_state
 
 SIZE_BAND = (0.035, 0.06)
 SIZE_MAX = 0.065
