@@ -13,7 +13,9 @@ null data sets and as many under an alternative, and analyses each with
 - **sign-flip**: the exact sign-flip test of the sum of per-task differences (paired cells);
 - **attainable**: the largest size any sign-flip test can have at 0.05 given the number ``k`` of nonzero
   task differences, ``2 floor(0.025 2^k) / 2^k``, averaged over the null data sets: a cell whose
-  attainable size is below 0.035 cannot reach the size target for reasons of discreteness alone.
+  attainable size is below 0.035 cannot reach the size target for reasons of discreteness alone; the
+  row also gives the median ``k`` and the share of null data sets with ``2^k < 40``, where no sign-flip
+  test can reject at 0.05 at all (the ``a-note`` column says how often agentab's notes tell).
 
 Columns: **size** (share of null data sets with p <= 0.05) and **power** (the same under the
 alternative), with their Monte Carlo SE; **coverage** of the true effect by the 95% interval under the
@@ -212,9 +214,11 @@ def summarise(cell: Cell, true: np.ndarray, nulls: list[dict], alts: list[dict])
     rows.append(_method_row(cell, "t", 0, float(true[0]), nulls, alts))
     if cell.design == "paired":
         rows.append(_method_row(cell, "sign-flip", 0, float(true[0]), nulls, alts))
-        ks = [r["k"] for r in nulls]
-        rows.append({"method": "attainable", "output": cell.kind, "size": float(np.mean([attainable_size(k)
-                     for k in ks])), "median_k": float(np.median(ks))})
+        ks = np.array([r["k"] for r in nulls])
+        sizes = np.array([attainable_size(int(k)) for k in ks])
+        rows.append({"method": "attainable", "output": cell.kind, "size": float(np.mean(sizes)),
+                     "median_k": float(np.median(ks)), "unreachable": float(np.mean(sizes == 0)),
+                     "k_counts": np.bincount(ks).tolist()})
     return rows
 
 
@@ -266,8 +270,13 @@ def print_tables(results: list[dict]) -> None:
             for i, row in enumerate(res["rows"]):
                 label = res["name"] if i == 0 else ""
                 method = row["method"] + (f" {row['output']}" if row["output"] in ("p50", "p95") else "")
+                if row["method"] == "t" and res["design"] == "clustered":
+                    method = "t (Welch)"
                 if row["method"] == "attainable":
-                    line = f"{label:<50} {method:<12} {row['size']:>6.3f}          (median k {row['median_k']:.0f})"
+                    unreachable = row.get("unreachable")
+                    share = "" if unreachable is None else f"; {unreachable:.0%} of null data sets cannot reach 0.05"
+                    line = (f"{label:<50} {method:<12} {row['size']:>6.3f}          "
+                            f"(median k {row['median_k']:.0f}{share})")
                     print(line)
                     continue
                 secs = f"{res['seconds']:5.1f}" if i == 0 else " " * 5
@@ -336,10 +345,18 @@ def compare(before: list[dict], after: list[dict]) -> None:
                   f"{','.join(row.get('flags', []))}")
 
 
-def _load(path: str) -> list[dict]:
-    """The cells of a JSON written by ``--json``, their flags recomputed with this version's targets."""
+def _load(path: str, header: bool = False) -> list[dict]:
+    """The cells of a JSON written by ``--json``, their flags recomputed with this version's targets
+    (``header``: print what the run measured first)."""
     with open(path) as handle:
-        results = json.load(handle)["cells"]
+        payload = json.load(handle)
+    results = payload["cells"]
+    if header:
+        a = payload["args"]
+        print(f"agentab validation grid (from {path}): {len(results)} cells, {a['reps']} replications per cell and "
+              f"hypothesis, {a['resamples']} resamples, seed {a['seed']}, {a['jobs']} processes")
+        print(f"agentab: {payload['package_state']}; run {payload['date'][:16]} UTC, "
+              f"{payload['elapsed_seconds'] / 60:.1f} min wall time")
     names = {f.name for f in fields(Cell)}
     for res in results:
         flags(Cell(**{k: v for k, v in res.items() if k in names}), res["rows"])
@@ -379,7 +396,8 @@ LEGEND = (
     "\nsize / power: share with p <= 0.05 under the null / alternative; coverage: share of 95% intervals holding "
     "the truth (alternative); width: median; ± Monte Carlo SE. disagree: interval vs p <= 0.05 (all data sets); "
     "a-note: notes saying alpha cannot be reached; s: seconds in the cell's jobs (summed over processes); "
-    "attainable: mean largest sign-flip size at 0.05 (k nonzero task differences). Binary alternative: mean "
+    "attainable: mean largest sign-flip size at 0.05 (k nonzero task differences; 2^k < 40: no sign-flip "
+    "test can reject). t (Welch): Welch's t-test of task means (different tasks per arm). Binary alternative: mean "
     "logit shift per cell aiming the t-test's z at 2.5 (--list, JSON)."
 )
 
@@ -390,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(f"{i:3d}  {cell.name:<46} shift {cell.shift:.3f}" for i, cell in enumerate(grid())))
         return 0
     if args.show:
-        results = _load(args.show)
+        results = _load(args.show, header=True)
         print_tables(results)
         print(LEGEND)
     else:
