@@ -16,7 +16,7 @@ The assertions are the issue's targets, checked with 99.9% binomial bands for th
 replications (a method exactly at a target's edge fails about once in a thousand assertions; the seeds
 are fixed, so the outcome is deterministic): size at most 0.065, coverage of the true effect within
 [0.935, 0.965] (every cell here has at least 8 tasks; at 400 replications the band rejects a coverage
-below about 0.895 or above 0.985), and, for ``rate_difference``, never an interval
+below 0.89 or above 0.99; a size above 0.105), and, for ``rate_difference``, never an interval
 that excludes 0 beside p > 0.05 or holds 0 beside p <= 0.05. The first tests check the grid's own
 machinery (the sign-flip p-values, the attainable size and the true effects).
 """
