@@ -136,7 +136,7 @@ def _finish(
     elif test and smallest >= alpha and not any("smallest attainable p-value" in n for n in data.notes):
         notes.append(
             f"with these data the smallest attainable p-value is {smallest:.3g} ({why or _why_discrete(data)}): "
-            f"no difference can be significant at {alpha:g}; add tasks"
+            f"no difference can be significant at {alpha:g} by the exact test; add tasks"
         )
     if st.se == 0 and not constant and np.isfinite(low) and low == high:
         notes.append("the standard error is 0 (every unit shows the same difference): the interval has no width")

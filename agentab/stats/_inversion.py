@@ -154,8 +154,8 @@ class NullDistribution:
     def interval(self, estimate: float, se: float, confidence_level: float) -> tuple[float, float]:
         """The effects the test does not reject: ``[estimate - se * x_hi, estimate - se * x_lo]``.
 
-        Bounds carry the tolerance of the tie rule, so the interval excludes 0 exactly when the two-sided
-        :meth:`pvalue` of ``estimate / se`` is below ``alpha = 1 - confidence_level``. With ``se == 0``
+        An end within the tie rule's tolerance of 0 is 0, so the interval excludes 0 exactly when the
+        two-sided :meth:`pvalue` of ``estimate / se`` is below ``alpha = 1 - confidence_level``. With ``se == 0``
         the interval is the estimate itself, or unbounded on a side whose extreme the test accepts.
         """
         if not np.isfinite(estimate) or not se >= 0:
@@ -172,12 +172,17 @@ def alpha_of(confidence_level: float) -> float:
 
 
 def _bound(estimate: float, se: float, x: float, *, lower: bool) -> float:
+    """``estimate - se * x``, the end of the interval at the accepted studentized value ``x``.
+
+    The p-value treats a studentized value within :data:`T_TOLERANCE` of ``x`` as ``x`` itself, so an end
+    within that tolerance of 0 is 0 (the data's own value then is ``x``, accepted: 0 lies in the interval).
+    """
     if np.isinf(x):
         return -np.inf if (x > 0) == lower else np.inf
     if se == 0:
         return float(estimate)
-    slack = T_TOLERANCE * max(1.0, abs(x))
-    return float(estimate - se * (x + slack if lower else x - slack))
+    value = float(estimate - se * x)
+    return 0.0 if abs(value) <= se * T_TOLERANCE * max(1.0, abs(x)) else value
 
 
 @dataclass(frozen=True)
@@ -215,30 +220,38 @@ class ShiftNull:
     size: float
     scale: float
 
-    def _steps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float]:
+    def _steps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float]:
         """The steps of both tails, sorted the way each tail grows, with their cumulative weights.
 
-        Returns ``(up, cum_up, down, cum_down, fixed, total)``: the upper tail at ``theta`` counts the
-        patterns with ``up <= theta`` (``up`` ascending), the lower tail those with ``down >= theta``
-        (``down`` descending); ``cum_*`` include ``fixed``, the weight always counted (the unflipped
-        pattern, and the Monte Carlo one). Every tail and bound is read from these arrays only.
+        Returns ``(up, up_at, cum_up, down, down_at, cum_down, fixed, total)``: the upper tail at ``theta``
+        counts the patterns with ``up <= theta`` (``up`` ascending), the lower tail those with
+        ``down >= theta`` (``down`` descending); ``up``/``down`` carry the tie tolerance, ``*_at`` are the
+        same steps without it (where a flipped mean within the tolerance of the observed one is a tie, its
+        step exactly 0): the values an interval reports. ``cum_*`` include ``fixed``, the weight always
+        counted (the unflipped pattern, and the Monte Carlo one). Every tail and bound is read from these
+        arrays only.
         """
         gamma = 1e-10 * (self.scale if self.scale > 0 else 1.0)
         moving = self.k < 1 - 1e-12
         w = self.weights[moving]
         fixed = float(self.weights[~moving].sum()) + (0 if self.exact else 1)
         total = float(self.weights.sum()) + (0 if self.exact else 1)
-        up = (self.mean - self.a[moving] - gamma) / (1 - self.k[moving])
-        down = (self.mean - self.a[moving] + gamma) / (1 - self.k[moving])
+        gap = self.mean - self.a[moving]
+        spread = 1 - self.k[moving]
+        up = (gap - gamma) / spread
+        down = (gap + gamma) / spread
+        at = np.where(np.abs(gap) <= gamma, 0.0, gap) / spread
         order_up = np.argsort(up, kind="stable")
         order_down = np.argsort(-down, kind="stable")
         return (
-            up[order_up], fixed + np.cumsum(w[order_up]), down[order_down], fixed + np.cumsum(w[order_down]), fixed, total
+            up[order_up], at[order_up], fixed + np.cumsum(w[order_up]),
+            down[order_down], at[order_down], fixed + np.cumsum(w[order_down]),
+            fixed, total,
         )
 
     def tails(self, theta: float = 0.0) -> tuple[float, float]:
         """``P*(mean of flipped (d - theta) >= m - theta)`` and ``P*(... <= m - theta)``."""
-        up, cum_up, down, cum_down, fixed, total = self._steps()
+        up, _, cum_up, down, _, cum_down, fixed, total = self._steps()
         j = int(np.searchsorted(up, theta, side="right"))  # steps with up <= theta
         i = int(np.searchsorted(-down, -theta, side="right"))  # steps with down >= theta
         return (cum_up[j - 1] if j else fixed) / total, (cum_down[i - 1] if i else fixed) / total
@@ -270,18 +283,13 @@ class ShiftNull:
         p-value at 0 is below alpha (a decision rejects at ``p < alpha``).
         """
         alpha = alpha_of(confidence_level)
-        up, cum_up, down, cum_down, fixed, total = self._steps()
+        up, up_at, cum_up, down, down_at, cum_down, fixed, total = self._steps()
         if min(1.0, 2.0 * fixed / total) >= alpha:  # too few patterns: nothing can be rejected
             return -np.inf, np.inf
         ok_up = np.flatnonzero(np.minimum(1.0, 2.0 * (cum_up / total)) >= alpha)
         ok_down = np.flatnonzero(np.minimum(1.0, 2.0 * (cum_down / total)) >= alpha)
-        low = float(up[ok_up[0]]) if len(ok_up) else np.nan
-        high = float(down[ok_down[0]]) if len(ok_down) else np.nan
-        # A bound at a pattern tied with the data (flipping only tasks whose difference is 0) is 0 moved by
-        # the tie tolerance: report 0 itself. Only a negative lower or a positive upper bound is moved, so 0
-        # stays inside and the agreement with the p-value holds.
-        gap = 1 - self.k[self.k < 1 - 1e-12]
-        slack = 2e-10 * (self.scale if self.scale > 0 else 1.0) / (float(gap.min()) if len(gap) else 1.0)
-        low = 0.0 if -slack <= low < 0 else low
-        high = 0.0 if 0 < high <= slack else high
+        # The bound is the step of the first pattern accepted, reported without the tie tolerance: a step
+        # within it of 0 is 0 itself (0 then lies in the interval, as the p-value at 0 counts the tie).
+        low = float(up_at[ok_up[0]]) if len(ok_up) else np.nan
+        high = float(down_at[ok_down[0]]) if len(ok_down) else np.nan
         return low, high
