@@ -173,7 +173,7 @@ def _quantile_null(n_sims: int, seed: int) -> float:
 
 
 def _paired_coverage(kind: str, n_sims: int, seed: int) -> float:
-    """Coverage of the 95% BCa interval of a paired effect that varies across tasks.
+    """Coverage of the 95% interval (the inverted sign-flip test) of a paired effect that varies across tasks.
 
     binary: p_t ~ Beta(0.5, 0.5), candidate p_t + 0.3 (1 - p_t), truth
     0.3 x E[1 - p_t] = 0.15. continuous: candidate task mean mu_t + d_t,
@@ -254,16 +254,15 @@ def _bootstrap_coverage(n_units: int, level: float = 0.95) -> float:
 
 
 @pytest.mark.parametrize("kind", ["binary", "continuous"])
-def test_paired_bca_interval_covers_the_task_averaged_effect(kind):
-    """The 95% BCa interval over tasks covers the true task-averaged effect.
+def test_paired_interval_covers_the_task_averaged_effect(kind):
+    """The 95% interval over tasks covers the true task-averaged effect at its nominal level.
 
-    With 30 tasks, any bootstrap interval is a little too narrow (about
-    93.7% instead of 95%, see :func:`_bootstrap_coverage`; measured 93.3%
-    against 95.0% for the t interval on per-task differences in 3,000
-    simulations), so the band is centred there rather than at 0.95.
+    The interval inverts the sign-flip test of the shifted task differences, so it is not held to a
+    bootstrap's shortfall (an ideal bootstrap interval over 30 tasks covers about 93.7%, see
+    :func:`_bootstrap_coverage`): the band is centred at 0.95.
     """
     n_sims = COVERAGE_SIMS
     coverage = _paired_coverage(kind, n_sims, 4100 + list(KINDS).index(kind))
-    low, high = _band(n_sims, _bootstrap_coverage(N_TASKS))
+    low, high = _band(n_sims, 0.95)
     assert low <= coverage <= high, (kind, coverage, (low, high))
-    assert high >= 0.95  # the band still holds the nominal level
+    assert low > _bootstrap_coverage(N_TASKS) - 0.03  # the band is narrow enough to mean something
