@@ -81,9 +81,10 @@ def test_plan_on_tasks_that_each_keep_one_rubric_level_is_a_power_error():
 def designs(draw) -> pd.DataFrame:
     """Runs of a small two-arm experiment: 1-10 tasks, 1-5 seeds (unequal), degenerate tasks and arms.
 
-    Each task is all-failure, all-success or mixed (its rubric likewise; cost and score all equal or not), in
-    the candidate as in the baseline or drawn afresh; the candidate runs the same tasks (paired), other
-    tasks (independent), the same tasks with some missing, or a copy of the baseline's runs.
+    Each task is all-failure, all-success or mixed (its rubric likewise; cost and score are random, all
+    equal or one value per task), in the candidate as in the baseline or drawn afresh; the candidate runs
+    the same tasks (paired), other tasks (independent), the same tasks with some missing, or a copy of
+    the baseline's runs.
     """
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     n_tasks = draw(st.integers(1, 10))
@@ -94,7 +95,7 @@ def designs(draw) -> pd.DataFrame:
     task_kinds = {"baseline": draw(how_tasks)}
     again = st.lists(st.sampled_from(["zero", "one", "mixed"]), min_size=n_tasks, max_size=n_tasks)
     task_kinds["candidate"] = task_kinds["baseline"] if draw(st.booleans()) else draw(again)
-    constant_cost = draw(st.booleans())
+    amounts = draw(st.sampled_from(["random", "all equal", "one per task"]))  # cost and score
 
     def runs(arm: str, tasks: list[int]) -> list[dict]:
         rows = []
@@ -103,8 +104,8 @@ def designs(draw) -> pd.DataFrame:
             for _ in range(draw(st.integers(1, 5))):
                 outcome = {"zero": False, "one": True}.get(how, bool(rng.random() < 0.5))
                 rubric = {"zero": 0, "one": 3}.get(how, int(rng.integers(0, 4)))
-                cost = 1.0 if constant_cost else float(np.round(rng.lognormal(0.0, 1.0), 3))
-                score = 0.5 if constant_cost else float(rng.normal())
+                cost = {"all equal": 1.0, "one per task": 1.0 + t}.get(amounts, float(np.round(rng.lognormal(), 3)))
+                score = {"all equal": 0.5, "one per task": 0.5 * t}.get(amounts, float(rng.normal()))
                 rows.append({"arm": arm, "task_id": f"t{t}", "outcome": outcome, "rubric": rubric, "cost": cost,
                              "score": score})
         return rows
