@@ -102,9 +102,16 @@ def _planning_advice(inp: _CompareInput, row: pd.Series, res: Any, min_effect: f
         elif kind == "continuous":
             base = inp.data.loc[inp.base_rows, inp.primary_metric].astype(float)
             sd = float(base.std(ddof=1))
-            effect = float(row["effect"]) / sd if sd > 0 else 0.0
+            if not sd > 0:  # also NaN (one run)
+                return ("no sample-size advice: the baseline's runs of the primary metric "
+                        f"{'do not vary' if base.notna().sum() > 1 else 'are fewer than two'}, so the observed effect "
+                        "has no SD to be read as Cohen's d; pass min_effect="), None
+            effect = float(row["effect"]) / sd
         elif kind == "ordinal":
             shares = np.asarray(res.shares.baseline, dtype=float)
+            if np.count_nonzero(shares > 0) < 2:
+                return ("no sample-size advice: every baseline run of the primary metric has the same level: "
+                        "no variance to plan with"), None
             effect = math.exp(log_odds_for_delta(shares, float(row["effect"]))) if len(shares) else math.nan
         else:
             effect = float(row["ratio"]) - 1.0

@@ -103,8 +103,12 @@ def solve_runs(q: Question, effect: Any, target: float) -> float:
         return float(formula_power(plain, effect, math.exp(log_n))) - target
 
     lo, hi = math.log(2.0), math.log(float(MAX_RUNS))
-    if gap(lo) >= 0:
+    at_lo, at_hi = gap(lo), gap(hi)
+    if at_lo >= 0:
         return 2.0
-    if gap(hi) < 0:
+    if at_hi < 0:
         raise PowerError(f"no sample size up to {MAX_RUNS:,} runs per arm reaches power {target:g}: the effect is too small")
+    if not (math.isfinite(at_lo) and math.isfinite(at_hi)):  # brentq needs a sign change, not a NaN
+        raise PowerError(f"the {q.method} formula's power of effect {effect_text(q.kind, effect)} is undefined: "
+                         "no sample size can be solved for")
     return math.exp(brentq(gap, lo, hi, xtol=1e-12))

@@ -55,6 +55,12 @@ def _task_shares(values: np.ndarray, tasks: np.ndarray, levels: np.ndarray) -> n
     return (counts / counts.sum(axis=1, keepdims=True)).mean(axis=0)
 
 
+def _every_task_constant(values: np.ndarray, tasks: np.ndarray) -> bool:
+    """Whether every task's runs share one value (no within-task variance: the ANOVA's ICC is 1)."""
+    frame = pd.DataFrame({"t": tasks, "v": values})
+    return bool((frame.groupby("t")["v"].nunique() == 1).all())
+
+
 def _discordance(pilot: Pilot, score: Any, within: float) -> float | None:
     """Variance of the per-task true differences seen in a two-arm pilot (method of moments), or None."""
     if pilot.other is None:
@@ -77,6 +83,13 @@ def _level_components(pilot: Pilot, kind: str, effect: float, paired: bool, conf
     shares = _task_shares(pilot.values, pilot.tasks, pilot.levels)
     if np.count_nonzero(shares) < 2:
         raise PowerError(f"every pilot run has the same value ({pilot.levels[np.argmax(shares)]:g}): no variance to plan with")
+    if _every_task_constant(pilot.values, pilot.tasks):
+        what = "is all-success or all-failure" if kind == "binary" else "keeps one level in all its runs"
+        raise PowerError(
+            f"every baseline task of the pilot {what} (its seeds always agree: an ICC of 1), so no shift of the task "
+            "model moves any task and no sample size can be planned; use a pilot with more seeds per task, or "
+            "agentab.power.sample_size with an assumed icc"
+        )
     below = np.cumsum(shares) - shares
     psi = below - (1.0 - below - shares)  # P(X < y) - P(X > y): the run score of Cliff's delta
 
@@ -97,10 +110,15 @@ def _level_components(pilot: Pilot, kind: str, effect: float, paired: bool, conf
         return core.dirichlet_components(shares, fit.icc, log_or, seed=sequence)[0].delta
 
     low, high = delta(-30.0) - target, delta(30.0) - target
-    if not low < 0 < high:
+    if not low < 0 < high:  # also NaN: brentq needs a sign change
         raise PowerError(f"no shift of the pilot's levels reaches the effect asked for (population Cliff's delta "
-                         f"{target:+.3g}; reachable {low + target:+.3g} to {high + target:+.3g}): plan a smaller effect")
-    log_or = brentq(lambda b: delta(b) - target, -30, 30, xtol=1e-10)
+                         f"{target:+.3g}; reachable {low + target:+.3g} to {high + target:+.3g} at the pilot's ICC "
+                         f"{fit.icc:.2f}): plan a smaller effect")
+    try:
+        log_or = brentq(lambda b: delta(b) - target, -30, 30, xtol=1e-10)
+    except (ValueError, RuntimeError):  # a sign change was checked above: only a NaN inside the bracket gets here
+        raise PowerError(f"the task model's Cliff's delta is undefined between the shifts that bracket {target:+.3g}: "
+                         "no sample size can be planned from this pilot") from None
     comps, _ = core.dirichlet_components(shares, fit.icc, log_or, seed=sequence)
     model = Model(kind, paired, shares=shares, levels=pilot.levels, icc=fit.icc, log_or_task=log_or)
     assumption = (

@@ -334,7 +334,14 @@ def mde(
         def gap(t: float, r: int = int(r)) -> float:
             return float(formula_power(q, to_effect(t), r)) - target
 
-        found.append(to_effect(brentq(gap, lo, hi, xtol=1e-12)) if gap(hi) >= 0 else None)
+        at_lo = gap(lo)  # brentq needs a sign change: below the target at (almost) no effect, not NaN
+        if at_lo >= 0:
+            raise PowerError(f"power {target:g} is reached with no effect at all (a level-{q.alpha:g} test rejects that "
+                             "often by chance): ask for a power above alpha")
+        if not math.isfinite(at_lo):
+            raise PowerError(f"the {q.method} formula's power at {int(r):,} runs per arm is undefined: no effect can be "
+                             "solved for")
+        found.append(to_effect(brentq(gap, lo, hi, xtol=1e-12)) if gap(hi) >= 0 else None)  # also NaN: None
     tasks = np.ceil(runs / q.seeds).astype(np.int64)
     notes = tuple(q.notes) + (() if found[0] is not None else ("no effect in range reaches the target power",))
     if scalar:

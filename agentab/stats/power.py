@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from agentab._vocabulary import quantile
+from agentab.errors import PowerError
 from agentab.stats._kernels import cliff_delta
 from agentab.stats._resampling import pvalues, snap_ties, tie_tolerance
 
@@ -186,7 +187,7 @@ def anova(values: np.ndarray, groups: np.ndarray, confidence_level: float = 0.95
     (floored at 0) with ``n0 = (N - sum n_i^2 / N) / (k - 1)``; the ICC is
     ``(MSB - MSW) / (MSB + (n0 - 1) MSW)`` and its interval comes from the F
     distribution of ``MSB / MSW``. Needs two groups and one group with two
-    runs (the caller checks).
+    runs (the caller checks; else a :class:`~agentab.errors.PowerError`, not a division by zero).
 
     Examples
     --------
@@ -199,9 +200,12 @@ def anova(values: np.ndarray, groups: np.ndarray, confidence_level: float = 0.95
     codes, index = np.unique(groups, return_inverse=True)
     k = len(codes)
     n_i = np.bincount(index).astype(float)
+    n = float(len(values))
+    if k < 2 or n <= k:
+        raise PowerError(f"the ANOVA of runs by task needs two tasks and more runs than tasks, got {int(n)} run(s) "
+                         f"of {k} task(s)")
     sums = np.bincount(index, weights=values)
     means = sums / n_i
-    n = float(len(values))
     grand = values.mean()
     ssb = float(np.sum(n_i * (means - grand) ** 2))
     ssw = float(np.sum((values - means[index]) ** 2))
