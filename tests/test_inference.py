@@ -1,0 +1,376 @@
+"""The studentized permutation tests and their inverted intervals, against references written here from their definitions.
+
+Every reference below enumerates the permutations itself (``itertools.product`` for sign flips,
+``itertools.combinations`` for reassignments) and computes the statistic with scipy
+(``ttest_1samp``, ``ttest_ind(equal_var=False)``, ``brunnermunzel``) or from runs, never through
+agentab. The conventions compared are those of the design notes:
+
+- two-sided p-value: ``min(1, 2 * smaller tail)``; exact tails count permutations tied with the
+  observed statistic (within a relative 1e-9 on the t scale, 1e-12 of the largest task difference on
+  the mean scale, far below any real gap in these data); Monte Carlo tails are ``(1 + count) / (1 + B)``;
+- a decision rejects at ``p < alpha`` with ``alpha = 1 - confidence_level``;
+- paired interval: ``{theta : sign-flip p-value of d - theta >= alpha}``;
+- two-sample interval: ``[estimate - se * x_hi, estimate - se * x_lo]`` with ``x_lo``, ``x_hi`` the
+  extreme values of the permutation distribution of ``t*`` that the two-sided test does not reject.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from agentab.errors import StatsWarning
+from agentab.stats import mean_difference, ordinal_superiority, pass_k_difference, rate_difference
+
+#: Relative tie tolerance of the references on the t scale (the same permutation value reached by sums in another order).
+T_TIES = 1e-9
+
+
+# --------------------------------------------------------------------------- #
+# References
+# --------------------------------------------------------------------------- #
+def _signs(n: int) -> np.ndarray:
+    """Every sign pattern of ``n`` tasks, one per row (the first row flips nothing)."""
+    return np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+
+
+def _two_sided(greater: float, less: float) -> float:
+    return min(1.0, 2.0 * min(greater, less))
+
+
+def _tails(null: np.ndarray, observed: float, tol: float) -> tuple[float, float]:
+    """Exact tails ``P(null >= observed)`` and ``P(null <= observed)``, ties within ``tol`` counted in both."""
+    return float(np.mean(null >= observed - tol)), float(np.mean(null <= observed + tol))
+
+
+def _flip_pvalue(d: np.ndarray, theta: float = 0.0, alternative: str = "two-sided") -> float:
+    """Sign-flip p-value of the mean of ``d - theta`` over all ``2^len(d)`` flips."""
+    e = d - theta
+    means = (_signs(len(e)) * e).mean(axis=1)
+    greater, less = _tails(means, e.mean(), 1e-12 * max(float(np.abs(e).max()), 1e-300))
+    return {"greater": greater, "less": less, "two-sided": _two_sided(greater, less)}[alternative]
+
+
+def _flip_pvalue_t(d: np.ndarray) -> float:
+    """The same test with the one-sample t statistic (scipy.stats.ttest_1samp) of every flipped vector."""
+    t = sps.ttest_1samp(_signs(len(d)) * d, 0.0, axis=1).statistic
+    assert np.isfinite(t).all()  # the datasets below have no flipped vector with every value equal
+    observed = float(t[0])
+    return _two_sided(*_tails(t, observed, T_TIES * max(1.0, abs(observed))))
+
+
+def _welch_t(cand: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Welch's t of candidate minus baseline, by scipy, on rows (0/0 read as 0, x/0 as +-inf)."""
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        t = sps.ttest_ind(cand, base, equal_var=False, axis=-1).statistic
+    return np.nan_to_num(np.asarray(t, dtype=float), nan=0.0, posinf=np.inf, neginf=-np.inf)
+
+
+def _reassignments(pooled: np.ndarray, n_cand: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every split of ``pooled`` into a candidate arm of ``n_cand`` units and a baseline arm (one row each)."""
+    n = len(pooled)
+    cand, base = [], []
+    for chosen in itertools.combinations(range(n), n_cand):
+        mask = np.zeros(n, dtype=bool)
+        mask[list(chosen)] = True
+        cand.append(pooled[mask])
+        base.append(pooled[~mask])
+    return np.array(cand), np.array(base)
+
+
+def _null_pvalue(null: np.ndarray, tau: float) -> float:
+    """Two-sided exact p-value of ``tau`` against the enumerated studentized values ``null``."""
+    tol = 0.0 if np.isinf(tau) else T_TIES * max(1.0, abs(tau))
+    return _two_sided(*_tails(null, tau, tol))
+
+
+def _accepted_range(null: np.ndarray, alpha: float) -> tuple[float, float]:
+    """``(x_lo, x_hi)``: the smallest and largest values of ``null`` whose two-sided p-value is at least ``alpha``."""
+    accepted = [v for v in np.unique(null) if _null_pvalue(null, float(v)) >= alpha]
+    return float(min(accepted)), float(max(accepted))
+
+
+def _bm_statistic(cand: np.ndarray, base: np.ndarray) -> float:
+    """scipy's Brunner-Munzel statistic, positive when the candidate ranks higher; 0/0 -> 0, x/0 -> +-inf."""
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        t = float(sps.brunnermunzel(base, cand).statistic)
+    return 0.0 if np.isnan(t) else t
+
+
+def _check_interval_by_pvalue(low: float, high: float, pvalue_at, alpha: float, clip: tuple[float, float] | None = None) -> None:
+    """Just inside each bound (and across the interval) the reference p-value is >= alpha, just outside < alpha.
+
+    The p-value is a step function of the hypothesised effect; a bound sits on a step, so the
+    reference is probed ``eps = 1e-7 * width`` on each side: far beyond the tie tolerances
+    (1e-9 relative), far below the gap to any other step in these data. A bound at the edge of
+    the metric's range (``clip``) is only probed inside.
+    """
+    assert np.isfinite(low) and np.isfinite(high) and low < high
+    eps = 1e-7 * (high - low)
+    for theta in np.r_[low + eps, np.linspace(low, high, 13)[1:-1], high - eps]:
+        assert pvalue_at(theta) >= alpha, theta
+    if clip is None or low > clip[0]:
+        assert pvalue_at(low - eps) < alpha
+    if clip is None or high < clip[1]:
+        assert pvalue_at(high + eps) < alpha
+
+
+def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tasks x seeds array -> the runs and the task of every run."""
+    values = np.asarray(values, dtype=float)
+    return values.ravel(), np.repeat(np.arange(values.shape[0]), values.shape[1])
+
+
+# --------------------------------------------------------------------------- #
+# 1. Paired: every sign flip
+# --------------------------------------------------------------------------- #
+def _paired_datasets() -> list[tuple[str, np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(20261201)
+    out = []
+    # binary, 3 seeds, 8 tasks: zero and tied differences
+    out.append(("binary-8x3", np.array([[1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 1, 1], [0, 1, 0], [0, 0, 1], [1, 0, 1], [0, 0, 0]]),
+                np.array([[1, 1, 1], [0, 1, 1], [1, 0, 0], [1, 1, 1], [1, 1, 1], [0, 1, 1], [1, 1, 1], [1, 0, 1]])))
+    # binary, 1 seed, 10 tasks: differences in {-1, 0, 1}
+    out.append(("binary-10x1", np.array([[0], [0], [1], [0], [1], [0], [0], [1], [0], [1]]),
+                np.array([[1], [1], [1], [1], [0], [1], [0], [1], [1], [1]])))
+    # binary, 4 seeds, 6 tasks
+    out.append(("binary-6x4", (rng.random((6, 4)) < 0.3).astype(float), (rng.random((6, 4)) < 0.8).astype(float)))
+    # continuous on a grid of 0.5 (tied and zero differences), 2 seeds, 9 tasks
+    base = np.round(2 * rng.normal(0, 1, (9, 2))) / 2
+    cand = base + np.round(2 * rng.normal(0.6, 0.8, (9, 2))) / 2
+    cand[[1, 4]] = base[[1, 4]]  # two tasks with no difference at all
+    out.append(("grid-9x2", base, cand))
+    # continuous, 1 seed, 7 tasks, no ties
+    out.append(("normal-7x1", rng.normal(0, 1, (7, 1)), rng.normal(1.2, 1, (7, 1))))
+    return out
+
+
+@pytest.mark.parametrize(("name", "base", "cand"), _paired_datasets(), ids=[c[0] for c in _paired_datasets()])
+@pytest.mark.parametrize("level", [0.95, 0.9])
+def test_paired_pvalue_and_interval_match_full_enumeration(name, base, cand, level):
+    """Reference: all 2^T sign flips of the task differences, by itertools.product; p of the mean and of
+    scipy.stats.ttest_1samp's t on every flipped vector (the same p: t is increasing in the mean under
+    flips); the interval probed by the enumerated p-value of ``H0: effect = theta`` at its bounds."""
+    x, tasks = _runs(base)
+    y, _ = _runs(cand)
+    binary = name.startswith("binary")
+    fn = rate_difference if binary else mean_difference
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = fn(x, y, x_strata=tasks, y_strata=tasks, confidence_level=level, rng=0)
+        ones = {alt: fn(x, y, x_strata=tasks, y_strata=tasks, alternative=alt, rng=0).pvalue for alt in ("greater", "less")}
+    d = np.asarray(cand, dtype=float).mean(axis=1) - np.asarray(base, dtype=float).mean(axis=1)
+    assert res.design_kind == "paired" and res.exact is True
+    assert f"exact, all {2 ** len(d)}" in res.method
+    reference = _flip_pvalue(d)
+    assert _flip_pvalue_t(d) == reference
+    assert res.pvalue == pytest.approx(reference, rel=1e-12)
+    for alt, p in ones.items():
+        assert p == pytest.approx(_flip_pvalue(d, alternative=alt), rel=1e-12)
+    alpha = 1 - level
+    low, high = res.confidence_interval
+    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), alpha, clip=(-1.0, 1.0) if binary else None)
+    assert (res.pvalue < alpha) == (low > 0 or high < 0)
+
+
+# --------------------------------------------------------------------------- #
+# 2. Paired, the dynamic programme
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize(("n_tasks", "p_base", "p_cand", "seed"), [(16, 0.4, 0.7, 1), (14, 0.5, 0.5, 2), (15, 0.3, 0.75, 3)])
+def test_paired_dynamic_programme_matches_full_enumeration(n_tasks, p_base, p_cand, seed):
+    """Reference: all 2^T sign flips (T = 14-16 tasks, 3 seeds, binary) enumerated in numpy, while agentab,
+    with 999 resamples < 2^T, takes the exact joint law by dynamic programming: the same p-value and the
+    same interval (probed at its bounds by the enumerated p-value of ``H0: effect = theta``)."""
+    rng = np.random.default_rng(seed)
+    base = (rng.random((n_tasks, 3)) < p_base).astype(float)
+    cand = (rng.random((n_tasks, 3)) < p_cand).astype(float)
+    x, tasks = _runs(base)
+    y, _ = _runs(cand)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = rate_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=999, rng=0)
+    assert "dynamic programming" in res.method and res.exact is True
+    d = cand.mean(axis=1) - base.mean(axis=1)
+    assert res.pvalue == pytest.approx(_flip_pvalue(d), rel=1e-12)
+    low, high = res.confidence_interval
+    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), 0.05, clip=(-1.0, 1.0))
+    assert (res.pvalue < 0.05) == (low > 0 or high < 0)
+
+
+# --------------------------------------------------------------------------- #
+# 3. Clustered: every reassignment of whole tasks
+# --------------------------------------------------------------------------- #
+def _clustered_data(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """5 baseline and 6 candidate tasks (other ids), 1-3 seeds each: runs and task ids per arm."""
+    rng = np.random.default_rng(seed)
+    x, xs, y, ys = [], [], [], []
+    for t in range(5):
+        k = int(rng.integers(1, 4))
+        x += list(rng.normal(rng.normal(0, 1), 0.5, k))
+        xs += [f"b{t}"] * k
+    for t in range(6):
+        k = int(rng.integers(1, 4))
+        y += list(rng.normal(rng.normal(1.0, 2.0), 0.5, k))
+        ys += [f"c{t}"] * k
+    return np.array(x), np.array(xs), np.array(y), np.array(ys)
+
+
+def _task_means(values: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+    return np.array([values[tasks == t].mean() for t in dict.fromkeys(tasks)])
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_clustered_pvalue_and_interval_match_all_reassignments(seed):
+    """Reference: all C(11, 5) = 462 reassignments of the 11 task means (itertools.combinations), Welch's
+    t of each by scipy.stats.ttest_ind(equal_var=False); the interval [est - se * x_hi, est - se * x_lo]
+    from the enumerated values and Welch's standard error of the task means."""
+    x, xs, y, ys = _clustered_data(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = mean_difference(x, y, x_strata=xs, y_strata=ys, rng=0)
+    assert res.design_kind == "clustered" and res.exact is True and res.n_permutations == math.comb(11, 5)
+    base_means, cand_means = _task_means(x, xs), _task_means(y, ys)
+    observed = float(_welch_t(cand_means, base_means))
+    cand_rows, base_rows = _reassignments(np.r_[base_means, cand_means], 6)
+    null = _welch_t(cand_rows, base_rows)
+    assert res.pvalue == pytest.approx(_null_pvalue(null, observed), rel=1e-12)
+    estimate = cand_means.mean() - base_means.mean()
+    se = math.sqrt(cand_means.var(ddof=1) / 6 + base_means.var(ddof=1) / 5)
+    assert estimate / se == pytest.approx(observed, rel=1e-12)
+    assert res.statistic == pytest.approx(estimate, rel=1e-12)
+    x_lo, x_hi = _accepted_range(null, 0.05)
+    low, high = res.confidence_interval
+    # agentab widens each bound by its tie tolerance, 1e-9 * max(1, |x|) on the t scale
+    assert low == pytest.approx(estimate - se * x_hi, rel=1e-8, abs=2e-9 * se * max(1.0, abs(x_hi)))
+    assert high == pytest.approx(estimate - se * x_lo, rel=1e-8, abs=2e-9 * se * max(1.0, abs(x_lo)))
+    _check_interval_by_pvalue(low, high, lambda theta: _null_pvalue(null, (estimate - theta) / se), 0.05)
+    assert (res.pvalue < 0.05) == (low > 0 or high < 0)
+
+
+# --------------------------------------------------------------------------- #
+# 4. Ordinal: Brunner-Munzel over every reassignment of runs; Cliff's delta over every flip
+# --------------------------------------------------------------------------- #
+ORDINAL_INDEPENDENT = [
+    ([0, 1, 1, 2, 3, 0, 2], [1, 2, 3, 3, 2, 3]),
+    ([0, 0, 1, 1, 1, 2, 0], [2, 3, 3, 1, 2, 3]),
+    ([2, 2, 1, 0, 3, 1, 2], [1, 2, 0, 2, 1, 3]),
+    ([0, 0, 0, 0, 0, 3, 3], [0, 3, 3, 3, 3, 3]),  # two levels, 7 + 6: one reassignment has both arms constant (t = inf)
+]
+
+
+@pytest.mark.parametrize(("x", "y"), ORDINAL_INDEPENDENT)
+def test_ordinal_independent_matches_brunner_munzel_enumeration(x, y):
+    """Reference: all C(13, 6) = 1716 reassignments of 7 + 6 runs, each scored by
+    scipy.stats.brunnermunzel(baseline, candidate).statistic (positive when the candidate ranks higher;
+    0/0 read as 0, x/0 as +-inf); Cliff's delta as the mean of sign(y - x) over all pairs; the interval
+    [delta - se * x_hi, delta - se * x_lo] (clipped to [-1, 1]) with se = delta / the observed statistic."""
+    x, y = np.array(x, dtype=float), np.array(y, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = {alt: ordinal_superiority(x, y, alternative=alt, rng=0) for alt in ("two-sided", "greater", "less")}
+    two = res["two-sided"]
+    assert two.exact is True and two.design_kind == "independent" and two.n_permutations == math.comb(13, 6)
+    cand_rows, base_rows = _reassignments(np.r_[x, y], 6)
+    null = np.array([_bm_statistic(c, b) for c, b in zip(cand_rows, base_rows)])
+    observed = _bm_statistic(y, x)
+    tol = T_TIES * max(1.0, abs(observed))
+    greater, less = _tails(null, observed, tol)
+    assert two.pvalue == pytest.approx(_two_sided(greater, less), rel=1e-12)
+    assert res["greater"].pvalue == pytest.approx(greater, rel=1e-12)  # the sign: greater = candidate ranks higher
+    assert res["less"].pvalue == pytest.approx(less, rel=1e-12)
+    delta = float(np.mean(np.sign(y[:, None] - x[None, :])))
+    assert two.statistic == pytest.approx(delta, abs=1e-12)
+    assert np.isfinite(observed) and observed != 0
+    se = delta / observed
+    x_lo, x_hi = _accepted_range(null, 0.05)
+    low, high = two.confidence_interval
+    # agentab widens each bound by its tie tolerance, 1e-9 * max(1, |x|) on the t scale
+    assert low == pytest.approx(max(-1.0, delta - se * x_hi), rel=1e-8, abs=2e-9 * se * max(1.0, abs(x_hi)))
+    assert high == pytest.approx(min(1.0, delta - se * x_lo), rel=1e-8, abs=2e-9 * se * max(1.0, abs(x_lo)))
+    assert (two.pvalue < 0.05) == (low > 0 or high < 0)
+
+
+def _paired_cliff_t(base: list[np.ndarray], cand: list[np.ndarray]) -> float:
+    """Cliff's delta of the task-averaged arms over its delta-method standard error, from runs.
+
+    Every task weighs 1/T in its arm, a run 1/(T n_t). ``G_c(v)`` is P(candidate > v) - P(candidate < v)
+    and ``G_b(v)`` is P(baseline < v) - P(baseline > v) under those weights; task ``t``'s influence is
+    mean G_c over its baseline runs plus mean G_b over its candidate runs (the linearisation of the
+    bilinear delta = sum of w_x w_y sign(y - x)), and se = sd(influences, ddof=1) / sqrt(T). A variance
+    below 1e-12 of the mean squared influence is 0 (rounding of equal values); then 0/0 -> 0, x/0 -> +-inf.
+    """
+    n = len(base)
+    bx = np.concatenate(base)
+    cy = np.concatenate(cand)
+    wb = np.concatenate([np.full(len(b), 1.0 / (n * len(b))) for b in base])
+    wc = np.concatenate([np.full(len(c), 1.0 / (n * len(c))) for c in cand])
+
+    def g_cand(v: np.ndarray) -> np.ndarray:  # placement of values v among the candidate runs
+        return np.sign(cy[None, :] - v[:, None]) @ wc
+
+    def g_base(v: np.ndarray) -> np.ndarray:
+        return np.sign(v[:, None] - bx[None, :]) @ wb
+
+    delta = float(wb @ g_cand(bx))
+    h = np.array([g_cand(b).mean() + g_base(c).mean() for b, c in zip(base, cand)])
+    var = h.var(ddof=1)
+    if var <= 1e-12 * np.mean(h * h):
+        var = 0.0
+    se = math.sqrt(var / n)
+    if se == 0:
+        return 0.0 if abs(delta) < 1e-12 else math.copysign(math.inf, delta)
+    return delta / se
+
+
+def _paired_ordinal_data(seed: int, n_tasks: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    base, cand = [], []
+    for _ in range(n_tasks):
+        level = rng.normal(1.5, 1.0)
+        base.append(np.clip(np.round(rng.normal(level, 0.8, int(rng.integers(1, 4)))), 0, 3))
+        cand.append(np.clip(np.round(rng.normal(level + 0.6, 0.8, int(rng.integers(1, 4)))), 0, 3))
+    return base, cand
+
+
+def _flat(arms: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return np.concatenate(arms), np.concatenate([np.full(len(a), t) for t, a in enumerate(arms)])
+
+
+@pytest.mark.parametrize(("seed", "n_tasks"), [(11, 6), (12, 7), (13, 8)])
+def test_ordinal_paired_matches_flip_enumeration_and_is_invariant(seed, n_tasks):
+    """Reference: all 2^T arm swaps of whole tasks (T = 6-8, 1-3 seeds per arm and task, levels 0-3), each
+    scored by the run-level delta-method statistic of :func:`_paired_cliff_t` (written from runs, not
+    from level shares). Also: relabelling the levels (0-3 as 0, 1, 5, 10) changes nothing, and swapping
+    the arms negates delta and its interval and keeps the two-sided p-value."""
+    base, cand = _paired_ordinal_data(seed, n_tasks)
+    x, xs = _flat(base)
+    y, ys = _flat(cand)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = ordinal_superiority(x, y, x_strata=xs, y_strata=ys, rng=0)
+        relabel = np.array([0.0, 1.0, 5.0, 10.0])
+        again = ordinal_superiority(relabel[x.astype(int)], relabel[y.astype(int)], x_strata=xs, y_strata=ys, rng=0)
+        swapped = ordinal_superiority(y, x, x_strata=ys, y_strata=xs, rng=0)
+    assert res.design_kind == "paired" and res.exact is True
+    null = []
+    for signs in _signs(n_tasks):
+        b = [bt if s > 0 else ct for s, bt, ct in zip(signs, base, cand)]
+        c = [ct if s > 0 else bt for s, bt, ct in zip(signs, base, cand)]
+        null.append(_paired_cliff_t(b, c))
+    null = np.array(null)
+    assert res.pvalue == pytest.approx(_null_pvalue(null, float(null[0])), rel=1e-12)
+    assert (again.pvalue, again.statistic, *again.confidence_interval) == pytest.approx(
+        (res.pvalue, res.statistic, *res.confidence_interval), rel=1e-12, abs=1e-15
+    )
+    assert swapped.statistic == pytest.approx(-res.statistic, abs=1e-12)
+    assert swapped.pvalue == pytest.approx(res.pvalue, rel=1e-12)
+    assert tuple(swapped.confidence_interval) == pytest.approx((-res.confidence_interval[1], -res.confidence_interval[0]), rel=1e-9, abs=1e-12)
