@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
@@ -375,3 +375,205 @@ def test_ordinal_paired_matches_flip_enumeration_and_is_invariant(seed, n_tasks)
     assert swapped.statistic == pytest.approx(-res.statistic, abs=1e-12)
     assert swapped.pvalue == pytest.approx(res.pvalue, rel=1e-12)
     assert tuple(swapped.confidence_interval) == pytest.approx((-res.confidence_interval[1], -res.confidence_interval[0]), rel=1e-9, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- #
+# 5. The decision and the interval agree, on random small designs
+# --------------------------------------------------------------------------- #
+@st.composite
+def _designs(draw):
+    kind = draw(st.sampled_from(["paired", "clustered", "independent"]))
+    metric = draw(st.sampled_from(["binary", "continuous", "ordinal"]))
+    n_base = draw(st.integers(2, 12))
+    n_cand = n_base if kind == "paired" else draw(st.integers(2, 12))
+    seeds = draw(st.integers(1, 5))
+    equal_seeds = draw(st.booleans())
+    shift = draw(st.sampled_from([0.0, 0.5, 1.5]))
+    # levels on a grid of 0.005, so that p-values equal to alpha (0.05 = 1/20, 0.1, 0.2 ...) do occur
+    level = draw(st.integers(160, 198)) / 200
+    n_resamples = draw(st.integers(99, 999))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return kind, metric, n_base, n_cand, seeds, equal_seeds, shift, level, n_resamples, seed
+
+
+def _simulate(kind, metric, n_base, n_cand, seeds, equal_seeds, shift, seed):
+    """Runs and task ids of a design with task effects: baseline, then candidate."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1, max(n_base, n_cand))
+    arms = []
+    for arm, n in ((0, n_base), (1, n_cand)):
+        values, tasks = [], []
+        for t in range(n):
+            k = seeds if equal_seeds else int(rng.integers(1, seeds + 1))
+            level = (difficulty[t] if kind == "paired" else rng.normal(0, 1)) + shift * arm
+            v = level + rng.normal(0, 1, k)
+            if metric == "binary":
+                v = (v > 0.5).astype(float)
+            elif metric == "ordinal":
+                v = np.clip(np.round(v + 1.5), 0, 3)
+            values.append(v)
+            tasks.append([f"{'t' if kind == 'paired' else 'bc'[arm]}{t}"] * k)
+        arms.append((np.concatenate(values), np.concatenate(tasks)))
+    (x, xs), (y, ys) = arms
+    if kind == "independent":
+        return x, None, y, None
+    return x, xs, y, ys
+
+
+def _calls(metric: str, with_tasks: bool) -> list:
+    if metric == "binary":
+        calls = [rate_difference, mean_difference]
+        return calls + [lambda *a, **k: pass_k_difference(*a, k=1, **k)] if with_tasks else calls
+    return [mean_difference] if metric == "continuous" else [ordinal_superiority, mean_difference]
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(_designs())
+def test_decision_agrees_with_interval(design):
+    """Reference: the definitions themselves. With ``alpha = 1 - confidence_level`` (rounded to 12
+    decimals, the documented convention: 1 - 0.95 is 0.050000000000000044 in floating point), the
+    two-sided p-value is below alpha exactly when the interval excludes 0; the interval contains the
+    statistic; the same seed gives the same result."""
+    kind, metric, n_base, n_cand, seeds, equal_seeds, shift, level, n_resamples, seed = design
+    x, xs, y, ys = _simulate(kind, metric, n_base, n_cand, seeds, equal_seeds, shift, seed)
+    alpha = round(1 - level, 12)
+    for fn in _calls(metric, xs is not None):
+        kwargs = dict(x_strata=xs, y_strata=ys, confidence_level=level, n_resamples=n_resamples, rng=seed % 1000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StatsWarning)
+            res = fn(x, y, **kwargs)
+            again = fn(x, y, **kwargs)
+        low, high = res.confidence_interval
+        assert not (np.isnan(low) or np.isnan(high) or np.isnan(res.pvalue))
+        if high == -np.inf:  # the bug of test_an_accepted_infinite_statistic_leaves_the_interval_unbounded: remove once fixed
+            event("known bug: an upper bound of -inf")
+            continue
+        assert (res.pvalue < alpha) == (low > 0 or high < 0), (res.pvalue, low, high, res.method)
+        event("rejects" if res.pvalue < alpha else ("p == alpha" if res.pvalue == alpha else "does not reject"))
+        event("an infinite bound" if np.isinf([low, high]).any() else "finite bounds")
+        if np.isfinite(res.statistic):
+            assert low <= res.statistic <= high, (low, res.statistic, high)
+        assert (again.statistic, again.pvalue, *again.confidence_interval) == (res.statistic, res.pvalue, low, high)
+        assert res.design_kind == kind or (res.design_kind == "independent" and (seeds == 1 or not equal_seeds))
+
+
+_INFINITE_BOUND_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="agentab.stats._inversion._bound maps an accepted x_lo = -inf to an upper bound of -inf; "
+    "`return -np.inf if (x > 0) == lower else np.inf` should be `return -np.inf if x > 0 else np.inf`",
+)
+
+
+@pytest.mark.parametrize(
+    ("fn", "x", "y", "kwargs", "expected"),
+    [
+        pytest.param(mean_difference, [0.0, 0.0], [1.0, 1.0], {}, (-np.inf, np.inf), id="mean-2+2", marks=_INFINITE_BOUND_BUG),
+        pytest.param(rate_difference, [0, 0], [1, 1], {}, (-1.0, 1.0), id="rate-2+2", marks=_INFINITE_BOUND_BUG),
+        pytest.param(
+            ordinal_superiority, [2, 1], [1, 2], {"x_strata": [0, 1], "y_strata": [0, 1], "confidence_level": 0.8},
+            (-1.0, 1.0), id="ordinal-paired-2", marks=_INFINITE_BOUND_BUG,
+        ),
+    ],
+)
+def test_an_accepted_infinite_statistic_leaves_the_interval_unbounded(fn, x, y, kwargs, expected):
+    """Reference: the definition of the interval. Here t* = -inf and t* = +inf (both arms constant: x/0)
+    each carry at least alpha/2 of the permutation distribution (2 + 2 runs: 1/6 each; 2 paired tasks:
+    1/4 each), so the test rejects no effect on either side: the interval is unbounded (then cut to the
+    metric's range [-1, 1]). agentab gives an upper bound of -inf (an empty interval)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = fn(x, y, **kwargs)
+    assert res.pvalue >= 1 - res.confidence_level
+    assert tuple(res.confidence_interval) == expected
+
+
+@pytest.mark.parametrize("dataset", ["paired", "clustered"])
+def test_a_pvalue_equal_to_alpha_does_not_reject(dataset):
+    """Reference: counting. Paired: 5 tasks whose differences are all positive, so the observed mean is
+    the only largest of 2^5 flips and p = 2 / 32 = 0.0625. Clustered: 3 + 3 tasks with every candidate
+    task above every baseline task, so the observed Welch t is the only largest of C(6, 3) = 20 and
+    p = 2 / 20 = 0.1. At alpha = p the test does not reject and the interval holds 0; at a slightly
+    larger alpha it rejects and the interval excludes 0."""
+    if dataset == "paired":
+        base, cand = np.zeros((5, 2)), np.array([[1, 1], [1, 0], [1, 1], [0, 1], [1, 1]], dtype=float)
+        x, tasks = _runs(base)
+        y, _ = _runs(cand)
+        kwargs, p, level = {"x_strata": tasks, "y_strata": tasks}, 2 / 32, 0.9375
+    else:
+        # two seeds per task (one run per task would make the runs the units)
+        x = np.repeat([0.1, 0.5, 0.2], 2) + np.tile([0.0, 0.02], 3)
+        y = np.repeat([1.0, 1.7, 1.1], 2) + np.tile([0.0, 0.02], 3)
+        kwargs = {"x_strata": np.repeat(["b0", "b1", "b2"], 2), "y_strata": np.repeat(["c0", "c1", "c2"], 2)}
+        p, level = 2 / 20, 0.9
+    for confidence_level, rejects in ((level, False), (level - 0.001, True)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StatsWarning)
+            res = mean_difference(x, y, confidence_level=confidence_level, rng=0, **kwargs)
+        assert res.exact is True and res.design_kind == dataset
+        assert res.pvalue == pytest.approx(p, rel=1e-12)
+        low, high = res.confidence_interval
+        assert (low > 0 or high < 0) is rejects, (confidence_level, low, high)
+
+
+# --------------------------------------------------------------------------- #
+# 6. Welch: against scipy.stats.permutation_test
+# --------------------------------------------------------------------------- #
+def _welch_statistic(x, y, axis=-1):
+    return sps.ttest_ind(y, x, equal_var=False, axis=axis).statistic
+
+
+def test_welch_permutation_matches_scipy_within_monte_carlo_error():
+    """Reference: scipy.stats.permutation_test (permutation_type="independent", 20000 resamples) of
+    Welch's t (scipy.stats.ttest_ind, equal_var=False) for 40 + 35 independent runs with unequal
+    variances; the interval [est - se * q_hi, est - se * q_lo] with q_lo, q_hi read off scipy's null
+    distribution by the same rule (the extreme values whose Monte Carlo two-sided p-value, (1 + count) /
+    (1 + B), is at least alpha) and Welch's standard error.
+
+    Tolerances come from the Monte Carlo error of both sides (agentab: B = 5000, scipy: B = 20000):
+    - p-value: a two-sided p is twice a tail frequency with sd sqrt(p_t (1 - p_t) / B), p_t = p / 2;
+      allowed: 5 x the sd of the difference of the two estimates.
+    - endpoint: the sample quantile at probability q = alpha / 2 has sd sqrt(q (1 - q) / B) / f(x_q)
+      (the asymptotic law of a sample quantile), f the null density at the quantile, estimated from
+      scipy's null as the share within +-0.2 of it divided by 0.4; allowed: 5 x the sd of the
+      difference, times se (the endpoint is est - se * quantile).
+    """
+    rng = np.random.default_rng(17)
+    x = rng.normal(0.0, 1.0, 40)
+    y = rng.normal(0.8, 2.0, 35)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = mean_difference(x, y, n_resamples=5000, rng=3)
+    assert res.design_kind == "independent" and res.exact is False
+    b_scipy = 20000
+    ref = sps.permutation_test(
+        (x, y), _welch_statistic, permutation_type="independent", vectorized=True, n_resamples=b_scipy,
+        alternative="two-sided", rng=np.random.default_rng(4),
+    )
+    estimate = y.mean() - x.mean()
+    se = math.sqrt(x.var(ddof=1) / 40 + y.var(ddof=1) / 35)
+    assert res.statistic == pytest.approx(estimate, rel=1e-12)
+    assert ref.statistic == pytest.approx(estimate / se, rel=1e-12)
+
+    def tail_sd(p: float, b: int) -> float:
+        return 2 * math.sqrt(p / 2 * (1 - p / 2) / b)
+
+    p = ref.pvalue
+    assert 0.005 < p < 0.5  # the comparison has power to detect an error
+    assert abs(res.pvalue - p) <= 5 * math.hypot(tail_sd(p, 5000), tail_sd(p, b_scipy)), (res.pvalue, p)
+
+    null = np.sort(ref.null_distribution)
+    alpha = 0.05
+    # Monte Carlo two-sided p-value of every value of scipy's null, ties within T_TIES counted in both tails
+    tol = T_TIES * np.maximum(1.0, np.abs(null))
+    greater = (1 + len(null) - np.searchsorted(null, null - tol, side="left")) / (1 + b_scipy)
+    less = (1 + np.searchsorted(null, null + tol, side="right")) / (1 + b_scipy)
+    accepted = null[np.minimum(1.0, 2 * np.minimum(greater, less)) >= alpha]
+    q_lo, q_hi = float(accepted.min()), float(accepted.max())
+    q = alpha / 2
+    low, high = res.confidence_interval
+    for quantile, bound in ((q_hi, low), (q_lo, high)):
+        density = np.mean(np.abs(null - quantile) <= 0.2) / 0.4
+        sd = math.sqrt(q * (1 - q)) / density * math.hypot(1 / math.sqrt(5000), 1 / math.sqrt(b_scipy))
+        tol = 5 * sd * se
+        assert tol < 0.1 * (high - low)  # a tolerance that can fail
+        assert abs(bound - (estimate - se * quantile)) <= tol, (bound, estimate - se * quantile, tol)
