@@ -174,6 +174,11 @@ def test_paired_pvalue_and_interval_match_full_enumeration(name, base, cand, lev
     reference = _flip_pvalue(d)
     assert _flip_pvalue_t(d) == reference
     assert res.pvalue == pytest.approx(reference, rel=1e-12)
+    # the smallest p-value of any data with these |differences|: the flipped means are the same set for all of them
+    means = (_signs(len(d)) * d).mean(axis=1)
+    tol = 1e-12 * float(np.abs(d).max())
+    smallest = min(_two_sided(*_tails(means, float(v), tol)) for v in np.unique(means))
+    assert res.smallest_pvalue == pytest.approx(smallest, rel=1e-12)
     for alt, p in ones.items():
         assert p == pytest.approx(_flip_pvalue(d, alternative=alt), rel=1e-12)
     alpha = 1 - level
@@ -204,6 +209,61 @@ def test_paired_dynamic_programme_matches_full_enumeration(n_tasks, p_base, p_ca
     low, high = res.confidence_interval
     _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), 0.05, clip=(-1.0, 1.0))
     assert (res.pvalue < 0.05) == (low > 0 or high < 0)
+
+
+def test_paired_dynamic_programme_on_integer_values_matches_full_enumeration():
+    """Reference: all 2^14 sign flips of the task differences of an integer metric (0-5, 2 seeds per
+    task), which agentab (999 resamples) takes by dynamic programming over integer task sums."""
+    rng = np.random.default_rng(8)
+    base = rng.integers(0, 6, (14, 2)).astype(float)
+    cand = np.clip(base + rng.integers(-1, 3, (14, 2)), 0, 5)
+    x, tasks = _runs(base)
+    y, _ = _runs(cand)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = mean_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=999, rng=0)
+    assert "dynamic programming" in res.method and res.exact is True
+    d = cand.mean(axis=1) - base.mean(axis=1)
+    assert res.pvalue == pytest.approx(_flip_pvalue(d), rel=1e-12)
+    low, high = res.confidence_interval
+    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), 0.05)
+
+
+def _pass_hat(successes: np.ndarray, k: int) -> np.ndarray:
+    """Unbiased per-task pass^k, C(c, k) / C(n, k) over the seeds of each row (tau-bench, eq. 1)."""
+    n = successes.shape[1]
+    return np.array([math.comb(int(c), k) / math.comb(n, k) for c in successes.sum(axis=1)])
+
+
+@pytest.mark.parametrize("case", ["pass^2", "unequal seeds"])
+def test_paired_pass_k_and_unequal_seeds_match_full_enumeration(case):
+    """Reference: all 2^T sign flips of per-task differences computed here: of the unbiased pass^2
+    (math.comb, 9 tasks x 4 seeds), and of task means with 1-4 seeds per task and arm (10 tasks; every
+    task weighs the same whatever its seeds); the interval probed at its bounds."""
+    rng = np.random.default_rng(9)
+    if case == "pass^2":
+        base = (rng.random((9, 4)) < 0.5).astype(float)
+        cand = (rng.random((9, 4)) < 0.8).astype(float)
+        x, tasks = _runs(base)
+        y, _ = _runs(cand)
+        xs = ys = tasks
+        d = _pass_hat(cand, 2) - _pass_hat(base, 2)
+        fn, clip = (lambda *a, **k: pass_k_difference(*a, k=2, **k)), (-1.0, 1.0)
+    else:
+        base_runs = [rng.normal(t / 3, 1, int(rng.integers(1, 5))) for t in range(10)]
+        cand_runs = [rng.normal(t / 3 + 0.7, 1, int(rng.integers(1, 5))) for t in range(10)]
+        x, xs = _flat(base_runs)
+        y, ys = _flat(cand_runs)
+        d = np.array([c.mean() - b.mean() for b, c in zip(base_runs, cand_runs)])
+        fn, clip = mean_difference, None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = fn(x, y, x_strata=xs, y_strata=ys, rng=0)
+    assert res.design_kind == "paired" and res.exact is True
+    assert res.statistic == pytest.approx(d.mean(), rel=1e-12)
+    assert res.pvalue == pytest.approx(_flip_pvalue(d), rel=1e-12)
+    low, high = res.confidence_interval
+    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), 0.05, clip=clip)
 
 
 # --------------------------------------------------------------------------- #
@@ -243,6 +303,7 @@ def test_clustered_pvalue_and_interval_match_all_reassignments(seed):
     cand_rows, base_rows = _reassignments(np.r_[base_means, cand_means], 6)
     null = _welch_t(cand_rows, base_rows)
     assert res.pvalue == pytest.approx(_null_pvalue(null, observed), rel=1e-12)
+    assert res.smallest_pvalue == pytest.approx(min(_null_pvalue(null, float(v)) for v in np.unique(null)), rel=1e-12)
     estimate = cand_means.mean() - base_means.mean()
     se = math.sqrt(cand_means.var(ddof=1) / 6 + base_means.var(ddof=1) / 5)
     assert estimate / se == pytest.approx(observed, rel=1e-12)
@@ -254,6 +315,74 @@ def test_clustered_pvalue_and_interval_match_all_reassignments(seed):
     assert high == pytest.approx(estimate - se * x_lo, rel=1e-8, abs=2e-9 * se * max(1.0, abs(x_lo)))
     _check_interval_by_pvalue(low, high, lambda theta: _null_pvalue(null, (estimate - theta) / se), 0.05)
     assert (res.pvalue < 0.05) == (low > 0 or high < 0)
+
+
+@pytest.mark.parametrize(("n_base", "n_cand", "p_base", "p_cand", "values"), [(60, 50, 0.4, 0.6, (0, 1)), (45, 70, 0.2, 0.3, (2, 5))])
+def test_two_valued_independent_runs_match_the_hypergeometric_law(n_base, n_cand, p_base, p_cand, values):
+    """Reference: the candidate's count of the larger value is hypergeometric under the permutation of
+    runs (scipy.stats.hypergeom); each count gives one Welch t (scipy.stats.ttest_ind on the runs it
+    implies; 0/0 -> 0, x/0 -> +-inf), so the exact p-value and the interval
+    [est - se * x_hi, est - se * x_lo] are sums over the support, weighted by the pmf."""
+    rng = np.random.default_rng(n_base)
+    low_v, high_v = values
+    x = np.where(rng.random(n_base) < p_base, high_v, low_v).astype(float)
+    y = np.where(rng.random(n_cand) < p_cand, high_v, low_v).astype(float)
+    fn = rate_difference if values == (0, 1) else mean_difference
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = fn(x, y, rng=0)
+    assert "hypergeometric" in res.method and res.exact is True
+    total, high = n_base + n_cand, int((x == high_v).sum() + (y == high_v).sum())
+    ks = np.arange(max(0, n_cand - (total - high)), min(high, n_cand) + 1)
+    pmf = sps.hypergeom.pmf(ks, total, high, n_cand)
+    cand_rows = np.array([np.r_[np.full(k, high_v), np.full(n_cand - k, low_v)] for k in ks], dtype=float)
+    base_rows = np.array([np.r_[np.full(high - k, high_v), np.full(n_base - high + k, low_v)] for k in ks], dtype=float)
+    null = _welch_t(cand_rows, base_rows)
+    observed = float(_welch_t(y, x))
+    tol = T_TIES * max(1.0, abs(observed))
+    greater, less = float(pmf[null >= observed - tol].sum()), float(pmf[null <= observed + tol].sum())
+    assert res.pvalue == pytest.approx(_two_sided(greater, less), rel=1e-9)
+    order = np.argsort(null)
+    t_sorted, w_sorted = null[order], pmf[order]
+    at_most, at_least = np.cumsum(w_sorted), np.cumsum(w_sorted[::-1])[::-1]  # no ties: one count, one t
+    assert len(np.unique(np.round(t_sorted, 9))) == len(t_sorted)
+    accepted = t_sorted[np.minimum(1.0, 2 * np.minimum(at_most, at_least)) >= 0.05]
+    estimate = y.mean() - x.mean()
+    se = math.sqrt(x.var(ddof=1) / n_base + y.var(ddof=1) / n_cand)
+    lo, hi = res.confidence_interval
+    assert lo == pytest.approx(estimate - se * accepted.max(), rel=1e-8)
+    assert hi == pytest.approx(estimate - se * accepted.min(), rel=1e-8)
+
+
+def test_monte_carlo_pvalues_follow_phipson_smyth_and_agree_with_enumeration():
+    """Reference: full enumeration of the 2^13 sign flips (paired, continuous task differences, so no
+    exact shortcut at 2000 < 8192 resamples) and of the C(16, 8) = 12870 reassignments (clustered, 8 + 8
+    tasks, 2000 resamples). A Monte Carlo two-sided p is 2 (1 + count) / (1 + B) (capped at 1), so
+    p (1 + B) / 2 is a whole number, and it lies within 5 Monte Carlo standard deviations of the exact p."""
+    rng = np.random.default_rng(10)
+    b = 2000
+    base, cand = rng.normal(0, 1, (13, 2)), rng.normal(0.0, 1, (13, 2))
+    x, tasks = _runs(base)
+    y, _ = _runs(cand)
+    xb = rng.normal(0, 1, 16)
+    xs = np.repeat([f"b{t}" for t in range(8)], 2)
+    yc = rng.normal(0.5, 1.5, 16)
+    ys = np.repeat([f"c{t}" for t in range(8)], 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        paired = mean_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=b, rng=1)
+        clustered = mean_difference(xb, yc, x_strata=xs, y_strata=ys, n_resamples=b, rng=1)
+    d = cand.mean(axis=1) - base.mean(axis=1)
+    bm, cm = _task_means(xb, xs), _task_means(yc, ys)
+    cand_rows, base_rows = _reassignments(np.r_[bm, cm], 8)
+    exact = {"paired": _flip_pvalue(d), "clustered": _null_pvalue(_welch_t(cand_rows, base_rows), float(_welch_t(cm, bm)))}
+    for name, res in (("paired", paired), ("clustered", clustered)):
+        assert res.exact is False and res.design_kind == name
+        count = res.pvalue * (1 + b) / 2
+        assert res.pvalue == 1.0 or count == pytest.approx(round(count), abs=1e-6), (name, res.pvalue)
+        p = exact[name]
+        assert 0.01 < p < 0.5  # a p-value the check can resolve
+        assert abs(res.pvalue - p) <= 5 * 2 * math.sqrt(p / 2 * (1 - p / 2) / b), (name, res.pvalue, p)
 
 
 # --------------------------------------------------------------------------- #
