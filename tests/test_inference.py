@@ -58,6 +58,14 @@ def _flip_pvalue(d: np.ndarray, theta: float = 0.0, alternative: str = "two-side
     return {"greater": greater, "less": less, "two-sided": _two_sided(greater, less)}[alternative]
 
 
+def _mid_p(null: np.ndarray, observed: float, tol: float, weights: np.ndarray | None = None) -> float:
+    """Two-sided mid-p value: the values tied with ``observed`` count half in each tail (exact law; equal weights by default)."""
+    w = np.full(len(null), 1.0 / len(null)) if weights is None else weights
+    tied = float(w[np.abs(null - observed) <= tol].sum())
+    greater, less = float(w[null >= observed - tol].sum()), float(w[null <= observed + tol].sum())
+    return _two_sided(greater - tied / 2, less - tied / 2)
+
+
 def _flip_pvalue_t(d: np.ndarray) -> float:
     """The same test with the one-sample t statistic (scipy.stats.ttest_1samp) of every flipped vector."""
     t = sps.ttest_1samp(_signs(len(d)) * d, 0.0, axis=1).statistic
@@ -168,6 +176,7 @@ def test_paired_pvalue_and_interval_match_full_enumeration(name, base, cand, lev
         warnings.simplefilter("ignore", StatsWarning)
         res = fn(x, y, x_strata=tasks, y_strata=tasks, confidence_level=level, rng=0)
         ones = {alt: fn(x, y, x_strata=tasks, y_strata=tasks, alternative=alt, rng=0).pvalue for alt in ("greater", "less")}
+        mid = fn(x, y, x_strata=tasks, y_strata=tasks, confidence_level=level, mid_p=True, rng=0)
     d = np.asarray(cand, dtype=float).mean(axis=1) - np.asarray(base, dtype=float).mean(axis=1)
     assert res.design_kind == "paired" and res.exact is True
     assert f"exact, all {2 ** len(d)}" in res.method
@@ -181,6 +190,8 @@ def test_paired_pvalue_and_interval_match_full_enumeration(name, base, cand, lev
     assert res.smallest_pvalue == pytest.approx(smallest, rel=1e-12)
     for alt, p in ones.items():
         assert p == pytest.approx(_flip_pvalue(d, alternative=alt), rel=1e-12)
+    assert mid.pvalue == pytest.approx(_mid_p(means, float(d.mean()), tol), rel=1e-12)
+    assert tuple(mid.confidence_interval) == tuple(res.confidence_interval)  # mid-p reports the exact test's interval
     alpha = 1 - level
     low, high = res.confidence_interval
     _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), alpha, clip=(-1.0, 1.0) if binary else None)
@@ -297,12 +308,17 @@ def test_clustered_pvalue_and_interval_match_all_reassignments(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
         res = mean_difference(x, y, x_strata=xs, y_strata=ys, rng=0)
+        ones = {alt: mean_difference(x, y, x_strata=xs, y_strata=ys, alternative=alt, rng=0).pvalue for alt in ("greater", "less")}
+        mid = mean_difference(x, y, x_strata=xs, y_strata=ys, mid_p=True, rng=0).pvalue
     assert res.design_kind == "clustered" and res.exact is True and res.n_permutations == math.comb(11, 5)
     base_means, cand_means = _task_means(x, xs), _task_means(y, ys)
     observed = float(_welch_t(cand_means, base_means))
     cand_rows, base_rows = _reassignments(np.r_[base_means, cand_means], 6)
     null = _welch_t(cand_rows, base_rows)
     assert res.pvalue == pytest.approx(_null_pvalue(null, observed), rel=1e-12)
+    tol = T_TIES * max(1.0, abs(observed))
+    assert (ones["greater"], ones["less"]) == pytest.approx(_tails(null, observed, tol), rel=1e-12)
+    assert mid == pytest.approx(_mid_p(null, observed, tol), rel=1e-12)
     assert res.smallest_pvalue == pytest.approx(min(_null_pvalue(null, float(v)) for v in np.unique(null)), rel=1e-12)
     estimate = cand_means.mean() - base_means.mean()
     se = math.sqrt(cand_means.var(ddof=1) / 6 + base_means.var(ddof=1) / 5)
