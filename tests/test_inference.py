@@ -522,6 +522,56 @@ def test_ordinal_paired_matches_flip_enumeration_and_is_invariant(seed, n_tasks)
     assert tuple(swapped.confidence_interval) == pytest.approx((-res.confidence_interval[1], -res.confidence_interval[0]), rel=1e-9, abs=1e-12)
 
 
+def _clustered_cliff(base: list[np.ndarray], cand: list[np.ndarray]) -> tuple[float, float]:
+    """Cliff's delta between task-averaged arms of different tasks and its delta-method standard error, from runs.
+
+    A run weighs 1 / (n_arm n_t). A baseline task's influence is the mean over its runs of
+    P(candidate > x) - P(candidate < x), a candidate task's the mean over its runs of
+    P(baseline < y) - P(baseline > y); se^2 = var(baseline influences) / n_b + var(candidate
+    influences) / n_c (ddof 1). With one run per task this is the Brunner-Munzel standard error.
+    """
+    bx, cy = np.concatenate(base), np.concatenate(cand)
+    wb = np.concatenate([np.full(len(b), 1.0 / (len(base) * len(b))) for b in base])
+    wc = np.concatenate([np.full(len(c), 1.0 / (len(cand) * len(c))) for c in cand])
+    h_base = np.array([(np.sign(cy[None, :] - b[:, None]) @ wc).mean() for b in base])
+    h_cand = np.array([(np.sign(c[:, None] - bx[None, :]) @ wb).mean() for c in cand])
+    delta = float(wb @ (np.sign(cy[None, :] - bx[:, None]) @ wc))
+    var = h_base.var(ddof=1) / len(base) + h_cand.var(ddof=1) / len(cand)
+    return delta, math.sqrt(var if var > 1e-14 else 0.0)
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_ordinal_clustered_matches_reassignment_enumeration(seed):
+    """Reference: all C(10, 5) = 252 reassignments of 5 + 5 tasks (1-3 runs each, levels 0-3), each scored
+    by delta / se of :func:`_clustered_cliff` (from runs; 0/0 -> 0, x/0 -> +-inf); the interval
+    [delta - se * x_hi, delta - se * x_lo] cut to [-1, 1]."""
+    rng = np.random.default_rng(seed)
+    base = [np.clip(np.round(rng.normal(rng.normal(1.2, 0.8), 0.7, int(rng.integers(1, 4)))), 0, 3) for _ in range(5)]
+    cand = [np.clip(np.round(rng.normal(rng.normal(2.0, 0.8), 0.7, int(rng.integers(1, 4)))), 0, 3) for _ in range(5)]
+    x, xs = _flat(base)
+    y, ys = _flat(cand)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = ordinal_superiority(x, y, x_strata=np.char.add("b", xs.astype(str)), y_strata=np.char.add("c", ys.astype(str)), rng=0)
+    assert res.design_kind == "clustered" and res.exact is True and res.n_permutations == 252
+    units = base + cand
+    null = []
+    for chosen in itertools.combinations(range(10), 5):
+        c = [units[i] for i in chosen]
+        b = [units[i] for i in range(10) if i not in chosen]
+        delta, se = _clustered_cliff(b, c)
+        null.append(0.0 if delta == 0 and se == 0 else (delta / se if se > 0 else math.copysign(math.inf, delta)))
+    null = np.array(null)
+    delta, se = _clustered_cliff(base, cand)
+    observed = delta / se
+    assert res.statistic == pytest.approx(delta, abs=1e-12)
+    assert res.pvalue == pytest.approx(_null_pvalue(null, observed), rel=1e-12)
+    x_lo, x_hi = _accepted_range(null, 0.05)
+    low, high = res.confidence_interval
+    assert low == pytest.approx(max(-1.0, delta - se * x_hi), rel=1e-8, abs=2e-9 * se * max(1.0, abs(x_hi)))
+    assert high == pytest.approx(min(1.0, delta - se * x_lo), rel=1e-8, abs=2e-9 * se * max(1.0, abs(x_lo)))
+
+
 # --------------------------------------------------------------------------- #
 # 5. The decision and the interval agree, on random small designs
 # --------------------------------------------------------------------------- #
