@@ -643,6 +643,10 @@ def test_decision_agrees_with_interval(design):
         if high == -np.inf:  # the bug of test_an_accepted_infinite_statistic_leaves_the_interval_unbounded: remove once fixed
             event("known bug: an upper bound of -inf")
             continue
+        shift_null = res.design_kind == "paired" and fn is not ordinal_superiority
+        if not res.exact and not shift_null and 2 / (n_resamples + 1) >= alpha:  # the bug of test_monte_carlo_floor_...: remove once fixed
+            event("known bug: Monte Carlo floor above alpha / 2")
+            continue
         assert (res.pvalue < alpha) == (low > 0 or high < 0), (res.pvalue, low, high, res.method)
         event("rejects" if res.pvalue < alpha else ("p == alpha" if res.pvalue == alpha else "does not reject"))
         event("an infinite bound" if np.isinf([low, high]).any() else "finite bounds")
@@ -680,6 +684,38 @@ def test_an_accepted_infinite_statistic_leaves_the_interval_unbounded(fn, x, y, 
         res = fn(x, y, **kwargs)
     assert res.pvalue >= 1 - res.confidence_level
     assert tuple(res.confidence_interval) == expected
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="NullDistribution.bounds reads x_lo, x_hi off the drawn values only, but a Monte Carlo tail never falls "
+    "below 1 / (B + 1): when 2 / (B + 1) >= alpha every value is accepted and the bounds are -inf and +inf",
+)
+@pytest.mark.parametrize(("n_resamples", "level"), [(99, 0.98), (199, 0.99)])
+def test_monte_carlo_floor_above_half_alpha_leaves_the_interval_unbounded(n_resamples, level):
+    """Reference: the Monte Carlo p-value (1 + count) / (1 + B). Its two-sided value is at least 2 / (B + 1),
+    which here equals alpha, so no effect is rejected: the interval is the whole line (agentab reports
+    p = alpha, not rejected, and an interval that excludes 0)."""
+    x = np.arange(10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = mean_difference(x, x + 30, n_resamples=n_resamples, confidence_level=level, rng=0)
+    assert res.exact is False and res.pvalue == pytest.approx(2 / (n_resamples + 1))
+    assert tuple(res.confidence_interval) == (-np.inf, np.inf)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="NullDistribution.from_values takes np.diff of sorted values with repeated infinities (inf - inf): "
+    "numpy's 'invalid value encountered in subtract' reaches the user; wrap it in np.errstate(invalid='ignore')",
+)
+def test_repeated_infinite_statistics_raise_no_numpy_warning():
+    """Reference: none needed. 4 + 4 constant runs, 60 Monte Carlo reassignments: the separating one
+    (t* = +inf, both arms constant) is drawn twice with this seed; no RuntimeWarning may escape."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        mean_difference([0.0] * 4, [1.0] * 4, n_resamples=60, rng=1)
 
 
 @pytest.mark.parametrize("dataset", ["paired", "clustered"])
