@@ -615,10 +615,14 @@ def _simulate(kind, metric, n_base, n_cand, seeds, equal_seeds, shift, seed):
     return x, xs, y, ys
 
 
+def _pass_1(*args, **kwargs):
+    return pass_k_difference(*args, k=1, **kwargs)
+
+
 def _calls(metric: str, with_tasks: bool) -> list:
     if metric == "binary":
         calls = [rate_difference, mean_difference]
-        return calls + [lambda *a, **k: pass_k_difference(*a, k=1, **k)] if with_tasks else calls
+        return calls + [_pass_1] if with_tasks else calls
     return [mean_difference] if metric == "continuous" else [ordinal_superiority, mean_difference]
 
 
@@ -628,10 +632,13 @@ def test_decision_agrees_with_interval(design):
     """Reference: the definitions themselves. With ``alpha = 1 - confidence_level`` (rounded to 12
     decimals, the documented convention: 1 - 0.95 is 0.050000000000000044 in floating point), the
     two-sided p-value is below alpha exactly when the interval excludes 0; the interval contains the
-    statistic; the same seed gives the same result."""
+    statistic; the same seed gives the same result. On 0/1 data, rate_difference, mean_difference and
+    pass^1 are one test (pass^1 of a task is its success rate): the same p-value, and the rate's
+    interval is the mean's cut to [-1, 1]."""
     kind, metric, n_base, n_cand, seeds, equal_seeds, shift, level, n_resamples, seed = design
     x, xs, y, ys = _simulate(kind, metric, n_base, n_cand, seeds, equal_seeds, shift, seed)
     alpha = round(1 - level, 12)
+    results = {}
     for fn in _calls(metric, xs is not None):
         kwargs = dict(x_strata=xs, y_strata=ys, confidence_level=level, n_resamples=n_resamples, rng=seed % 1000)
         with warnings.catch_warnings():
@@ -639,6 +646,7 @@ def test_decision_agrees_with_interval(design):
             res = fn(x, y, **kwargs)
             again = fn(x, y, **kwargs)
         low, high = res.confidence_interval
+        results[fn] = res
         assert not (np.isnan(low) or np.isnan(high) or np.isnan(res.pvalue))
         if high == -np.inf:  # the bug of test_an_accepted_infinite_statistic_leaves_the_interval_unbounded: remove once fixed
             event("known bug: an upper bound of -inf")
@@ -654,6 +662,14 @@ def test_decision_agrees_with_interval(design):
             assert low <= res.statistic <= high, (low, res.statistic, high)
         assert (again.statistic, again.pvalue, *again.confidence_interval) == (res.statistic, res.pvalue, low, high)
         assert res.design_kind == kind or (res.design_kind == "independent" and (seeds == 1 or not equal_seeds))
+    if metric == "binary":
+        rate, mean = results[rate_difference], results[mean_difference]
+        for other in [mean] + ([results[_pass_1]] if _pass_1 in results else []):
+            assert other.pvalue == pytest.approx(rate.pvalue, rel=1e-12)
+        low, high = mean.confidence_interval
+        assert tuple(rate.confidence_interval) == pytest.approx((max(low, -1.0), min(high, 1.0)), rel=1e-12, abs=1e-15)
+        if _pass_1 in results:
+            assert tuple(results[_pass_1].confidence_interval) == pytest.approx(tuple(rate.confidence_interval), rel=1e-12, abs=1e-15)
 
 
 _INFINITE_BOUND_BUG = pytest.mark.xfail(
