@@ -818,18 +818,42 @@ def test_a_pvalue_equal_to_alpha_does_not_reject(dataset):
 
 
 # --------------------------------------------------------------------------- #
-# 6. Welch: against scipy.stats.permutation_test
+# 6. Monte Carlo paths against scipy.stats.permutation_test
 # --------------------------------------------------------------------------- #
 def _welch_statistic(x, y, axis=-1):
     return sps.ttest_ind(y, x, equal_var=False, axis=axis).statistic
 
 
-def test_welch_permutation_matches_scipy_within_monte_carlo_error():
+def _bm_scipy(x, y, axis=-1):
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        t = sps.brunnermunzel(x, y, axis=axis).statistic
+    return np.where(np.isnan(t), 0.0, t)
+
+
+def _welch_case() -> tuple:
+    rng = np.random.default_rng(17)
+    x, y = rng.normal(0.0, 1.0, 40), rng.normal(0.8, 2.0, 35)
+    estimate = y.mean() - x.mean()
+    return mean_difference, _welch_statistic, x, y, estimate, math.sqrt(x.var(ddof=1) / 40 + y.var(ddof=1) / 35)
+
+
+def _brunner_munzel_case() -> tuple:
+    rng = np.random.default_rng(18)
+    x = rng.choice(4, 80, p=[0.2, 0.3, 0.3, 0.2]).astype(float)
+    y = rng.choice(4, 70, p=[0.05, 0.2, 0.35, 0.4]).astype(float)
+    delta = float(np.mean(np.sign(y[:, None] - x[None, :])))
+    return ordinal_superiority, _bm_scipy, x, y, delta, delta / float(_bm_scipy(x, y))
+
+
+@pytest.mark.parametrize("case", [_welch_case, _brunner_munzel_case], ids=["welch", "brunner-munzel"])
+def test_monte_carlo_matches_scipy_permutation_test(case):
     """Reference: scipy.stats.permutation_test (permutation_type="independent", 20000 resamples) of
-    Welch's t (scipy.stats.ttest_ind, equal_var=False) for 40 + 35 independent runs with unequal
-    variances; the interval [est - se * q_hi, est - se * q_lo] with q_lo, q_hi read off scipy's null
-    distribution by the same rule (the extreme values whose Monte Carlo two-sided p-value, (1 + count) /
-    (1 + B), is at least alpha) and Welch's standard error.
+    Welch's t (scipy.stats.ttest_ind, equal_var=False; 40 + 35 runs with unequal variances) and of the
+    Brunner-Munzel statistic (scipy.stats.brunnermunzel; 80 + 70 runs on levels 0-3, which agentab draws
+    as multivariate hypergeometric counts); the interval [est - se * q_hi, est - se * q_lo] with q_lo,
+    q_hi read off scipy's null distribution by the same rule (the extreme values whose Monte Carlo
+    two-sided p-value, (1 + count) / (1 + B), is at least alpha).
 
     Tolerances come from the Monte Carlo error of both sides (agentab: B = 5000, scipy: B = 20000):
     - p-value: a two-sided p is twice a tail frequency with sd sqrt(p_t (1 - p_t) / B), p_t = p / 2;
@@ -839,20 +863,16 @@ def test_welch_permutation_matches_scipy_within_monte_carlo_error():
       scipy's null as the share within +-0.2 of it divided by 0.4; allowed: 5 x the sd of the
       difference, times se (the endpoint is est - se * quantile).
     """
-    rng = np.random.default_rng(17)
-    x = rng.normal(0.0, 1.0, 40)
-    y = rng.normal(0.8, 2.0, 35)
+    fn, statistic, x, y, estimate, se = case()
+    b_agentab, b_scipy = 5000, 20000
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
-        res = mean_difference(x, y, n_resamples=5000, rng=3)
+        res = fn(x, y, n_resamples=b_agentab, rng=3)
     assert res.design_kind == "independent" and res.exact is False
-    b_scipy = 20000
     ref = sps.permutation_test(
-        (x, y), _welch_statistic, permutation_type="independent", vectorized=True, n_resamples=b_scipy,
+        (x, y), statistic, permutation_type="independent", vectorized=True, n_resamples=b_scipy,
         alternative="two-sided", rng=np.random.default_rng(4),
     )
-    estimate = y.mean() - x.mean()
-    se = math.sqrt(x.var(ddof=1) / 40 + y.var(ddof=1) / 35)
     assert res.statistic == pytest.approx(estimate, rel=1e-12)
     assert ref.statistic == pytest.approx(estimate / se, rel=1e-12)
 
@@ -861,7 +881,7 @@ def test_welch_permutation_matches_scipy_within_monte_carlo_error():
 
     p = ref.pvalue
     assert 0.005 < p < 0.5  # the comparison has power to detect an error
-    assert abs(res.pvalue - p) <= 5 * math.hypot(tail_sd(p, 5000), tail_sd(p, b_scipy)), (res.pvalue, p)
+    assert abs(res.pvalue - p) <= 5 * math.hypot(tail_sd(p, b_agentab), tail_sd(p, b_scipy)), (res.pvalue, p)
 
     null = np.sort(ref.null_distribution)
     alpha = 0.05
@@ -875,7 +895,7 @@ def test_welch_permutation_matches_scipy_within_monte_carlo_error():
     low, high = res.confidence_interval
     for quantile, bound in ((q_hi, low), (q_lo, high)):
         density = np.mean(np.abs(null - quantile) <= 0.2) / 0.4
-        sd = math.sqrt(q * (1 - q)) / density * math.hypot(1 / math.sqrt(5000), 1 / math.sqrt(b_scipy))
+        sd = math.sqrt(q * (1 - q)) / density * math.hypot(1 / math.sqrt(b_agentab), 1 / math.sqrt(b_scipy))
         tol = 5 * sd * se
         assert tol < 0.1 * (high - low)  # a tolerance that can fail
         assert abs(bound - (estimate - se * quantile)) <= tol, (bound, estimate - se * quantile, tol)
