@@ -213,7 +213,7 @@ def test_paired_dynamic_programme_matches_full_enumeration(n_tasks, p_base, p_ca
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
         res = rate_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=999, rng=0)
-    assert "dynamic programming" in res.method and res.exact is True
+    assert "dynamic programming" in res.method and res.exact is True and res.n_permutations == 2**n_tasks
     d = cand.mean(axis=1) - base.mean(axis=1)
     assert res.pvalue == pytest.approx(_flip_pvalue(d), rel=1e-12)
     low, high = res.confidence_interval
