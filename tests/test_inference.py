@@ -27,7 +27,12 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from agentab.errors import StatsWarning
-from agentab.stats import mean_difference, ordinal_superiority, pass_k_difference, rate_difference
+from agentab.stats import (
+    mean_difference,
+    ordinal_superiority,
+    pass_k_difference,
+    rate_difference,
+)
 
 #: Relative tie tolerance of the references on the t scale (the same permutation value reached by sums in another order).
 T_TIES = 1e-9
@@ -639,7 +644,7 @@ def test_decision_agrees_with_interval(design):
     alpha = round(1 - level, 12)
     results = {}
     for fn in _calls(metric, xs is not None):
-        kwargs = dict(x_strata=xs, y_strata=ys, confidence_level=level, n_resamples=n_resamples, rng=seed % 1000)
+        kwargs = {"x_strata": xs, "y_strata": ys, "confidence_level": level, "n_resamples": n_resamples, "rng": seed % 1000}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", StatsWarning)
             res = fn(x, y, **kwargs)
@@ -684,7 +689,7 @@ def test_mean_difference_is_invariant_to_units(design, transform):
     kind, metric, n_base, n_cand, seeds, equal_seeds, shift, level, n_resamples, seed = design
     x, xs, y, ys = _simulate(kind, "continuous" if metric == "continuous" else "ordinal", n_base, n_cand, seeds, equal_seeds, shift, seed)
     a, b = transform
-    kwargs = dict(x_strata=xs, y_strata=ys, confidence_level=level, n_resamples=n_resamples, rng=seed % 1000)
+    kwargs = {"x_strata": xs, "y_strata": ys, "confidence_level": level, "n_resamples": n_resamples, "rng": seed % 1000}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
         res = mean_difference(x, y, **kwargs)
