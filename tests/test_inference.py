@@ -652,13 +652,6 @@ def test_decision_agrees_with_interval(design):
         low, high = res.confidence_interval
         results[fn] = res
         assert not (np.isnan(low) or np.isnan(high) or np.isnan(res.pvalue))
-        if high == -np.inf:  # the bug of test_an_accepted_infinite_statistic_leaves_the_interval_unbounded: remove once fixed
-            event("known bug: an upper bound of -inf")
-            continue
-        shift_null = res.design_kind == "paired" and fn is not ordinal_superiority
-        if not res.exact and not shift_null and 2 / (n_resamples + 1) >= alpha:  # the bug of test_monte_carlo_floor_...: remove once fixed
-            event("known bug: Monte Carlo floor above alpha / 2")
-            continue
         assert (res.pvalue < alpha) == (low > 0 or high < 0), (res.pvalue, low, high, res.method)
         event("rejects" if res.pvalue < alpha else ("p == alpha" if res.pvalue == alpha else "does not reject"))
         event("an infinite bound" if np.isinf([low, high]).any() else "finite bounds")
@@ -676,7 +669,7 @@ def test_decision_agrees_with_interval(design):
             assert tuple(results[_pass_1].confidence_interval) == pytest.approx(tuple(rate.confidence_interval), rel=1e-12, abs=1e-15)
 
 
-#: Changes of units (a, b): x -> a x + b, with an origin b no more than 1e4 times the spread (see the xfail below).
+#: Changes of units (a, b): x -> a x + b, with an origin b no more than 1e4 times the spread (larger: test_ties_survive_a_large_common_origin).
 UNIT_CHANGES = [(1e6, 0.0), (1e-6, 0.0), (2.5, 100.0), (1e3, -1e4), (0.01, 3.0)]
 
 
@@ -704,13 +697,6 @@ def test_mean_difference_is_invariant_to_units(design, transform):
     assert tuple(moved.confidence_interval) == pytest.approx(scaled, rel=1e-6, abs=1e-9 * a * max(1.0, abs(b) / a))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ties are found within 1e-10 x max|d| (paired) or 1e-9 on the t scale, but values with a large common "
-    "origin carry representation and rounding errors of about 1e-16 x |value|: with origin / spread >~ 1e5 tied "
-    "permutations split. A tie tolerance of at least ~1e-12 x max|value| on the mean scale (divided by se on the "
-    "t scale) would keep them",
-)
 @pytest.mark.parametrize(
     ("x", "xs", "y", "ys"),
     [
@@ -731,21 +717,14 @@ def test_ties_survive_a_large_common_origin(x, xs, y, ys):
     assert moved.pvalue == pytest.approx(res.pvalue, rel=1e-9)
 
 
-_INFINITE_BOUND_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="agentab.stats._inversion._bound maps an accepted x_lo = -inf to an upper bound of -inf; "
-    "`return -np.inf if (x > 0) == lower else np.inf` should be `return -np.inf if x > 0 else np.inf`",
-)
-
-
 @pytest.mark.parametrize(
     ("fn", "x", "y", "kwargs", "expected"),
     [
-        pytest.param(mean_difference, [0.0, 0.0], [1.0, 1.0], {}, (-np.inf, np.inf), id="mean-2+2", marks=_INFINITE_BOUND_BUG),
-        pytest.param(rate_difference, [0, 0], [1, 1], {}, (-1.0, 1.0), id="rate-2+2", marks=_INFINITE_BOUND_BUG),
+        pytest.param(mean_difference, [0.0, 0.0], [1.0, 1.0], {}, (-np.inf, np.inf), id="mean-2+2"),
+        pytest.param(rate_difference, [0, 0], [1, 1], {}, (-1.0, 1.0), id="rate-2+2"),
         pytest.param(
             ordinal_superiority, [2, 1], [1, 2], {"x_strata": [0, 1], "y_strata": [0, 1], "confidence_level": 0.8},
-            (-1.0, 1.0), id="ordinal-paired-2", marks=_INFINITE_BOUND_BUG,
+            (-1.0, 1.0), id="ordinal-paired-2",
         ),
     ],
 )
@@ -753,7 +732,7 @@ def test_an_accepted_infinite_statistic_leaves_the_interval_unbounded(fn, x, y, 
     """Reference: the definition of the interval. Here t* = -inf and t* = +inf (both arms constant: x/0)
     each carry at least alpha/2 of the permutation distribution (2 + 2 runs: 1/6 each; 2 paired tasks:
     1/4 each), so the test rejects no effect on either side: the interval is unbounded (then cut to the
-    metric's range [-1, 1]). agentab gives an upper bound of -inf (an empty interval)."""
+    metric's range [-1, 1])."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
         res = fn(x, y, **kwargs)
@@ -761,16 +740,10 @@ def test_an_accepted_infinite_statistic_leaves_the_interval_unbounded(fn, x, y, 
     assert tuple(res.confidence_interval) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NullDistribution.bounds reads x_lo, x_hi off the drawn values only, but a Monte Carlo tail never falls "
-    "below 1 / (B + 1): when 2 / (B + 1) >= alpha every value is accepted and the bounds are -inf and +inf",
-)
 @pytest.mark.parametrize(("n_resamples", "level"), [(99, 0.98), (199, 0.99)])
 def test_monte_carlo_floor_above_half_alpha_leaves_the_interval_unbounded(n_resamples, level):
     """Reference: the Monte Carlo p-value (1 + count) / (1 + B). Its two-sided value is at least 2 / (B + 1),
-    which here equals alpha, so no effect is rejected: the interval is the whole line (agentab reports
-    p = alpha, not rejected, and an interval that excludes 0)."""
+    which here equals alpha, so no effect is rejected: the interval is the whole line."""
     x = np.arange(10.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
@@ -779,11 +752,6 @@ def test_monte_carlo_floor_above_half_alpha_leaves_the_interval_unbounded(n_resa
     assert tuple(res.confidence_interval) == (-np.inf, np.inf)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NullDistribution.from_values takes np.diff of sorted values with repeated infinities (inf - inf): "
-    "numpy's 'invalid value encountered in subtract' reaches the user; wrap it in np.errstate(invalid='ignore')",
-)
 def test_repeated_infinite_statistics_raise_no_numpy_warning():
     """Reference: none needed. 4 + 4 constant runs, 60 Monte Carlo reassignments: the separating one
     (t* = +inf, both arms constant) is drawn twice with this seed; no RuntimeWarning may escape."""

@@ -92,7 +92,8 @@ def mean_inference(data: Any, summaries: np.ndarray, *, test: bool, mid_p: bool,
             words = f"sign flips of whole tasks; exact, all 2^{len(diff)} by dynamic programming over integer task sums"
         if st is None:
             exact, words = _scheme(data)
-            st = paired_mean(diff, data.n_resamples, data.rng, exact=exact)
+            origin = float(np.max(np.abs(summaries[np.isfinite(summaries)]), initial=0.0))
+            st = paired_mean(diff, data.n_resamples, data.rng, exact=exact, origin=origin)
         differ = int(np.sum(np.abs(diff) > 1e-12 * max(float(np.abs(diff).max()), 1e-300)))
         why = f"only {differ} of {len(diff)} tasks differ between the arms" if differ < len(diff) else f"{len(diff)} tasks"
         return _finish(data, st, f"task-level t statistic; {words}", test=test, mid_p=mid_p, bounds=bounds, why=why)

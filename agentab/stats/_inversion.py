@@ -65,15 +65,21 @@ class NullDistribution:
         Exact (no Monte Carlo correction) or drawn (one added to the count and the total).
     size : float
         Permutations enumerated or drawn (``inf`` for an exact law too large to count).
+    atol : float
+        An absolute tie tolerance on the t scale besides the relative :data:`T_TOLERANCE`: the rounding
+        error of values far from 0 relative to their spread (``1e-12 * max|value| / se``).
     """
 
     values: np.ndarray
     weights: np.ndarray
     exact: bool
     size: float
+    atol: float = 0.0
 
     @classmethod
-    def from_values(cls, t: np.ndarray, weights: np.ndarray | None = None, *, exact: bool, size: float | None = None) -> NullDistribution:
+    def from_values(
+        cls, t: np.ndarray, weights: np.ndarray | None = None, *, exact: bool, size: float | None = None, atol: float = 0.0
+    ) -> NullDistribution:
         """Group ``t`` (one value per permutation, or per point of an exact law with ``weights``) into distinct values."""
         t = np.asarray(t, dtype=float).ravel()
         w = np.ones(len(t)) if weights is None else np.asarray(weights, dtype=float).ravel()
@@ -82,16 +88,17 @@ class NullDistribution:
         finite = np.isfinite(t)
         gap = np.ones(len(t), dtype=bool)
         if len(t) > 1:
-            step = np.diff(t)
+            with np.errstate(invalid="ignore"):  # inf - inf between repeated infinite values
+                step = np.diff(t)
             scale = np.maximum(1.0, np.abs(t[1:]))
-            same = finite[1:] & finite[:-1] & (step <= T_TOLERANCE * scale)
+            same = finite[1:] & finite[:-1] & (step <= np.maximum(T_TOLERANCE * scale, atol))
             same |= ~finite[1:] & ~finite[:-1] & (t[1:] == t[:-1])
             gap[1:] = ~same
         group = np.cumsum(gap) - 1
         values = t[gap]
         totals = np.bincount(group, weights=w, minlength=len(values))
         keep = totals > 0
-        return cls(values[keep], totals[keep], exact, float(len(t) if size is None else size))
+        return cls(values[keep], totals[keep], exact, float(len(t) if size is None else size), float(atol))
 
     # ------------------------------------------------------------------ #
     def _tails_at(self, *, mid_p: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -112,7 +119,7 @@ class NullDistribution:
         if np.isinf(tau):
             i = int(np.searchsorted(self.values, tau, side="left"))
             return i, i < len(self.values) and self.values[i] == tau
-        tol = T_TOLERANCE * max(1.0, abs(tau))
+        tol = max(T_TOLERANCE * max(1.0, abs(tau)), self.atol)
         i = int(np.searchsorted(self.values, tau - tol, side="left"))
         return i, i < len(self.values) and abs(self.values[i] - tau) <= tol
 
@@ -144,6 +151,8 @@ class NullDistribution:
         ``p < alpha``), computed with the same numbers as :meth:`pvalue`; the tails are monotone, so
         the values not rejected form an interval.
         """
+        if not self.exact and min(1.0, 2.0 / (float(self.weights.sum()) + 1)) >= alpha:
+            return -np.inf, np.inf  # a Monte Carlo tail is never below 1 / (B + 1): nothing can be rejected
         at_least, at_most = self._tails_at(mid_p=False)
         upper = np.flatnonzero(np.minimum(1.0, 2.0 * at_least) >= alpha)
         lower = np.flatnonzero(np.minimum(1.0, 2.0 * at_most) >= alpha)
@@ -163,7 +172,7 @@ class NullDistribution:
         x_lo, x_hi = self.bounds(alpha_of(confidence_level))
         if x_lo > x_hi:  # nothing accepted (cannot happen: the observed data are one permutation)
             return np.nan, np.nan
-        return _bound(estimate, se, x_hi, lower=True), _bound(estimate, se, x_lo, lower=False)
+        return _bound(estimate, se, x_hi, self.atol), _bound(estimate, se, x_lo, self.atol)
 
 
 def alpha_of(confidence_level: float) -> float:
@@ -171,18 +180,18 @@ def alpha_of(confidence_level: float) -> float:
     return round(1.0 - confidence_level, 12)
 
 
-def _bound(estimate: float, se: float, x: float, *, lower: bool) -> float:
+def _bound(estimate: float, se: float, x: float, atol: float) -> float:
     """``estimate - se * x``, the end of the interval at the accepted studentized value ``x``.
 
     The p-value treats a studentized value within :data:`T_TOLERANCE` of ``x`` as ``x`` itself, so an end
     within that tolerance of 0 is 0 (the data's own value then is ``x``, accepted: 0 lies in the interval).
     """
-    if np.isinf(x):
-        return -np.inf if (x > 0) == lower else np.inf
+    if np.isinf(x):  # accepting t = +inf leaves the interval open below, t = -inf open above
+        return -np.inf if x > 0 else np.inf
     if se == 0:
         return float(estimate)
     value = float(estimate - se * x)
-    return 0.0 if abs(value) <= se * T_TOLERANCE * max(1.0, abs(x)) else value
+    return 0.0 if abs(value) <= se * max(T_TOLERANCE * max(1.0, abs(x)), atol) else value
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def _one_sample_se(mean: np.ndarray, square_sum: float, n: int) -> np.ndarray:
     return np.sqrt(var / n)
 
 
-def paired_mean(d: np.ndarray, n_resamples: int, rng: np.random.Generator, *, exact: bool) -> Studentized:
+def paired_mean(d: np.ndarray, n_resamples: int, rng: np.random.Generator, *, exact: bool, origin: float = 0.0) -> Studentized:
     """The mean of the per-task differences ``d``, its standard error, and their sign-flip distribution
     (:class:`~agentab.stats._inversion.ShiftNull`: every flipped mean with its mean sign)."""
     n = len(d)
@@ -98,7 +98,7 @@ def paired_mean(d: np.ndarray, n_resamples: int, rng: np.random.Generator, *, ex
         k_parts.append(1.0 - 2.0 * swap.mean(axis=1))
     a, k = np.concatenate(a_parts), np.concatenate(k_parts)
     size = 2.0**n if exact else float(n_resamples)
-    return _paired_result(d, a, k, np.ones(len(a)), exact, size)
+    return _paired_result(d, a, k, np.ones(len(a)), exact, size, origin)
 
 
 def paired_mean_exact(d: np.ndarray, integer: np.ndarray, per_cell: int) -> Studentized | None:
@@ -117,10 +117,14 @@ def paired_mean_exact(d: np.ndarray, integer: np.ndarray, per_cell: int) -> Stud
     return _paired_result(d, sums / (per_cell * n), (n - 2.0 * flips) / n, probs, True, 2.0**n)
 
 
-def _paired_result(d: np.ndarray, a: np.ndarray, k: np.ndarray, w: np.ndarray, exact: bool, size: float) -> Studentized:
+def _paired_result(
+    d: np.ndarray, a: np.ndarray, k: np.ndarray, w: np.ndarray, exact: bool, size: float, origin: float = 0.0
+) -> Studentized:
+    """``origin``: the largest task mean, whose rounding error the tie tolerance must absorb (1e-3 of it
+    times the 1e-10 of :class:`~agentab.stats._inversion.ShiftNull`: 1e-13 of the task means)."""
     effect = float(d.mean())
     se = float(_one_sample_se(np.array(effect), float(d @ d), len(d)))
-    scale = float(np.abs(d).max()) if len(d) else 0.0
+    scale = max(float(np.abs(d).max()) if len(d) else 0.0, 1e-3 * origin)
     return Studentized(effect, se, ShiftNull(effect, a, k, w, exact, size, scale))
 
 
@@ -148,13 +152,20 @@ def two_sample_mean(design: Design, summaries: np.ndarray, n_resamples: int, rng
     variances are not sums of large squares minus large squares.
     """
     v = np.asarray(summaries, dtype=float)
+    origin = float(np.max(np.abs(v[np.isfinite(v)]))) if np.isfinite(v).any() else 0.0
     center = float(np.mean(v[np.isfinite(v)])) if np.isfinite(v).any() else 0.0
     v = np.where(np.isfinite(v), v - center, 0.0)
     v2 = v * v
     effect, se = _welch(*design.observed(), v, v2)
     parts = [studentize(*_welch(wb, wc, v, v2)) for wb, wc in design.permutations(n_resamples, rng, exact=exact)]
     size = float(design.n_permutations(limit=n_resamples) or n_resamples) if exact else float(n_resamples)
-    return Studentized(float(effect[0]), float(se[0]), NullDistribution.from_values(np.concatenate(parts), exact=exact, size=size))
+    null = NullDistribution.from_values(np.concatenate(parts), exact=exact, size=size, atol=_atol(origin, float(se[0])))
+    return Studentized(float(effect[0]), float(se[0]), null)
+
+
+def _atol(origin: float, se: float) -> float:
+    """The t-scale tie tolerance for values as large as ``origin``: their rounding error over the standard error."""
+    return 1e-12 * origin / se if se > 0 and np.isfinite(se) else 0.0
 
 
 def two_values_mean(design: CountDesign) -> Studentized:
