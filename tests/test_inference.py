@@ -55,9 +55,16 @@ def _tails(null: np.ndarray, observed: float, tol: float) -> tuple[float, float]
     return float(np.mean(null >= observed - tol)), float(np.mean(null <= observed + tol))
 
 
-def _flip_pvalue(d: np.ndarray, theta: float = 0.0, alternative: str = "two-sided") -> float:
-    """Sign-flip p-value of the mean of ``d - theta`` over all ``2^len(d)`` flips."""
-    e = d - theta
+def _tie_weights(base: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """The documented tie-breaking task weights, rebuilt here: ``1 + 1e-6 * rank(task mean over both arms) / T``,
+    average ranks for ties (scipy.stats.rankdata); ``base``/``cand`` are the per-task summaries."""
+    score = (np.asarray(cand, dtype=float) + np.asarray(base, dtype=float)) / 2
+    return 1.0 + 1e-6 * sps.rankdata(score) / len(score)
+
+
+def _flip_pvalue(d: np.ndarray, theta: float = 0.0, alternative: str = "two-sided", u: np.ndarray | None = None) -> float:
+    """Sign-flip p-value of the (``u``-weighted) mean of ``d - theta`` over all ``2^len(d)`` flips."""
+    e = (d - theta) * (np.ones(len(d)) if u is None else u)
     means = (_signs(len(e)) * e).mean(axis=1)
     greater, less = _tails(means, e.mean(), 1e-12 * max(float(np.abs(e).max()), 1e-300))
     return {"greater": greater, "less": less, "two-sided": _two_sided(greater, less)}[alternative]
@@ -70,9 +77,9 @@ def _mid_p(null: np.ndarray, observed: float, tol: float) -> float:
     return _two_sided(greater - tied / 2, less - tied / 2)
 
 
-def _flip_pvalue_t(d: np.ndarray) -> float:
-    """The same test with the one-sample t statistic (scipy.stats.ttest_1samp) of every flipped vector."""
-    t = sps.ttest_1samp(_signs(len(d)) * d, 0.0, axis=1).statistic
+def _flip_pvalue_t(d: np.ndarray, u: np.ndarray) -> float:
+    """The same test with the one-sample t statistic (scipy.stats.ttest_1samp) of every flipped weighted vector."""
+    t = sps.ttest_1samp(_signs(len(d)) * d * u, 0.0, axis=1).statistic
     assert np.isfinite(t).all()  # the datasets below have no flipped vector with every value equal
     observed = float(t[0])
     return _two_sided(*_tails(t, observed, T_TIES * max(1.0, abs(observed))))
@@ -181,35 +188,38 @@ def test_paired_pvalue_and_interval_match_full_enumeration(name, base, cand, lev
         res = fn(x, y, x_strata=tasks, y_strata=tasks, confidence_level=level, rng=0)
         ones = {alt: fn(x, y, x_strata=tasks, y_strata=tasks, alternative=alt, rng=0).pvalue for alt in ("greater", "less")}
         mid = fn(x, y, x_strata=tasks, y_strata=tasks, confidence_level=level, mid_p=True, rng=0)
-    d = np.asarray(cand, dtype=float).mean(axis=1) - np.asarray(base, dtype=float).mean(axis=1)
+    bm, cm = np.asarray(base, dtype=float).mean(axis=1), np.asarray(cand, dtype=float).mean(axis=1)
+    d, u = cm - bm, _tie_weights(bm, cm)
     assert res.design_kind == "paired" and res.exact is True
     assert f"exact, all {2 ** len(d)}" in res.method
-    reference = _flip_pvalue(d)
-    assert _flip_pvalue_t(d) == reference
+    reference = _flip_pvalue(d, u=u)
+    assert _flip_pvalue_t(d, u) == reference
     assert res.pvalue == pytest.approx(reference, rel=1e-12)
+    # ties broken: never less evidence than the plain mean's sign-flip test
+    assert res.pvalue <= _flip_pvalue(d) + 1e-12
     # the smallest p-value of any data with these |differences|: the flipped means are the same set for all of them
-    means = (_signs(len(d)) * d).mean(axis=1)
+    means = (_signs(len(d)) * d * u).mean(axis=1)
     tol = 1e-12 * float(np.abs(d).max())
     smallest = min(_two_sided(*_tails(means, float(v), tol)) for v in np.unique(means))
     assert res.smallest_pvalue == pytest.approx(smallest, rel=1e-12)
     for alt, p in ones.items():
-        assert p == pytest.approx(_flip_pvalue(d, alternative=alt), rel=1e-12)
-    assert mid.pvalue == pytest.approx(_mid_p(means, float(d.mean()), tol), rel=1e-12)
+        assert p == pytest.approx(_flip_pvalue(d, alternative=alt, u=u), rel=1e-12)
+    assert mid.pvalue == pytest.approx(_mid_p(means, float((d * u).mean()), tol), rel=1e-12)
     assert tuple(mid.confidence_interval) == tuple(res.confidence_interval)  # mid-p reports the exact test's interval
     alpha = round(1 - level, 12)  # the documented alpha: 1 - 0.95 is 0.050000000000000044 in floating point
     low, high = res.confidence_interval
-    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), alpha, clip=(-1.0, 1.0) if binary else None)
+    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta, u=u), alpha, clip=(-1.0, 1.0) if binary else None)
     assert (res.pvalue < alpha) == (low > 0 or high < 0)
 
 
 # --------------------------------------------------------------------------- #
-# 2. Paired, the dynamic programme
+# 2. Paired, 14-16 tasks: every flip (2^T resamples asked for)
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize(("n_tasks", "p_base", "p_cand", "seed"), [(16, 0.4, 0.7, 1), (14, 0.5, 0.5, 2), (15, 0.3, 0.75, 3)])
-def test_paired_dynamic_programme_matches_full_enumeration(n_tasks, p_base, p_cand, seed):
-    """Reference: all 2^T sign flips (T = 14-16 tasks, 3 seeds, binary) enumerated in numpy, while agentab,
-    with 999 resamples < 2^T, takes the exact joint law by dynamic programming: the same p-value and the
-    same interval (probed at its bounds by the enumerated p-value of ``H0: effect = theta``)."""
+def test_paired_16_tasks_match_full_enumeration(n_tasks, p_base, p_cand, seed):
+    """Reference: all 2^T sign flips (T = 14-16 tasks, 3 seeds, binary) enumerated in numpy, as agentab does
+    when asked for 2^T resamples: the same p-value and the same interval (probed at its bounds by the
+    enumerated p-value of ``H0: effect = theta``); with 999 resamples, a Monte Carlo p-value within its error."""
     rng = np.random.default_rng(seed)
     base = (rng.random((n_tasks, 3)) < p_base).astype(float)
     cand = (rng.random((n_tasks, 3)) < p_cand).astype(float)
@@ -217,18 +227,21 @@ def test_paired_dynamic_programme_matches_full_enumeration(n_tasks, p_base, p_ca
     y, _ = _runs(cand)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
-        res = rate_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=999, rng=0)
-    assert "dynamic programming" in res.method and res.exact is True and res.n_permutations == 2**n_tasks
-    d = cand.mean(axis=1) - base.mean(axis=1)
-    assert res.pvalue == pytest.approx(_flip_pvalue(d), rel=1e-12)
+        res = rate_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=2**n_tasks, rng=0)
+        drawn = rate_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=999, rng=0)
+    assert res.exact is True and res.n_permutations == 2**n_tasks and drawn.exact is False
+    d, u = cand.mean(axis=1) - base.mean(axis=1), _tie_weights(base.mean(axis=1), cand.mean(axis=1))
+    reference = _flip_pvalue(d, u=u)
+    assert res.pvalue == pytest.approx(reference, rel=1e-12)
+    assert abs(drawn.pvalue - reference) <= 4 * math.sqrt(max(reference, 0.01) * 2 / 1000) + 2 / 1000
     low, high = res.confidence_interval
-    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), 0.05, clip=(-1.0, 1.0))
+    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta, u=u), 0.05, clip=(-1.0, 1.0))
     assert (res.pvalue < 0.05) == (low > 0 or high < 0)
 
 
-def test_paired_dynamic_programme_on_integer_values_matches_full_enumeration():
+def test_paired_integer_values_match_full_enumeration():
     """Reference: all 2^14 sign flips of the task differences of an integer metric (0-5, 2 seeds per
-    task), which agentab (999 resamples) takes by dynamic programming over integer task sums."""
+    task), enumerated by agentab too when asked for 2^14 resamples."""
     rng = np.random.default_rng(8)
     base = rng.integers(0, 6, (14, 2)).astype(float)
     cand = np.clip(base + rng.integers(-1, 3, (14, 2)), 0, 5)
@@ -236,12 +249,12 @@ def test_paired_dynamic_programme_on_integer_values_matches_full_enumeration():
     y, _ = _runs(cand)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
-        res = mean_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=999, rng=0)
-    assert "dynamic programming" in res.method and res.exact is True
-    d = cand.mean(axis=1) - base.mean(axis=1)
-    assert res.pvalue == pytest.approx(_flip_pvalue(d), rel=1e-12)
+        res = mean_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=2**14, rng=0)
+    assert res.exact is True
+    d, u = cand.mean(axis=1) - base.mean(axis=1), _tie_weights(base.mean(axis=1), cand.mean(axis=1))
+    assert res.pvalue == pytest.approx(_flip_pvalue(d, u=u), rel=1e-12)
     low, high = res.confidence_interval
-    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), 0.05)
+    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta, u=u), 0.05)
 
 
 def _pass_hat(successes: np.ndarray, k: int) -> np.ndarray:
@@ -262,7 +275,7 @@ def test_paired_pass_k_and_unequal_seeds_match_full_enumeration(case):
         x, tasks = _runs(base)
         y, _ = _runs(cand)
         xs = ys = tasks
-        d = _pass_hat(cand, 2) - _pass_hat(base, 2)
+        d, u = _pass_hat(cand, 2) - _pass_hat(base, 2), _tie_weights(_pass_hat(base, 2), _pass_hat(cand, 2))
         fn, clip = (lambda *a, **k: pass_k_difference(*a, k=2, **k)), (-1.0, 1.0)
     else:
         base_runs = [rng.normal(t / 3, 1, int(rng.integers(1, 5))) for t in range(10)]
@@ -270,15 +283,16 @@ def test_paired_pass_k_and_unequal_seeds_match_full_enumeration(case):
         x, xs = _flat(base_runs)
         y, ys = _flat(cand_runs)
         d = np.array([c.mean() - b.mean() for b, c in zip(base_runs, cand_runs)])
+        u = _tie_weights(np.array([b.mean() for b in base_runs]), np.array([c.mean() for c in cand_runs]))
         fn, clip = mean_difference, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
         res = fn(x, y, x_strata=xs, y_strata=ys, rng=0)
     assert res.design_kind == "paired" and res.exact is True
     assert res.statistic == pytest.approx(d.mean(), rel=1e-12)
-    assert res.pvalue == pytest.approx(_flip_pvalue(d), rel=1e-12)
+    assert res.pvalue == pytest.approx(_flip_pvalue(d, u=u), rel=1e-12)
     low, high = res.confidence_interval
-    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta), 0.05, clip=clip)
+    _check_interval_by_pvalue(low, high, lambda theta: _flip_pvalue(d, theta, u=u), 0.05, clip=clip)
 
 
 # --------------------------------------------------------------------------- #
@@ -395,7 +409,7 @@ def test_monte_carlo_pvalues_follow_phipson_smyth_and_agree_with_enumeration():
     d = cand.mean(axis=1) - base.mean(axis=1)
     bm, cm = _task_means(xb, xs), _task_means(yc, ys)
     cand_rows, base_rows = _reassignments(np.r_[bm, cm], 8)
-    exact = {"paired": _flip_pvalue(d), "clustered": _null_pvalue(_welch_t(cand_rows, base_rows), float(_welch_t(cm, bm)))}
+    exact = {"paired": _flip_pvalue(d, u=_tie_weights(base.mean(axis=1), cand.mean(axis=1))), "clustered": _null_pvalue(_welch_t(cand_rows, base_rows), float(_welch_t(cm, bm)))}
     for name, res in (("paired", paired), ("clustered", clustered)):
         assert res.exact is False and res.design_kind == name
         count = res.pvalue * (1 + b) / 2

@@ -508,7 +508,12 @@ def test_exact_paired_equals_enumeration_of_sign_flips(case, alternative):
     assert res.design_kind == "paired"
     assert res.exact is True and res.n_permutations == 32
     assert float(res.statistic) == pytest.approx(float(observed), abs=1e-12)
-    assert float(res.pvalue) == pytest.approx(_exact_p(null, observed, alternative), abs=1e-12)
+    plain = _exact_p(null, observed, alternative)
+    if case == "rate":
+        # task differences of a rate tie: the tie-broken test (tests/test_inference.py) never gives a larger p
+        assert float(res.pvalue) <= plain + 1e-12
+    else:
+        assert float(res.pvalue) == pytest.approx(plain, abs=1e-12)
 
 
 def test_exact_paired_mean_is_the_sign_flip_test_of_task_differences():
@@ -862,8 +867,8 @@ def _batch_run(name, design):
 @pytest.mark.parametrize("name", ["rate", "mean", "ordinal", "quantile"])
 def test_pvalue_does_not_depend_on_the_batch_size(monkeypatch, name, design):
     full = _batch_run(name, design)
-    # binary data are tested exactly: by dynamic programming (paired) or the hypergeometric law (independent)
-    assert full.exact is (name == "rate" and design != "clustered")
+    # binary data of independent runs are tested exactly, by the hypergeometric law
+    assert full.exact is (name == "rate" and design == "independent")
     monkeypatch.setattr(design_module, "BATCH_CELLS", 5)  # one resample per batch
     small = _batch_run(name, design)
     np.testing.assert_allclose(small.pvalue, full.pvalue, rtol=1e-12)

@@ -19,8 +19,9 @@ How the work is kept small (each path agrees with the generic one, tested):
   count vectors: permutations are multivariate hypergeometric draws and
   bootstrap resamples multinomial draws, O(levels) each; two-valued metrics
   get the exact hypergeometric p-value;
-- paired binary (and integer) metrics with equal seeds get the exact
-  sign-flip distribution by dynamic programming over tasks;
+- paired designs enumerate every sign flip when there are at most
+  ``n_resamples`` of them, and read the p-value and the interval (test
+  inversion) off the same flips;
 - quantiles of independent runs are resampled from their exact order-statistic
   distributions (bootstrap) and through block counts (permutation),
   O(log n) and O(sqrt n) per resample;

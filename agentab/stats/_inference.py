@@ -9,7 +9,6 @@ inverts the same test (:mod:`agentab.stats._inversion`), with the words that say
 data                                            permutation distribution of the studentized effect
 ==============================================  ==============================================
 paired, ``2^tasks <= n_resamples``              every sign flip (exact)
-paired, integer task sums, equal seeds          the exact law, by convolution over tasks
 paired otherwise                                ``n_resamples`` random sign flips
 independent runs of a two-valued metric         the exact hypergeometric law of the count
 clustered / independent, few reassignments      every reassignment of units (exact)
@@ -25,12 +24,10 @@ from typing import Any
 import numpy as np
 
 from agentab.stats._design import CountDesign
-from agentab.stats._exact import _integer_task_differences
 from agentab.stats._inversion import ShiftNull, alpha_of
 from agentab.stats._studentized import (
     Studentized,
     paired_mean,
-    paired_mean_exact,
     paired_ordinal,
     two_sample_mean,
     two_sample_ordinal,
@@ -84,16 +81,10 @@ def mean_inference(data: Any, summaries: np.ndarray, *, test: bool, mid_p: bool,
     elif d.kind == "paired":
         diff = summaries[d.cand_cells] - summaries[d.base_cells]
         exact, words = _scheme(data)
-        integer = None if exact else _integer_task_differences(data, summaries)
-        st = None
-        if integer is not None:
-            per_cell = int(np.bincount(d.cell, minlength=d.n_cells)[0])
-            st = paired_mean_exact(diff, integer, per_cell)
-            words = f"sign flips of whole tasks; exact, all 2^{len(diff)} by dynamic programming over integer task sums"
-        if st is None:
-            exact, words = _scheme(data)
-            origin = float(np.max(np.abs(summaries[np.isfinite(summaries)]), initial=0.0))
-            st = paired_mean(diff, data.n_resamples, data.rng, exact=exact, origin=origin)
+        origin = float(np.max(np.abs(summaries[np.isfinite(summaries)]), initial=0.0))
+        score = (summaries[d.cand_cells] + summaries[d.base_cells]) / 2
+        st = paired_mean(diff, data.n_resamples, data.rng, exact=exact, origin=origin, score=score)
+        words += "; ties between flips broken by the tasks' mean over both arms"
         differ = int(np.sum(np.abs(diff) > 1e-12 * max(float(np.abs(diff).max()), 1e-300)))
         why = f"only {differ} of {len(diff)} tasks differ between the arms" if differ < len(diff) else f"{len(diff)} tasks"
         return _finish(data, st, f"task-level t statistic; {words}", test=test, mid_p=mid_p, bounds=bounds, why=why)

@@ -204,7 +204,9 @@ class ShiftNull:
     ``(m - a) / (1 - k)``: both tails are monotone in ``theta``, and the interval of effects not
     rejected is read off the sorted steps (Hartigan 1969; Garthwaite 1996, on inverting permutation
     tests). The t statistic of the shifted differences is an increasing function of their mean under
-    sign flips, so this is also the inversion of the studentized sign-flip test.
+    sign flips, so this is also the inversion of the studentized sign-flip test. With task weights
+    ``u`` (which break ties), ``a`` and ``k`` are the means of ``s * u * d`` and ``s * u``, the
+    observed ones ``m`` and ``sign``, and the steps ``(m - a) / (sign - k)``.
 
     Attributes
     ----------
@@ -219,6 +221,9 @@ class ShiftNull:
         Sign patterns enumerated or drawn.
     scale : float
         Largest absolute task difference (for the tie tolerance).
+    sign : float
+        The unflipped pattern's mean sign: 1, or the mean task weight when tasks carry weights
+        (``a`` and ``k`` are then weighted means; the steps are ``(m - a) / (sign - k)``).
     """
 
     mean: float
@@ -228,6 +233,7 @@ class ShiftNull:
     exact: bool
     size: float
     scale: float
+    sign: float = 1.0
 
     def _steps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float]:
         """The steps of both tails, sorted the way each tail grows, with their cumulative weights.
@@ -241,12 +247,12 @@ class ShiftNull:
         arrays only.
         """
         gamma = 1e-10 * (self.scale if self.scale > 0 else 1.0)
-        moving = self.k < 1 - 1e-12
+        moving = self.k < self.sign * (1 - 1e-12)
         w = self.weights[moving]
         fixed = float(self.weights[~moving].sum()) + (0 if self.exact else 1)
         total = float(self.weights.sum()) + (0 if self.exact else 1)
         gap = self.mean - self.a[moving]
-        spread = 1 - self.k[moving]
+        spread = self.sign - self.k[moving]
         up = (gap - gamma) / spread
         down = (gap + gamma) / spread
         at = np.where(np.abs(gap) <= gamma, 0.0, gap) / spread

@@ -4,9 +4,11 @@
 #    from its definition with midranks and placements, over ALL reassignments of the runs between arms (combn):
 #    the exact studentized permutation test of Neubert & Brunner (2007, CSDA 51:5192-5204).
 # 2. "welch": Welch's t (stats::t.test, var.equal = FALSE) of task means over ALL reassignments of whole tasks.
-# 3. "paired": the exact sign-flip law of the sum of per-task differences from coin::symmetry_test
-#    (Hothorn, Hornik, van de Wiel & Zeileis 2006; distribution = "exact"); under sign flips the task-level
-#    t statistic is an increasing function of that sum, so the p-values are the same.
+# 3. "paired": all 2^T sign flips of the per-task differences d (expand.grid), with agentab's documented
+#    tie-breaking task weights u = 1 + 1e-6 * rank(task mean over both arms) / T (average ranks), statistic
+#    mean(s * u * d); under sign flips the task-level t statistic is an increasing function of it. The
+#    columns p_plain_* give coin::symmetry_test's exact p-values of the plain sum (Hothorn, Hornik, van de
+#    Wiel & Zeileis 2006): breaking ties can only lower the p-value.
 # Conventions of agentab: 0/0 is 0, x/0 is +-Inf; ties within a relative 1e-9 count as ties; "greater" means
 # the candidate (y) tends higher. One-sided p-values in both directions.
 # Regenerate: Rscript tests/reference/studentized_permutation.R > tests/reference/studentized_permutation.csv
@@ -45,7 +47,7 @@ reassign <- function(x, y, stat) {
 }
 
 fmt <- function(v) paste(v, collapse = " ")
-cat("case,design,x,y,p_greater,p_less\n")
+cat("case,design,x,y,p_greater,p_less,p_plain_greater,p_plain_less\n")
 ordinal <- list(
   list(x = c(0, 1, 1, 2, 2), y = c(1, 2, 3, 3)),
   list(x = c(0, 0, 1, 1, 1, 2), y = c(1, 1, 2, 2, 3, 3)),
@@ -59,7 +61,7 @@ i <- 0
 for (cs in ordinal) {
   i <- i + 1
   p <- reassign(cs$x, cs$y, bm)
-  cat(sprintf("%d,ordinal,%s,%s,%.15g,%.15g\n", i, fmt(cs$x), fmt(cs$y), p[1], p[2]))
+  cat(sprintf("%d,ordinal,%s,%s,%.15g,%.15g,,\n", i, fmt(cs$x), fmt(cs$y), p[1], p[2]))
 }
 # Task means of a rate over 3 seeds (multiples of 1/3) and of a continuous metric; different tasks per arm.
 welch_cases <- list(
@@ -70,7 +72,7 @@ welch_cases <- list(
 for (cs in welch_cases) {
   i <- i + 1
   p <- reassign(cs$x, cs$y, welch)
-  cat(sprintf("%d,welch,%s,%s,%.15g,%.15g\n", i, fmt(signif(cs$x, 17)), fmt(signif(cs$y, 17)), p[1], p[2]))
+  cat(sprintf("%d,welch,%s,%s,%.15g,%.15g,,\n", i, fmt(signif(cs$x, 17)), fmt(signif(cs$y, 17)), p[1], p[2]))
 }
 # Paired: per-task success counts out of 3 seeds (baseline x, candidate y); 14 and 18 tasks.
 paired_cases <- list(
@@ -84,5 +86,12 @@ for (cs in paired_cases) {
                   task = factor(rep(seq_len(n), 2)))
   pg <- pvalue(symmetry_test(v ~ arm | task, data = d, distribution = "exact", alternative = "greater"))
   pl <- pvalue(symmetry_test(v ~ arm | task, data = d, distribution = "exact", alternative = "less"))
-  cat(sprintf("%d,paired,%s,%s,%.15g,%.15g\n", i, fmt(cs$x), fmt(cs$y), pg, pl))
+  diff <- (cs$y - cs$x) / 3
+  u <- 1 + 1e-6 * rank((cs$x + cs$y) / 6) / n
+  signs <- as.matrix(expand.grid(rep(list(c(1, -1)), n)))
+  null <- as.vector(signs %*% (diff * u)) / n
+  observed <- mean(diff * u)
+  tol <- 1e-12 * max(abs(diff))
+  cat(sprintf("%d,paired,%s,%s,%.15g,%.15g,%.15g,%.15g\n", i, fmt(cs$x), fmt(cs$y),
+              mean(null >= observed - tol), mean(null <= observed + tol), pg, pl))
 }
