@@ -247,7 +247,7 @@ def compare(
     ...                          guardrails={"tokens": "p95 <= +10%"}, n_resamples=999, seed=0)
     >>> print(result.decision)
     verdict: inconclusive
-      - primary metric: no significant difference at alpha = 0.05: outcome (rate): 52.2% -> 62.2% (+10.0%, 95% CI +0.0% to +20.8%), p = 0.108
+      - primary metric: no significant difference at alpha = 0.05: outcome (rate): 52.2% -> 62.2% (+10.0%, 95% CI -0.0% to +20.5%), p = 0.096
       - guardrail tokens p95 <= +10%: unresolved (ratio 0.8822, CI 0.5215 to 1.18; bound 1.1)
       - a new experiment of about 97 tasks x 3 seed(s) (the same tasks in both arms) would detect the observed effect (+10.0 points of success rate) with 80% power (agentab.power.plan, or agentab plan, lists the options); adding tasks to this one and testing again inflates false positives
     >>> result.table[["metric", "statistic", "design"]].head(3)

@@ -202,7 +202,7 @@ def rate_difference(
     >>> res.design
     'paired by task (12 tasks)'
     >>> round(res.statistic, 3), round(res.pvalue, 3)
-    (0.389, 0.014)
+    (0.389, 0.012)
     """
     data = _two_sample_iv(x, y, x_strata, y_strata, paired, alternative, confidence_level, n_resamples, rng)
     bad = ~np.isin(data.values, (0.0, 1.0))
