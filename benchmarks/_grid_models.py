@@ -67,6 +67,9 @@ MAX_ENUMERATED = 20
 
 #: A note or warning saying that alpha cannot be reached (today's wording: "the smallest attainable
 #: p-value is ...: no difference can be significant at this level").
+#: agentab's note that an interval's coverage is approximate (few informative tasks).
+COVERAGE_NOTE = re.compile(r"reliably holds its coverage", re.IGNORECASE)
+
 ALPHA_NOTE = re.compile(
     r"smallest attainable p-value|cannot (be )?reach|can(not| never) be significant|"
     r"no difference can be significant|alpha .*(unreachable|not attainable|cannot)",
@@ -290,7 +293,7 @@ def agentab_result(cell: Cell, data: Dataset, n_resamples: int, rng: Any) -> dic
             r = FUNCTIONS[cell.kind](data.x, data.y, **kwargs)
     except Exception as error:  # noqa: BLE001 - any failure is counted, never fatal to the grid
         nan = np.full(k, np.nan)
-        return {"p": nan, "lo": nan, "hi": nan, "stat": nan, "note": False, "error": type(error).__name__}
+        return {"p": nan, "lo": nan, "hi": nan, "stat": nan, "note": False, "cnote": False, "error": type(error).__name__}
     texts = tuple(getattr(r, "notes", ()) or ()) + tuple(getattr(r, "warnings", ()) or ())
     return {
         "p": np.atleast_1d(np.asarray(r.pvalue, dtype=float)),
@@ -298,6 +301,7 @@ def agentab_result(cell: Cell, data: Dataset, n_resamples: int, rng: Any) -> dic
         "hi": np.atleast_1d(np.asarray(r.confidence_interval.high, dtype=float)),
         "stat": np.atleast_1d(np.asarray(r.statistic, dtype=float)),
         "note": any(ALPHA_NOTE.search(str(t)) for t in texts),
+        "cnote": any(COVERAGE_NOTE.search(str(t)) for t in texts),
         "error": "",
     }
 

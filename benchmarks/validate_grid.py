@@ -17,10 +17,10 @@ null data sets and as many under an alternative, and analyses each with
   row also gives the median ``k`` and the share of null data sets with ``2^k < 40``, where no sign-flip
   test can reject at 0.05 at all (the ``a-note`` column says how often agentab's notes tell).
 
-Columns: **size** (share of null data sets with p <= 0.05) and **power** (the same under the
+Columns: **size** (share of null data sets with p < 0.05, the decision rule) and **power** (the same under the
 alternative), with their Monte Carlo SE; **coverage** of the true effect by the 95% interval under the
 alternative, with its SE, and the interval's median **width**; **disagree**, the share of all data sets
-(null and alternative) whose interval excludes 0 while p > 0.05, or holds 0 while p <= 0.05; **a-note**,
+(null and alternative) whose interval excludes 0 while p >= 0.05, or holds 0 while p < 0.05; **a-note**,
 the share whose result notes (or warnings) say that alpha cannot be reached. The t-interval of the
 ordinal and cost cells estimates another quantity (mean level, mean log cost), so its coverage is not
 shown. Models, truths and the reference methods: ``benchmarks/_grid_models.py``.
@@ -204,9 +204,9 @@ def _method_row(cell: Cell, method: str, j: int, true: float, nulls: list[dict],
 
     p_null, p_alt = column(nulls, "p"), column(alts, "p")
     row: dict[str, Any] = {"method": method, "output": cell.outputs[j] if method == "agentab" else cell.kind}
-    row["size"], row["size_se"] = _rate(p_null <= ALPHA)
-    row["power"], row["power_se"] = _rate(p_alt <= ALPHA) if alts else (None, None)
-    row.update(coverage=None, coverage_se=None, width=None, disagree=None, alpha_note=None, errors=0)
+    row["size"], row["size_se"] = _rate(p_null < ALPHA)
+    row["power"], row["power_se"] = _rate(p_alt < ALPHA) if alts else (None, None)
+    row.update(coverage=None, coverage_se=None, width=None, disagree=None, alpha_note=None, coverage_note=None, errors=0)
     if method == "sign-flip":
         return row
     lo_alt, hi_alt = column(alts, "lo"), column(alts, "hi")
@@ -218,10 +218,11 @@ def _method_row(cell: Cell, method: str, j: int, true: float, nulls: list[dict],
     p = np.concatenate([p_null, p_alt])
     ok = np.isfinite(p) & np.isfinite(lo) & np.isfinite(hi)
     excludes = (lo > 0) | (hi < 0)
-    row["disagree"] = float(np.mean((excludes != (p <= ALPHA))[ok])) if ok.any() else None
+    row["disagree"] = float(np.mean((excludes != (p < ALPHA))[ok])) if ok.any() else None
     if method == "agentab":
         records = nulls + alts
         row["alpha_note"] = float(np.mean([r["agentab"]["note"] for r in records]))
+        row["coverage_note"] = float(np.mean([r["agentab"].get("cnote", False) for r in alts])) if alts else None
         row["errors"] = sum(bool(r["agentab"]["error"]) for r in records)
         row["error_kinds"] = sorted({r["agentab"]["error"] for r in records} - {""})
     return row
@@ -282,7 +283,7 @@ def _num(value: float | None, fmt: str = ".3f") -> str:
 def print_tables(results: list[dict]) -> None:
     """One table per family: a line per cell and method."""
     header = (f"{'cell':<50} {'method':<12} {'size':>13}  {'coverage':>13}  {'width':>9}  {'power':>13}  "
-              f"{'disagree':>8}  {'a-note':>6}  {'s':>5}  flags")
+              f"{'disagree':>8}  {'a-note':>6}  {'c-note':>6}  {'s':>5}  flags")
     for family in dict.fromkeys(r["family"] for r in results):
         print(f"\n{family}\n{header}\n{'-' * len(header)}")
         for res in (r for r in results if r["family"] == family):
@@ -303,7 +304,7 @@ def print_tables(results: list[dict]) -> None:
                 print(f"{label:<50} {method:<12} {_pm(row['size'], row['size_se'])}  "
                       f"{_pm(row['coverage'], row['coverage_se'])}  {_num(row['width'], '9.4g'):>9}  "
                       f"{_pm(row['power'], row['power_se'])}  {_num(row['disagree']):>8}  "
-                      f"{_num(row['alpha_note']):>6}  {secs}  {','.join(row['flags'])}{extra}")
+                      f"{_num(row['alpha_note']):>6}  {_num(row.get('coverage_note')):>6}  {secs}  {','.join(row['flags'])}{extra}")
 
 
 def write_json(path: str, payload: dict) -> None:
@@ -412,9 +413,9 @@ def run_grid(args: argparse.Namespace) -> list[dict]:
 
 
 LEGEND = (
-    "\nsize / power: share with p <= 0.05 under the null / alternative; coverage: share of 95% intervals holding "
-    "the truth (alternative); width: median; ± Monte Carlo SE. disagree: interval vs p <= 0.05 (all data sets); "
-    "a-note: notes saying alpha cannot be reached; s: seconds in the cell's jobs (summed over processes); "
+    "\nsize / power: share with p < 0.05 under the null / alternative; coverage: share of 95% intervals holding "
+    "the truth (alternative); width: median; ± Monte Carlo SE. disagree: interval vs p < 0.05 (all data sets); "
+    "a-note: notes saying alpha cannot be reached; c-note: alternative results whose notes say the interval's coverage is approximate; s: seconds in the cell's jobs (summed over processes); "
     "attainable: mean largest sign-flip size at 0.05 (k nonzero task differences; 2^k < 40: no sign-flip "
     "test can reject). t (Welch): Welch's t-test of task means (different tasks per arm). Binary alternative: mean "
     "logit shift per cell aiming the t-test's z at 2.5 (--list, JSON)."
