@@ -885,3 +885,39 @@ def test_monte_carlo_matches_scipy_permutation_test(case):
         tol = 5 * sd * se
         assert tol < 0.1 * (high - low)  # a tolerance that can fail
         assert abs(bound - (estimate - se * quantile)) <= tol, (bound, estimate - se * quantile, tol)
+
+
+# --------------------------------------------------------------------------- #
+# Notes on discreteness and on few informative tasks
+# --------------------------------------------------------------------------- #
+def _tasks_differing(n_tasks: int, n_differ: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """3 seeds per task; the first ``n_differ`` tasks gain one success in the candidate arm, the others tie."""
+    base = np.zeros((n_tasks, 3))
+    base[::2] = 1.0  # half the tasks always succeed, half never
+    base[:n_differ] = [1.0, 0.0, 0.0]
+    cand = base.copy()
+    cand[:n_differ] = [1.0, 1.0, 0.0]
+    x, tasks = _runs(base)
+    y, _ = _runs(cand)
+    return x, y, tasks
+
+
+@pytest.mark.parametrize(("n_tasks", "n_differ"), [(8, 5), (20, 6), (20, 12), (30, 30)])
+def test_notes_say_when_alpha_is_out_of_reach_and_when_coverage_is_approximate(n_tasks, n_differ):
+    """Reference: counting. With k tasks whose arms differ (all in the same direction) the most extreme
+    sign-flip pattern has probability 2^-k, so the smallest two-sided p-value is 2^(1-k); alpha = 0.05 is
+    out of reach when that is not below it (k <= 5). Below 10 differing tasks (with others tied) the
+    interval is marked approximate."""
+    x, y, tasks = _tasks_differing(n_tasks, n_differ)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatsWarning)
+        res = rate_difference(x, y, x_strata=tasks, y_strata=tasks, n_resamples=2**min(n_tasks, 16), rng=0)
+    out_of_reach = 2.0 ** (1 - n_differ) >= 0.05
+    assert res.smallest_pvalue == pytest.approx(2.0 ** (1 - n_differ), rel=1e-9) or not res.exact
+    said = [n for n in res.warnings if "no difference can be significant" in n]
+    assert bool(said) == out_of_reach
+    if out_of_reach:
+        assert f"only {n_differ} of {n_tasks} tasks differ between the arms" in said[0]
+        assert res.pvalue >= 0.05
+    approximate = [n for n in res.warnings if "reliably holds its coverage" in n]
+    assert bool(approximate) == (n_differ < min(n_tasks, 10))
