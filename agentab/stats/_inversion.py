@@ -298,7 +298,7 @@ class ShiftNull:
         p-value at 0 is below alpha (a decision rejects at ``p < alpha``).
         """
         alpha = alpha_of(confidence_level)
-        up, up_at, cum_up, down, down_at, cum_down, fixed, total = self._steps()
+        _, up_at, cum_up, _, down_at, cum_down, fixed, total = self._steps()
         if min(1.0, 2.0 * fixed / total) >= alpha:  # too few patterns: nothing can be rejected
             return -np.inf, np.inf
         ok_up = np.flatnonzero(np.minimum(1.0, 2.0 * (cum_up / total)) >= alpha)

@@ -177,8 +177,9 @@ def rate_difference(
     -----
     Paired: sign flips of whole tasks of the task-level t statistic, which
     under sign flips is an increasing function of the mean difference (so the
-    p-value is that of the mean: exact by enumeration, or by dynamic
-    programming over integer task sums, else Monte Carlo); the interval is
+    p-value is that of the mean: exact by enumeration, else Monte Carlo; ties
+    between flip patterns are broken by a flip-invariant key, the rank of each
+    task's mean over both arms, weighted 1e-6); the interval is
     the set of effects ``theta`` for which the sign-flip test of the shifted
     differences ``d - theta`` is not rejected (Hartigan 1969), read exactly off
     the same flips. Clustered and independent: whole units reassigned between
