@@ -42,7 +42,7 @@ MIN_INFORMATIVE_TASKS = 10
 #: The note then given (``benchmarks/validate_grid.py`` measured the shortfall).
 FEW_INFORMATIVE = (
     "only {differ} of {tasks} tasks differ between the arms: with so few informative tasks no interval (this one, "
-    "a t-interval or a bootstrap) reliably holds its coverage (simulated: 0.87-0.93 at 95% when most tasks always "
+    "a t-interval or a bootstrap) reliably holds its coverage (simulated: 0.80-0.92 at 95% when most tasks always "
     "or never succeed); read the interval as approximate, and add tasks"
 )
 
@@ -141,7 +141,7 @@ def _finish(
     elif test and smallest >= alpha and not any("smallest attainable p-value" in n for n in data.notes):
         notes.append(
             f"with these data the smallest attainable p-value is {smallest:.3g} ({why or _why_discrete(data)}): "
-            f"no difference can be significant at {alpha:g} by the exact test; add tasks"
+            f"no difference can be significant at {alpha:g} by this test; add tasks"
         )
     if st.se == 0 and not constant and np.isfinite(low) and low == high:
         notes.append("the standard error is 0 (every unit shows the same difference): the interval has no width")
