@@ -24,6 +24,7 @@ the mean difference; ties between flip patterns are broken by a flip-invariant s
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,28 +35,17 @@ from agentab.stats._kernels import cliff_delta
 __all__ = ["paired_mean", "tie_weights", "TIE_BREAK", "two_sample_mean", "two_values_mean", "paired_ordinal", "two_sample_ordinal", "Studentized"]
 
 
-class Studentized(tuple):
-    """``(effect, se, null)``: the observed effect, its standard error and the studentized null distribution."""
+@dataclass(frozen=True)
+class Studentized:
+    """The observed effect, its standard error and the permutation distribution to judge them by."""
 
-    __slots__ = ()
-
-    def __new__(cls, effect: float, se: float, null: NullDistribution | ShiftNull | None) -> Studentized:
-        return super().__new__(cls, (float(effect), float(se), null))
-
-    @property
-    def effect(self) -> float:
-        return self[0]
-
-    @property
-    def se(self) -> float:
-        return self[1]
-
-    @property
-    def null(self) -> NullDistribution | ShiftNull | None:
-        return self[2]
+    effect: float
+    se: float
+    null: NullDistribution | ShiftNull
 
     @property
     def t(self) -> float:
+        """The observed studentized statistic (0/0 is 0, x/0 is +-inf)."""
         return float(studentize(self.effect, self.se))
 
 
