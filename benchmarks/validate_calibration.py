@@ -21,7 +21,7 @@ on 20,000 simulated tasks are printed above the table) and reports
   the candidate arm comes from the same task-level model as the baseline; in
   the paired design each task's candidate distribution equals its baseline
   distribution (same task parameter, fresh seeds);
-- the **coverage** of the 95% interval (BCa for rate / mean / Cliff's delta,
+- the **coverage** of the 95% interval (the inverted test for rate / mean / Cliff's delta,
   percentile for quantiles) of the true task-averaged effect under a non-null
   alternative, with its Monte Carlo standard error;
 - the same two numbers for the **naive** analysis of the same data: the same
@@ -40,7 +40,7 @@ and a coverage outside [0.93, 0.97] (``UNDER`` / ``over``). A ``*`` says the
 deviation is what the ideal procedure would show too (binomial test against
 it p >= 0.01): for the binary paired test, the size of the *exact* sign-flip
 test on the same model (computed by convolution; the statistic is discrete);
-for BCa coverage in the paired and clustered designs, the coverage of an
+for bootstrap coverage in the paired and clustered designs, the coverage of an
 ideal bootstrap interval over 30 tasks (0.936). Flags on naive rows are in
 parentheses: they are expected and show why the task-aware designs exist.
 
@@ -85,11 +85,11 @@ data), summed over worker processes.
 
 Last run
 --------
-2026-11-30, ``python benchmarks/validate_calibration.py`` (the defaults), 2 shared cores;
-5.7 min wall time (other runs on this noisy machine took 5-11 min)::
+2026-12-01, ``python benchmarks/validate_calibration.py`` (the defaults), 2 cores (issue 17's
+studentized tests and inverted intervals); 4.6 min wall time::
 
     agentab.stats calibration: 2500 simulations per row, 999 resamples per test, seed 20261130, 2 processes
-    agentab: commit 0f937ea; sha256 of agentab/stats/*.py e2a30e519c06
+    agentab: commit e029f1a; sha256 of agentab/stats/*.py 23f6abfbf323
     designs: paired = 30 shared tasks x 5 seeds; clustered = 30 + 30 different tasks x 5 seeds; independent = 150 + 150 runs without task ids
       binary      true effect under the alternative +0.1500 (truth check, 4e6-run Monte Carlo: +0.1501); ICC 0.50
       ordinal     true effect under the alternative +0.1286 (truth check, 4e6-run Monte Carlo: +0.1288); ICC 0.51
@@ -101,31 +101,31 @@ Last run
 
     kind        design      analysis    sims  rejection (a=0.05)   coverage (95% CI)  seconds  flag
     -----------------------------------------------------------------------------------------------
-    binary      paired      task-aware  2500      0.030 ± 0.003        0.934 ± 0.005          5  low*
-    binary      paired      naive       2500      0.006 ± 0.002        0.976 ± 0.003          4  (low,over)
-    binary      clustered   task-aware  2500      0.046 ± 0.004        0.952 ± 0.004         11  ok
-    binary      clustered   naive       2500      0.253 ± 0.009        0.784 ± 0.008          4  (HIGH,UNDER)
-    binary      independent no ids      2500      0.045 ± 0.004        0.951 ± 0.004          4  ok
-    ordinal     paired      task-aware  2500      0.044 ± 0.004        0.940 ± 0.005         16  ok
-    ordinal     paired      naive       2500      0.008 ± 0.002        0.986 ± 0.002         10  (low,over)
-    ordinal     clustered   task-aware  2500      0.052 ± 0.004        0.950 ± 0.004         12  ok
-    ordinal     clustered   naive       2500      0.244 ± 0.009        0.740 ± 0.009         10  (HIGH,UNDER)
-    ordinal     independent no ids      2500      0.050 ± 0.004        0.952 ± 0.004          9  ok
-    continuous  paired      task-aware  2500      0.046 ± 0.004        0.933 ± 0.005         10  ok
-    continuous  paired      naive       2500      0.008 ± 0.002        0.986 ± 0.002         53  (low,over)
-    continuous  clustered   task-aware  2500      0.050 ± 0.004        0.944 ± 0.005         15  ok
-    continuous  clustered   naive       2500      0.261 ± 0.009        0.724 ± 0.009         53  (HIGH,UNDER)
-    continuous  independent no ids      2500      0.052 ± 0.004        0.938 ± 0.005         54  ok
-    cost p50    paired      task-aware  2500      0.050 ± 0.004        0.966 ± 0.004         27  ok
-    cost p95    paired      task-aware  2500      0.047 ± 0.004        0.963 ± 0.004         27  ok
-    cost p50    paired      naive       2500      0.018 ± 0.003        0.978 ± 0.003         48  (low,over)
-    cost p95    paired      naive       2500      0.028 ± 0.003        0.977 ± 0.003         48  (low,over)
-    cost p50    clustered   task-aware  2500      0.054 ± 0.005        0.948 ± 0.004         28  ok
-    cost p95    clustered   task-aware  2500      0.048 ± 0.004        0.946 ± 0.005         28  ok
-    cost p50    clustered   naive       2500      0.226 ± 0.008        0.822 ± 0.008         47  (HIGH,UNDER)
-    cost p95    clustered   naive       2500      0.167 ± 0.007        0.890 ± 0.006         47  (HIGH,UNDER)
-    cost p50    independent no ids      2500      0.051 ± 0.004        0.965 ± 0.004         47  ok
-    cost p95    independent no ids      2500      0.045 ± 0.004        0.967 ± 0.004         47  ok
+    binary      paired      task-aware  2500      0.046 ± 0.004        0.953 ± 0.004          6  ok
+    binary      paired      naive       2500      0.006 ± 0.002        0.976 ± 0.003          3  (low,over)
+    binary      clustered   task-aware  2500      0.046 ± 0.004        0.958 ± 0.004          8  ok
+    binary      clustered   naive       2500      0.253 ± 0.009        0.786 ± 0.008          3  (HIGH,UNDER)
+    binary      independent no ids      2500      0.045 ± 0.004        0.952 ± 0.004          2  ok
+    ordinal     paired      task-aware  2500      0.043 ± 0.004        0.958 ± 0.004          7  ok
+    ordinal     paired      naive       2500      0.008 ± 0.002        0.988 ± 0.002          6  (low,over)
+    ordinal     clustered   task-aware  2500      0.050 ± 0.004        0.960 ± 0.004         10  ok
+    ordinal     clustered   naive       2500      0.243 ± 0.009        0.748 ± 0.009          6  (HIGH,UNDER)
+    ordinal     independent no ids      2500      0.051 ± 0.004        0.954 ± 0.004          5  ok
+    continuous  paired      task-aware  2500      0.046 ± 0.004        0.950 ± 0.004          8  ok
+    continuous  paired      naive       2500      0.008 ± 0.002        0.989 ± 0.002         31  (low,over)
+    continuous  clustered   task-aware  2500      0.050 ± 0.004        0.955 ± 0.004         11  ok
+    continuous  clustered   naive       2500      0.261 ± 0.009        0.739 ± 0.009         32  (HIGH,UNDER)
+    continuous  independent no ids      2500      0.052 ± 0.004        0.948 ± 0.004         31  ok
+    cost p50    paired      task-aware  2500      0.050 ± 0.004        0.966 ± 0.004         26  ok
+    cost p95    paired      task-aware  2500      0.047 ± 0.004        0.963 ± 0.004         26  ok
+    cost p50    paired      naive       2500      0.018 ± 0.003        0.978 ± 0.003         45  (low,over)
+    cost p95    paired      naive       2500      0.028 ± 0.003        0.977 ± 0.003         45  (low,over)
+    cost p50    clustered   task-aware  2500      0.054 ± 0.005        0.948 ± 0.004         27  ok
+    cost p95    clustered   task-aware  2500      0.048 ± 0.004        0.946 ± 0.005         27  ok
+    cost p50    clustered   naive       2500      0.226 ± 0.008        0.822 ± 0.008         44  (HIGH,UNDER)
+    cost p95    clustered   naive       2500      0.167 ± 0.007        0.890 ± 0.006         44  (HIGH,UNDER)
+    cost p50    independent no ids      2500      0.051 ± 0.004        0.965 ± 0.004         45  ok
+    cost p95    independent no ids      2500      0.045 ± 0.004        0.967 ± 0.004         45  ok
 
     rejection: share of null simulations with p <= 0.05 (two-sided); coverage: share of alternative
     simulations whose 95% interval holds the true effect; ± is the Monte Carlo standard error.
@@ -133,16 +133,16 @@ Last run
     share one quantile_difference call, so their seconds are half of it each. flag: rejection
     rate vs 0.05 (binomial test p < 0.01) and coverage outside [0.93, 0.97]; * = explained by the
     ideal procedure (exact test of the discrete binary statistic; ideal bootstrap over 30 tasks).
-    finished 2026-11-30 in 5.7 min wall time
+    finished 2026-12-01 in 4.6 min wall time
 
-Reading: every task-aware test holds its level within Monte Carlo error except the binary
-paired one, which rejects 3.2%: exactly the size of the exact sign-flip test on these data
-(many tasks always or never succeed, so the statistic is discrete); it is conservative, not
-wrong. BCa coverage with 30 tasks is 93-94% in the paired design, as for any bootstrap interval
-over 30 units (0.936 ideal; a t interval on the same per-task differences covers 95%).
-Quantile intervals (attained-value percentile bounds) are slightly conservative (95-97%).
-Naive analyses over-reject clustered data (16-26% instead of 5%) and are very conservative on
-paired data (0.4-3%), where ignoring the pairing leaves the task effects in the noise.
+Reading: every task-aware test holds its level within Monte Carlo error (0.043-0.054), the binary
+paired one included (0.046: the tie-broken sign-flip test; the plain exact sign-flip test rejects
+0.032 on these data, whose task differences take few values), and the intervals of rates, means and
+Cliff's delta, which invert the tests, cover 0.948-0.960 (the BCa intervals of before covered
+0.933-0.940 in the paired design, as any bootstrap over 30 tasks would). Quantile intervals
+(attained-value percentile bounds) are slightly conservative (95-97%). Naive analyses over-reject
+clustered data (17-26% instead of 5%) and are very conservative on paired data (0.6-3%), where
+ignoring the pairing leaves the task effects in the noise.
 """
 
 from __future__ import annotations
