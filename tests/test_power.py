@@ -1330,3 +1330,29 @@ def test_min_tasks_respects_the_exact_floor_and_the_plans_own_power(pilot):
     assert p.min_tasks >= 6
     assert p.power_at(p.min_tasks, 10**6) >= 0.8 > p.power_at(p.min_tasks - 1, 10**6) or p.min_tasks == 6
     assert core.exact_floor(True, 0.05, "two-sided") == 6 and core.exact_floor(False, 0.05, "two-sided") == 4
+
+
+def test_one_arm_paired_plan_states_what_real_heterogeneity_would_cost():
+    """A one-arm pilot cannot measure how the effect varies across tasks: the plan says so, with the
+    recommended design's power at the variation measured on real Terminal-Bench pairs (and half, double),
+    computed by the same components algebra a two-arm pilot's measured variation goes through."""
+    import dataclasses
+    import warnings as w
+
+    from agentab.power.planning import TYPICAL_HETEROGENEITY
+
+    traces = agentab.datasets.example_experiment(seed=0, n_tasks=30, n_seeds=3)
+    scores = agentab.score(traces, agentab.datasets.example_specs(n_tasks=30))
+    with w.catch_warnings():
+        w.simplefilter("ignore")
+        one = agentab.power.plan(scores[scores["arm"] == "baseline"], "outcome", 0.1)
+        two = agentab.power.plan(scores, "outcome", 0.1)
+    said = [x for x in one.warnings if "the pilot has one arm" in x]
+    assert len(said) == 1 and f"{TYPICAL_HETEROGENEITY:g} x the between-task SD" in said[0]
+    comps = one.components
+    extra = TYPICAL_HETEROGENEITY**2 * (comps.between_a + comps.between_b) / 2
+    varied = dataclasses.replace(comps, covariance=comps.covariance - extra / 2)
+    power = float(varied.power(one.tasks, one.seeds_per_task, True, one.alpha, one.alternative))
+    assert f"this design's power is {power:.2f}" in said[0]
+    assert power < one.power  # variation of the effect costs power
+    assert not any("the pilot has one arm" in x for x in two.warnings)  # measured on the two arms instead

@@ -56,6 +56,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -193,6 +194,7 @@ def plan(
     between = comps.between(paired)
     optimum = math.sqrt(cost_ratio * comps.within / ((2.0 if paired else 1.0) * between)) if between > 0 else math.inf
     warnings += _seed_warnings(comps, paired, max(int(table["seeds_per_task"].max()), int(max_seeds)), min_tasks)
+    warnings += _heterogeneity_warnings(measured, kind, paired, best, alpha, target, alternative)
     notes = list(data.notes) + measured.notes + _uncertainty_notes(fit, search, best)
     return Plan(
         metric=metric, kind=kind, design=design, effect=effect, delta=float(comps.delta), alpha=alpha, target=target,
@@ -311,6 +313,46 @@ def _seed_warnings(comps: core.Components, paired: bool, m_most: int, min_tasks:
         f"adding seeds cannot rescue an experiment with too few tasks: even at {m_most} seeds per task, variation "
         f"between tasks{' (of the effect)' if paired else ''} is {share:.0%} of a task's variance, and unlimited "
         f"seeds per task still need at least {min_tasks:,} tasks per arm"
+    ]
+
+
+#: How much real agent changes vary from task to task: the SD of the per-task true effect over the
+#: between-task SD of the metric, median over the 78 pairs of Terminal-Bench core 0.1.1 submissions
+#: (80 tasks x 5 runs; interquartile range 0.71-1.05; 0.52 for a model change under the same agent).
+#: Measured by ``benchmarks/real_heterogeneity.py`` (results in ``benchmarks/results/``).
+TYPICAL_HETEROGENEITY = 0.83
+
+
+def _heterogeneity_warnings(measured: Measured, kind: str, paired: bool, best: pd.Series, alpha: float,
+                            target: float, alternative: str) -> list[str]:
+    """A paired plan that could not measure how the effect varies across tasks: what real variation would cost.
+
+    The plan's own model shifts every task alike. Adding a task-to-task variance of the effect of
+    ``h^2`` times the mean between-task variance lowers the covariance of a task's two arms by half of
+    it (the same algebra that a two-arm pilot's measured variation enters through); the warning gives
+    the recommended design's power at ``h`` = :data:`TYPICAL_HETEROGENEITY`, half and double, and the
+    tasks needed at the typical value.
+    """
+    if not paired or kind not in ("binary", "ordinal", "continuous"):
+        return []
+    if any("task-to-task variation of the effect measured" in a for a in measured.assumptions):
+        return []
+    comps = measured.components
+    tasks, seeds = int(best["tasks"]), int(best["seeds_per_task"])
+
+    def varied(h: float) -> core.Components:
+        extra = h * h * (comps.between_a + comps.between_b) / 2.0
+        return dataclasses.replace(comps, covariance=comps.covariance - extra / 2.0)
+
+    powers = [float(varied(h * TYPICAL_HETEROGENEITY).power(tasks, seeds, paired, alpha, alternative)) for h in (1.0, 0.5, 2.0)]
+    needed = varied(TYPICAL_HETEROGENEITY).tasks_needed(seeds, paired, alpha, target, alternative)
+    need_text = f"about {needed:,} tasks x {seeds} seed(s) would reach {target:g}" if needed else f"no design reaches {target:g}"
+    return [
+        "the pilot has one arm, so the plan assumes the change shifts every task alike. Real agent changes vary from "
+        f"task to task: on 78 Terminal-Bench pairs the effect's task-to-task SD was {TYPICAL_HETEROGENEITY:g} x the "
+        f"between-task SD (median; benchmarks/real_heterogeneity.py). With that variation this design's power is "
+        f"{powers[0]:.2f} ({powers[1]:.2f} at half of it, {powers[2]:.2f} at double) and {need_text}; a pilot that "
+        "ran both arms on the same tasks measures it"
     ]
 
 
