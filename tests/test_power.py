@@ -1356,3 +1356,40 @@ def test_one_arm_paired_plan_states_what_real_heterogeneity_would_cost():
     assert f"this design's power is {power:.2f}" in said[0]
     assert power < one.power  # variation of the effect costs power
     assert not any("the pilot has one arm" in x for x in two.warnings)  # measured on the two arms instead
+
+
+def test_plan_reports_the_interval_of_tasks_needed_over_resampled_pilots():
+    """n_boot re-plans on resamples of the pilot's tasks: a reproducible 80% interval around the
+    recommendation, shown in the plan's text and its dict; n_boot=0 (the default) computes none."""
+    import warnings as w
+
+    runs = agentab.score(agentab.datasets.example_experiment(seed=1, n_tasks=20, n_seeds=3))
+    pilot = runs[runs["arm"] == "baseline"]
+    with w.catch_warnings():
+        w.simplefilter("ignore")
+        plain = agentab.power.plan(pilot, "outcome", 0.1)
+        first = agentab.power.plan(pilot, "outcome", 0.1, n_boot=30)
+        again = agentab.power.plan(pilot, "outcome", 0.1, n_boot=30)
+    assert plain.tasks_interval is None
+    ti = first.tasks_interval
+    assert ti is not None and ti.n_boot == 30 and ti.level == 0.8
+    assert ti.low <= first.tasks <= ti.high and ti.low < ti.high
+    assert (ti.low, ti.high) == (again.tasks_interval.low, again.tasks_interval.high)  # same seed, same numbers
+    assert "re-planned on 30 resamples of the pilot's tasks: 80% interval" in str(first)
+    assert first.to_dict()["tasks_interval"]["n_boot"] == 30
+    assert first.tasks == plain.tasks  # the recommendation itself does not change
+    with pytest.raises(PowerError, match="n_boot"):
+        agentab.power.plan(pilot, "outcome", 0.1, n_boot=-1)
+
+
+def test_a_tail_plan_from_a_small_pilot_says_it_rests_on_a_handful_of_runs():
+    import warnings as w
+
+    runs = agentab.score(agentab.datasets.example_experiment(seed=1, n_tasks=20, n_seeds=3))
+    pilot = runs[runs["arm"] == "baseline"]
+    with w.catch_warnings():
+        w.simplefilter("ignore")
+        p95 = agentab.power.plan(pilot, "tokens", -0.2)
+        p50 = agentab.power.plan(pilot, "tokens", -0.2, quantile=0.5)
+    assert any("runs beyond its p95 (fewer than 20)" in x for x in p95.warnings)
+    assert not any("runs beyond its" in x for x in p50.warnings)

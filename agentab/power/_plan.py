@@ -23,6 +23,7 @@ from agentab._checks import (
 from agentab._display import Blank, Block, Display, Items, Lines, Table
 from agentab.errors import PowerError
 from agentab.power._simulation import Model, model_pvalues
+from agentab.power._uncertainty import TasksInterval
 from agentab.stats import power as core
 
 __all__ = ["Plan", "SimulatedPower"]
@@ -98,6 +99,9 @@ class Plan(Display):
     seed : int, SeedSequence or None
         The seed of the plan's Dirichlet task model (binary and ordinal metrics): passing it back to
         :func:`plan` as ``seed=`` gives the same plan.
+    tasks_interval : TasksInterval or None
+        With ``plan(..., n_boot=N)``: the 80% interval (``low``, ``high``) of the tasks needed at the
+        recommended seeds per task, re-planned on ``N`` resamples of the pilot's tasks.
     """
 
     metric: str
@@ -128,6 +132,7 @@ class Plan(Display):
     warnings: tuple[str, ...] = ()
     model: Model = field(default=None, repr=False)  # type: ignore[assignment]
     seed: int | np.random.SeedSequence | None = None
+    tasks_interval: TasksInterval | None = None
 
     # ------------------------------------------------------------------ results
 
@@ -219,7 +224,7 @@ class Plan(Display):
             f"A new task costs {self.cost_ratio:g} run(s): the recommendation has {self.seeds_per_task} seed(s) per "
             f"task (the classic optimum sqrt(cost ratio x within / between) is {opt}); even with unlimited seeds, at "
             f"least {self.min_tasks:,} tasks per arm are needed",
-        ]
+        ] + ([self.tasks_interval.text(self.seeds_per_task)] if self.tasks_interval is not None else [])
 
     def _shown(self) -> pd.DataFrame:
         """The table as displayed: whole-run costs, and no ``feasible`` column when every row is."""
@@ -236,6 +241,7 @@ class Plan(Display):
             assumptions=list(self.assumptions), notes=list(self.notes), warnings=list(self.warnings),
             effect_text=self.effect_text(), table=self.table.to_dict(orient="records"),
             seed=jsonable_seed(self.seed),
+            tasks_interval=dataclasses.asdict(self.tasks_interval) if self.tasks_interval is not None else None,
         )
         return plain
 

@@ -77,6 +77,7 @@ from agentab.power._arguments import check_effect
 from agentab.power._components import Measured, components
 from agentab.power._pilot import Pilot, read_pilot
 from agentab.power._plan import Plan, SimulatedPower
+from agentab.power._uncertainty import tail_warnings, tasks_interval
 from agentab.stats import power as core
 
 __all__ = ["Plan", "SimulatedPower", "plan"]
@@ -106,6 +107,7 @@ def plan(
     max_tasks: int | None = None,
     max_seeds: int = 10,
     seed: Any = 12345,
+    n_boot: int = 0,
 ) -> Plan:
     """How many tasks and seeds per task an experiment needs, from pilot runs.
 
@@ -159,6 +161,10 @@ def plan(
         model (the value plans have always used, so the default plan is
         reproducible); None draws fresh entropy. The plan records the seed
         used (its ``seed``): passing it back gives the same plan.
+    n_boot : int
+        Re-plan on this many resamples of the pilot's tasks (each with all its runs, both arms) at the
+        recommended seeds per task, and report the 80% interval of the tasks needed
+        (``Plan.tasks_interval``); 0 (the default) skips it (each resample costs one plan).
 
     Returns
     -------
@@ -196,6 +202,17 @@ def plan(
     warnings += _seed_warnings(comps, paired, max(int(table["seeds_per_task"].max()), int(max_seeds)), min_tasks)
     warnings += _heterogeneity_warnings(measured, kind, paired, best, alpha, target, alternative)
     notes = list(data.notes) + measured.notes + _uncertainty_notes(fit, search, best)
+    warnings += tail_warnings(data, kind, quantile)
+    interval = None
+    if check_whole(n_boot, "n_boot", 0, PowerError):
+        m = int(best["seeds_per_task"])
+
+        def replan(resampled: Pilot) -> float | None:
+            again = _Search(resampled, kind, effect, quantile, paired, alpha, target, alternative, None, cost_ratio, sequence)
+            row = again.run([m])[1].iloc[0]
+            return float(row["tasks"]) if bool(row["feasible"]) else None
+
+        interval = tasks_interval(data, replan, int(n_boot), np.random.default_rng(sequence.spawn(1)[0]))
     return Plan(
         metric=metric, kind=kind, design=design, effect=effect, delta=float(comps.delta), alpha=alpha, target=target,
         alternative=alternative, tasks=int(best["tasks"]), seeds_per_task=int(best["seeds_per_task"]),
@@ -203,7 +220,7 @@ def plan(
         cost=float(best["cost"]), table=table, icc=fit.icc, icc_ci=fit.icc_ci, pilot_tasks=fit.n_groups,
         pilot_runs=fit.n_runs, optimum_seeds=optimum, min_tasks=min_tasks, components=comps, cost_ratio=cost_ratio,
         assumptions=tuple(measured.assumptions), notes=tuple(notes), warnings=tuple(warnings), model=measured.model,
-        seed=recorded_seed(sequence),
+        seed=recorded_seed(sequence), tasks_interval=interval,
     )
 
 
