@@ -1261,7 +1261,8 @@ PLAN_ERRORS = [
     ("missing task", lambda p: plan(p.assign(task_id=p["task_id"].astype(object).where(p["seed"] != 0)), "passed", 0.1),
      r"runs without a task"),
     ("four tasks", lambda p: plan(_few_tasks(p), "passed", 0.1), r"4 task\(s\).*at least 5 are needed"),
-    ("one run per task", lambda p: plan(p[p["seed"] == 0], "passed", 0.1), r"one run per task.*ICC"),
+    ("one run per task, one arm, paired", lambda p: plan(p[p["seed"] == 0], "passed", 0.1), r"one-arm pilot with one run per task cannot tell how a task.s two arms correlate"),
+    ("one run per task, seeds asked", lambda p: plan(p[p["seed"] == 0], "passed", 0.1, seeds_per_task=3, design="independent"), r"seeds_per_task=3 cannot be planned from a pilot with one run per task"),
     ("text metric", lambda p: plan(p.assign(txt=["a", "b", "c"] * 20), "txt", 0.1), r"'txt' is not numeric"),
     ("text metric with kind", lambda p: plan(p.assign(txt=["a", "b", "c"] * 20), "txt", 0.1, kind="continuous"),
      r"'txt' has values that are not numbers"),
@@ -1393,3 +1394,52 @@ def test_a_tail_plan_from_a_small_pilot_says_it_rests_on_a_handful_of_runs():
         p50 = agentab.power.plan(pilot, "tokens", -0.2, quantile=0.5)
     assert any("runs beyond its p95 (fewer than 20)" in x for x in p95.warnings)
     assert not any("runs beyond its" in x for x in p50.warnings)
+
+
+def _one_run_pair(n_tasks: int, base_rate: float, effect: float, seed: int) -> pd.DataFrame:
+    """Two arms, one run per task (a leaderboard's shape): correlated outcomes through a task difficulty."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1.5, n_tasks)
+    logit = np.log(base_rate / (1 - base_rate)) + difficulty
+    p_a = 1 / (1 + np.exp(-logit))
+    p_b = np.clip(p_a + effect, 0, 1)
+    a = (rng.random(n_tasks) < p_a).astype(float)
+    b = (rng.random(n_tasks) < p_b).astype(float)
+    tasks = [f"t{i}" for i in range(n_tasks)]
+    return pd.DataFrame({"arm": ["baseline"] * n_tasks + ["candidate"] * n_tasks, "task_id": tasks * 2,
+                         "outcome": np.r_[a, b]})
+
+
+def test_one_run_two_arm_pilot_plans_like_mcnemar_from_its_discordance():
+    """Reference: Connor (1987, Biometrics 43:207-211) for paired binary outcomes, computed here from the pilot's
+    own discordance psi = p10 + p01 and the planned difference delta:
+    n = (z_{1-a/2} sqrt(psi) + z_{1-b} sqrt(psi - delta^2))^2 / delta^2. agentab's paired plan from a one-run,
+    two-arm pilot reads the same covariance off the pilot and adds only the t / permutation corrections."""
+    from scipy.stats import norm
+
+    pilot = _one_run_pair(400, 0.5, 0.05, seed=3)
+    a = pilot[pilot.arm == "baseline"]["outcome"].to_numpy()
+    b = pilot[pilot.arm == "candidate"]["outcome"].to_numpy()
+    psi = float(np.mean(a != b))
+    delta = 0.06
+    connor = (norm.ppf(0.975) * np.sqrt(psi) + norm.ppf(0.8) * np.sqrt(psi - delta**2)) ** 2 / delta**2
+    p = agentab.power.plan(pilot, "outcome", delta)
+    assert p.seeds_per_task == 1 and p.table.shape[0] == 1
+    assert abs(p.tasks - connor) / connor < 0.08, (p.tasks, connor)
+    assert any("read off the pilot's 400 shared tasks" in x for x in p.assumptions)
+    assert math.isnan(p.icc) and "one per task: the ICC cannot be measured" in str(p)
+    assert not any("the pilot has one arm" in x for x in p.warnings)
+    with pytest.raises(PowerError, match="no task model to simulate from"):
+        p.simulate(10)
+
+
+def test_compare_advises_on_one_run_data():
+    """The most common real shape, one run per task in both arms: an inconclusive comparison says how many
+    tasks would settle it, where it used to say nothing."""
+    data = _one_run_pair(120, 0.5, 0.03, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = agentab.compare(data, metrics={"outcome": "binary"}, n_resamples=999, seed=0)
+    assert result.verdict == "inconclusive"
+    advice = result.decision.reasons[-1]
+    assert "a new experiment of about" in advice and "x 1 seed(s) (the same tasks in both arms)" in advice

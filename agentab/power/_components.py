@@ -29,6 +29,7 @@ from agentab._vocabulary import quantile as quantile_of
 from agentab._vocabulary import task_weights
 from agentab.errors import PowerError
 from agentab.power._arguments import check_untied
+from agentab.power._one_run import one_run, one_run_components
 from agentab.power._pilot import MIN_TASKS, Pilot
 from agentab.power._simulation import Model
 from agentab.stats import power as core
@@ -261,6 +262,9 @@ def components(pilot: Pilot, kind: str, effect: float, quantile: float, paired: 
     ``sequence`` seeds the Dirichlet draws of a binary or ordinal task model (the same draws for every
     log odds tried); ``bandwidth`` replaces the Hall-Sheather bandwidth of a quantile's density.
     """
+    if one_run(pilot):
+        comps, fit, assumptions, notes = one_run_components(pilot, kind, effect, paired)
+        return Measured(comps, fit, None, assumptions, notes)
     if kind in ("binary", "ordinal"):
         comps, fit, model, assumption, score = _level_components(pilot, kind, effect, paired, conf, sequence)
     elif kind == "continuous":

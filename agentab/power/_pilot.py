@@ -110,7 +110,8 @@ def _arms(pilot: pd.DataFrame, arm: str, baseline: Any) -> tuple[pd.DataFrame, p
 
 
 def _check_values(values: np.ndarray, tasks: np.ndarray, kind: str, metric: str) -> None:
-    """Refuse values the kind cannot have, and a pilot without the tasks and seeds an ICC needs."""
+    """Refuse values the kind cannot have, and a pilot with too few tasks (one run per task is planned for one
+    seed per task: :mod:`agentab.power._one_run`)."""
     if kind == "binary" and not np.isin(values, (0.0, 1.0)).all():
         raise PowerError(f"column {metric!r} is read as binary but has values other than 0/1 (e.g. "
                          f"{values[~np.isin(values, (0.0, 1.0))][0]:g})")
@@ -121,11 +122,6 @@ def _check_values(values: np.ndarray, tasks: np.ndarray, kind: str, metric: str)
         raise PowerError(
             f"the pilot has {n_tasks} task(s) with a value of {metric!r}; at least {MIN_TASKS} are needed to estimate "
             "the between-task variance (ICC)"
-        )
-    if len(values) == n_tasks:
-        raise PowerError(
-            "the pilot has one run per task, so the ICC (within- vs between-task variance) cannot be estimated; "
-            "run at least 2 seeds of some tasks"
         )
 
 

@@ -189,6 +189,9 @@ class Plan(Display):
         >>> 0.4 < sim.power <= 1.0
         True
         """
+        if self.model is None:
+            raise PowerError("this plan has no task model to simulate from: its pilot had one run per task (resample "
+                             "the pilot's tasks instead: plan(..., n_boot=200))")
         n_sims = check_whole(n_sims, "n_sims", 1, PowerError)
         n = self.tasks if tasks is None else check_whole(tasks, "tasks", 2, PowerError)
         m = self.seeds_per_task if seeds_per_task is None else check_whole(seeds_per_task, "seeds_per_task", 1, PowerError)
@@ -213,18 +216,26 @@ class Plan(Display):
         return f"{self.effect:+.0%} on the p{self.model.quantile * 100:g} ({self.delta:+.4g})"
 
     def _header(self) -> list[str]:
-        low, high = self.icc_ci
+
         opt = "unbounded" if not math.isfinite(self.optimum_seeds) else f"{self.optimum_seeds:.1f}"
         return [
             f"Plan for {self.metric} ({self.kind}), {self.design} design: detect {self.effect_text()} "
             f"at alpha {self.alpha:g} ({self.alternative}) with power {self.target:.2f}",
             f"Recommended: {self.tasks:,} tasks x {self.seeds_per_task} seed(s) per task = {self.runs_per_arm:,} "
             f"runs per arm ({self.total_runs:,} in all), power {self.power:.3f}",
+        ] + (self._design_lines(opt) if math.isfinite(self.icc) else [
+            f"Pilot: {self.pilot_tasks} tasks, {self.pilot_runs} runs, one per task: the ICC cannot be measured, so the plan "
+            "is for 1 seed per task (where it does not matter)",
+        ]) + ([self.tasks_interval.text(self.seeds_per_task)] if self.tasks_interval is not None else [])
+
+    def _design_lines(self, opt: str) -> list[str]:
+        low, high = self.icc_ci
+        return [
             f"Pilot: {self.pilot_tasks} tasks, {self.pilot_runs} runs; ICC {self.icc:.2f} (95% CI {low:.2f} to {high:.2f})",
             f"A new task costs {self.cost_ratio:g} run(s): the recommendation has {self.seeds_per_task} seed(s) per "
             f"task (the classic optimum sqrt(cost ratio x within / between) is {opt}); even with unlimited seeds, at "
             f"least {self.min_tasks:,} tasks per arm are needed",
-        ] + ([self.tasks_interval.text(self.seeds_per_task)] if self.tasks_interval is not None else [])
+        ]
 
     def _shown(self) -> pd.DataFrame:
         """The table as displayed: whole-run costs, and no ``feasible`` column when every row is."""

@@ -75,6 +75,7 @@ from agentab._checks import (
 from agentab.errors import PowerError
 from agentab.power._arguments import check_effect
 from agentab.power._components import Measured, components
+from agentab.power._one_run import one_run
 from agentab.power._pilot import Pilot, read_pilot
 from agentab.power._plan import Plan, SimulatedPower
 from agentab.power._uncertainty import tail_warnings, tasks_interval
@@ -174,7 +175,8 @@ def plan(
     ------
     PowerError
         Bad settings, a metric or task column missing, fewer than 5 tasks,
-        or one run per task (no ICC).
+        or, from a pilot with one run per task (planned for 1 seed per task, where the ICC does not
+        matter), more seeds asked for, a cost or count metric, or a paired plan from one arm.
 
     Examples
     --------
@@ -192,6 +194,12 @@ def plan(
     data, kind = read_pilot(pilot, metric, kind, cluster, arm, baseline)
     effect = _plan_effect(kind, effect)
     paired = design == "paired"
+    single = one_run(data)
+    if single:
+        if seeds_per_task is not None and int(seeds_per_task) > 1:
+            raise PowerError(f"seeds_per_task={seeds_per_task} cannot be planned from a pilot with one run per task "
+                             "(the ICC cannot be measured); run 2 or more seeds of some tasks, or plan 1 seed")
+        seeds = [1]
     search = _Search(data, kind, effect, quantile, paired, alpha, target, alternative, max_tasks, cost_ratio, sequence)
     measured, table = search.run(seeds)
     best, warnings = _recommend(table, max_tasks, target)
@@ -199,7 +207,8 @@ def plan(
     min_tasks = comps.tasks_needed(10**6, paired, alpha, target, alternative) or MAX_TASKS
     between = comps.between(paired)
     optimum = math.sqrt(cost_ratio * comps.within / ((2.0 if paired else 1.0) * between)) if between > 0 else math.inf
-    warnings += _seed_warnings(comps, paired, max(int(table["seeds_per_task"].max()), int(max_seeds)), min_tasks)
+    if not single:
+        warnings += _seed_warnings(comps, paired, max(int(table["seeds_per_task"].max()), int(max_seeds)), min_tasks)
     warnings += _heterogeneity_warnings(measured, kind, paired, best, alpha, target, alternative)
     notes = list(data.notes) + measured.notes + _uncertainty_notes(fit, search, best)
     warnings += tail_warnings(data, kind, quantile)
@@ -352,7 +361,8 @@ def _heterogeneity_warnings(measured: Measured, kind: str, paired: bool, best: p
     """
     if not paired or kind not in ("binary", "ordinal", "continuous"):
         return []
-    if any("task-to-task variation of the effect measured" in a for a in measured.assumptions):
+    if any("task-to-task variation of the effect measured" in a or "read off the pilot's" in a
+           for a in measured.assumptions):
         return []
     comps = measured.components
     tasks, seeds = int(best["tasks"]), int(best["seeds_per_task"])
