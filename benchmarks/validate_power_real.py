@@ -17,7 +17,12 @@ design's power if the effect varies as much as in real pairs (``TYPICAL_HETEROGE
 and at double that variation; the table shows whether those powers bracket the realised one.
 
 Run: ``python benchmarks/validate_power_real.py [--pilots 5] [--experiments 200] [--resamples 499]``
-(about 5 minutes on 2 cores). Seeds derive from ``--seed``; the same call prints the same table.
+(under a minute on 2 cores). Seeds derive from ``--seed``; the same call prints the same table.
+
+Then the same for **one run per instance**: SWE-bench Verified bash-only pairs
+(``../shared/data/swebench-verified-bash-only``, 500 instances, one run each; the data README's
+same-scaffold pairs), two-arm pilots of 100 instances, paired plans (one seed per task: the ICC
+cannot be measured), realised power on designs drawn from the 500 instances.
 """
 
 from __future__ import annotations
@@ -38,6 +43,13 @@ import agentab  # noqa: E402
 from agentab.stats import rate_difference  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "terminal-bench" / "tb_core_0.1.1_trials.csv"
+SWE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "swebench-verified-bash-only" / "swebench_verified_bash_only_per_instance.csv"
+#: SWE-bench Verified bash-only pairs (the data README's "good A/B pairs": same scaffold version).
+SWE_PAIRS = [
+    ("20250807_mini-v1.7.0_gpt-5-mini", "20250807_mini-v1.7.0_gpt-5"),
+    ("20250726_mini-v1.0.0_claude-sonnet-4-20250514", "20250802_mini-v1.0.0_claude-4-opus-20250514"),
+    ("20251209_mini-v1.17.2_devstral-small-2512", "20251209_mini-v1.17.2_devstral-2512"),
+]
 PAIRS = [
     ("20250923_droid_claude-4-sonnet", "20250923_droid_claude-4-1-opus"),
     ("20250811_cursor-cli_claude-4-sonnet", "20250711_openhands_claude-4-sonnet"),
@@ -80,6 +92,51 @@ def realised_power(base: np.ndarray, cand: np.ndarray, n: int, m: int, experimen
         x = np.concatenate([base[t][rng.choice(5, size=m, replace=False)] for t in picked])
         y = np.concatenate([cand[t][rng.choice(5, size=m, replace=False)] for t in picked])
         res = rate_difference(x, y, x_strata=ids, y_strata=ids, paired=True, n_resamples=resamples, rng=rng)
+        hits += res.pvalue < 0.05
+    return hits / experiments
+
+
+def one_run_pairs(args: argparse.Namespace, root: np.random.SeedSequence) -> None:
+    """SWE-bench Verified pairs, one run per instance: two-arm pilots of 100 instances, paired plans for the
+    full data's effect, and their realised power on designs drawn from the 500 real instances."""
+    if not SWE.exists():
+        return
+    table = pd.read_csv(SWE, usecols=["submission_folder", "instance_id", "resolved"])
+    wide = table.pivot_table(index="instance_id", columns="submission_folder", values="resolved", aggfunc="first")
+    print("\nSWE-bench Verified bash-only pairs, one run per instance: two-arm pilots of 100 instances")
+    realised = []
+    for index, (a, b) in enumerate(SWE_PAIRS):
+        both = wide[[a, b]].dropna().astype(float)
+        base, cand = both[a].to_numpy()[:, None], both[b].to_numpy()[:, None]
+        effect = float(cand.mean() - base.mean())
+        for k, stream in enumerate(np.random.SeedSequence([args.seed, 100 + index]).spawn(args.pilots)):
+            rng = np.random.default_rng(stream)
+            chosen = rng.choice(len(both), size=100, replace=False)
+            ids = [str(i) for i in both.index[chosen]]
+            pilot = pd.DataFrame({"arm": ["baseline"] * 100 + ["candidate"] * 100, "task_id": ids * 2,
+                                  "outcome": np.r_[base[chosen, 0], cand[chosen, 0]]})
+            try:
+                plan = agentab.power.plan(pilot, "outcome", effect, kind="binary")
+            except agentab.PowerError as error:
+                print(f"{a + ' -> ' + b:<90.90} {effect:>+7.3f} {k:>3}  no plan: {error}")
+                continue
+            power = _one_run_power(base[:, 0], cand[:, 0], plan.tasks, args.experiments, args.resamples, rng)
+            realised.append(power)
+            print(f"{a + ' -> ' + b:<90.90} {effect:>+7.3f} {k:>3}  {plan.tasks:>6}x1 {power:>8.3f}")
+    if realised:
+        values = np.array(realised)
+        print(f"one run per instance: realised power at a planned 0.80, median {np.median(values):.3f} "
+              f"(range {values.min():.3f}-{values.max():.3f}, {len(values)} plans)")
+
+
+def _one_run_power(base: np.ndarray, cand: np.ndarray, n: int, experiments: int, resamples: int,
+                   rng: np.random.Generator) -> float:
+    ids = np.arange(n)
+    hits = 0
+    for _ in range(experiments):
+        picked = rng.integers(len(base), size=n)
+        res = rate_difference(base[picked], cand[picked], x_strata=ids, y_strata=ids, paired=True,
+                              n_resamples=resamples, rng=rng)
         hits += res.pvalue < 0.05
     return hits / experiments
 
@@ -139,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if summary["bracketed"]:
         print(f"one-arm sensitivity (double .. half) brackets the realised power in "
               f"{int(np.sum(summary['bracketed']))} of {len(summary['bracketed'])} plans")
+    one_run_pairs(args, root)
     print(f"finished in {time.perf_counter() - start:.0f} s")
     return 0
 
