@@ -222,13 +222,13 @@ def check_design(kind: str, design: Any, correlation: Any, discordant: Any) -> t
 
 
 def check_discordance(effect: float, discordant: float, baseline: float | None) -> None:
-    """Refuse a binary effect the discordance cannot hold: ``|p01 - p10| <= p01 + p10``, and the baseline's cells >= 0."""
+    """Refuse a binary effect the discordance cannot hold: ``|p01 - p10| <= p01 + p10``, and the baseline's cells >= 0.
+
+    With ``|effect| < 1`` (:func:`check_effect`) this keeps ``effect^2 < discordant``: Connor's variance is positive.
+    """
     if abs(effect) > discordant + 1e-12:
         raise PowerError(f"effect {effect:+g} is larger than the discordant share {discordant:g}: the rates can differ "
                          "at most by the share of pairs whose outcomes differ")
-    if effect**2 >= discordant:
-        raise PowerError(f"effect {effect:+g} with discordant {discordant:g}: every pair differs the same way, so "
-                         "the test statistic has no variance; no sample size applies")
     if baseline is not None:
         low, high = discordant - 2 * baseline, 2 * (1 - baseline) - discordant
         if not low - 1e-12 <= effect <= high + 1e-12:
