@@ -139,9 +139,13 @@ def test_mde_inverts_power_in_both_designs():
 
 
 def test_mde_binary_respects_the_baseline():
-    # baseline 0.9, discordant 0.3: at most 2 (1 - 0.9) - 0.3 < 0, no rise fits
-    m = mde("binary", 50, design="paired", discordant=0.15, baseline=0.9)
-    assert m.effect is None or m.effect <= 2 * 0.1 - 0.15 + 1e-9
+    # baseline 0.9, discordant 0.15: the candidate-only cell (0.15 + delta) / 2 <= 0.1 caps a rise at 0.05
+    assert mde("binary", 100, design="paired", discordant=0.15, baseline=0.9).effect is None
+    assert mde("binary", 100, design="paired", discordant=0.15).effect > 0.05  # without the baseline's cap
+    big = mde("binary", 20_000, design="paired", discordant=0.15, baseline=0.9).effect
+    assert 0 < big < 0.05
+    with pytest.raises(PowerError, match="allows effects"):
+        sample_size("binary", 0.06, design="paired", discordant=0.15, baseline=0.9)
 
 
 def test_results_record_the_design():
@@ -153,6 +157,7 @@ def test_results_record_the_design():
     assert "paired design (discordant share 0.3 of pairs)" in text and "the same tasks in both arms" in text
     c = power("continuous", 0.4, [10, 20], design="paired", correlation=0.5)
     assert list(c.columns) == ["runs_per_arm", "tasks_per_arm", "seeds_per_task", "power"]
+    assert (c.attrs["design"], c.attrs["correlation"]) == ("paired", 0.5)
 
 
 @pytest.mark.parametrize(

@@ -325,7 +325,9 @@ def _add_power(commands: Any) -> None:
         "depends on the metric kind: binary, baseline success rate and absolute change (0.05 or 5%); ordinal, "
         "baseline level shares worst first (0.2,0.3,0.3,0.2) and an odds ratio; continuous, Cohen's d (no "
         "baseline); cost/count, a pilot sample (a file: one number per line, or .csv/.parquet with --column) "
-        "and a relative change of the --quantile (-20%).",
+        "and a relative change of the --quantile (-20%). A --baseline table with an arm column is split by arm "
+        "(--baseline-arm), never pooled. --paired plans the same tasks in both arms: continuous, the paired t-test "
+        "from --correlation (of the arms' task means); binary, McNemar's test from --discordant (Connor 1987).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     power.add_argument("--metric", required=True, choices=list(KINDS), help="the metric's kind")

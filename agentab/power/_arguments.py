@@ -6,6 +6,8 @@
 - :func:`check_question` -- builds it (the shared settings through :mod:`agentab._checks`, the baseline
   and the effect per kind here);
 - :func:`check_effect` -- the effect on its kind's scale (plans use it too);
+- :func:`check_design` -- the design and its paired parameter (``correlation``, ``discordant``);
+- :func:`check_discordance` -- refuses a binary paired effect its discordance cannot hold;
 - :func:`check_untied` -- refuses a quantile that sits on a tied value (plans and formulas alike);
 - :data:`METHODS` -- the methods of each kind, the first the default;
 - :data:`DESIGNS` -- ``"independent"`` (the default) and ``"paired"`` (the same tasks in both arms).
@@ -30,7 +32,7 @@ from agentab._checks import (
 from agentab.errors import PowerError
 from agentab.stats import power as core
 
-__all__ = ["DESIGNS", "MAX_EFFECT", "METHODS", "TIED_SHARE", "Question", "check_effect", "check_question", "check_shares", "check_untied"]
+__all__ = ["DESIGNS", "MAX_EFFECT", "METHODS", "PAIRED_METHOD", "check_design", "check_discordance", "TIED_SHARE", "Question", "check_effect", "check_question", "check_shares", "check_untied"]
 
 #: The methods of each kind (``method=None`` takes the first).
 METHODS = MappingProxyType({

@@ -302,7 +302,7 @@ def power(
     ``seeds_per_task``, ``power``. ``seed`` (default 0; None for fresh
     entropy) seeds ``method="simulation"``, every ``n`` from the same seed;
     the seed used is the result's ``seed`` (a curve's
-    ``attrs["seed"]``).
+    ``attrs["seed"]``; a paired design's curve has ``attrs["design"]``, ``"correlation"``, ``"discordant"``).
 
     Examples
     --------
@@ -337,6 +337,8 @@ def power(
     )
     if used is not None:
         curve.attrs["seed"] = used
+    if q.paired:
+        curve.attrs.update(design=q.design, correlation=q.correlation, discordant=q.discordant)
     return curve
 
 
@@ -422,5 +424,8 @@ def mde(
     if scalar:
         return MinimumEffect(q.kind, found[0], int(runs[0]), int(tasks[0]), q.seeds, target, q.method, q.alpha,
                              q.alternative, q.design_effect, notes, q.design, q.correlation, q.discordant)
-    return pd.DataFrame({"runs_per_arm": runs, "tasks_per_arm": tasks, "seeds_per_task": q.seeds,
-                         "effect": np.array([np.nan if f is None else f for f in found])})
+    table = pd.DataFrame({"runs_per_arm": runs, "tasks_per_arm": tasks, "seeds_per_task": q.seeds,
+                          "effect": np.array([np.nan if f is None else f for f in found])})
+    if q.paired:
+        table.attrs.update(design=q.design, correlation=q.correlation, discordant=q.discordant)
+    return table
