@@ -163,6 +163,8 @@ def run_diagnose(args: argparse.Namespace) -> int:
 def _power_baseline(args: argparse.Namespace) -> object:
     """``agentab power --baseline``: a rate, level shares, or a pilot sample read from a file."""
     text = args.baseline
+    if (args.arm_column or args.baseline_arm) and (text is None or args.metric not in ("cost", "count")):
+        raise PowerError("--arm-column and --baseline-arm choose the arm of a --baseline table (cost, count)")
     if text is None:
         return None
     if args.metric == "binary":
@@ -175,18 +177,49 @@ def _power_baseline(args: argparse.Namespace) -> object:
     if not path.exists():
         raise PowerError(f"--baseline {text}: no such file (cost/count take a pilot sample file)")
     if path.suffix in TABLE_SUFFIXES:
-        table = read_table(path)
+        table = _baseline_arm(args, path, read_table(path))
         if args.column is None or args.column not in table.columns:
             raise PowerError(f"{path}: say --column (columns: {', '.join(map(str, table.columns))})")
         try:
             return pd.to_numeric(table[args.column], errors="raise").to_numpy(dtype=float)
         except (ValueError, TypeError) as err:
             raise PowerError(f"{path}, column {args.column}: {err}") from err
+    if args.arm_column or args.baseline_arm:
+        raise PowerError(f"{path} is one number per line, with no arms: --arm-column and --baseline-arm need a table")
     values = []
     for line_number, line in enumerate(path.read_text().splitlines(), start=1):
         if line.strip():
             values.append(number(line, f"{path}, line {line_number}"))
+    say(f"baseline sample: {path}, {len(values):,} values read as one arm")
     return values
+
+
+def _baseline_arm(args: argparse.Namespace, path: Path, table: pd.DataFrame) -> pd.DataFrame:
+    """The baseline arm's rows of a ``--baseline`` table: split by its arm column, never pooled; said on stdout."""
+    column = args.arm_column or ("arm" if "arm" in table.columns else None)
+    if column is None:
+        say(f"baseline sample: {path} has no arm column (name it with --arm-column), so its runs are read as one arm")
+        return table
+    if column not in table.columns:
+        raise PowerError(f"{path}: no arm column {column!r} (columns: {', '.join(map(str, table.columns))})")
+    arms = table[column].dropna().astype(str)
+    names = sorted(arms.unique())
+    chosen = args.baseline_arm
+    if chosen is None:
+        if len(names) == 1:
+            chosen = names[0]
+        elif "baseline" in names:
+            chosen = "baseline"
+        else:
+            raise PowerError(f"{path} has {len(names)} arms in column {column!r} ({', '.join(names)}): name the "
+                             "baseline one with --baseline-arm (arms are never pooled)")
+    if chosen not in names:
+        raise PowerError(f"--baseline-arm {chosen}: not an arm of {path} (column {column!r}: {', '.join(names)})")
+    rows = table.loc[arms.index[arms == chosen]]
+    others = [name for name in names if name != chosen]
+    also = f"; not pooled with {', '.join(others)}" if others else ""
+    say(f"baseline sample: arm {chosen} of {path} ({len(rows):,} runs, column {column!r}){also}")
+    return rows
 
 
 def _alternative(args: argparse.Namespace) -> str:
@@ -196,11 +229,15 @@ def _alternative(args: argparse.Namespace) -> str:
 
 def run_power(args: argparse.Namespace) -> int:
     """``agentab power``: sample size (default), power (--n) or minimum detectable effect (--mde --n)."""
+    if not args.paired and (args.correlation is not None or args.discordant is not None):
+        raise PowerError("--correlation and --discordant describe a paired design: add --paired")
     baseline = _power_baseline(args)
     common = {
         "baseline": baseline, "alpha": args.alpha, "seeds_per_task": args.seeds, "icc": args.icc,
         "alternative": _alternative(args), "quantile": args.quantile, "method": args.method,
     }
+    if args.paired:
+        common.update(design="paired", correlation=args.correlation, discordant=args.discordant)
     runs = None if not args.n else args.n if len(args.n) > 1 else args.n[0]
     if args.mde:
         if not args.n:

@@ -325,13 +325,28 @@ def _add_power(commands: Any) -> None:
         "depends on the metric kind: binary, baseline success rate and absolute change (0.05 or 5%); ordinal, "
         "baseline level shares worst first (0.2,0.3,0.3,0.2) and an odds ratio; continuous, Cohen's d (no "
         "baseline); cost/count, a pilot sample (a file: one number per line, or .csv/.parquet with --column) "
-        "and a relative change of the --quantile (-20%).",
+        "and a relative change of the --quantile (-20%). A --baseline table with an arm column is split by arm "
+        "(--baseline-arm), never pooled. --paired plans the same tasks in both arms: continuous, the paired t-test "
+        "from --correlation (of the arms' task means); binary, McNemar's test from --discordant (Connor 1987).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     power.add_argument("--metric", required=True, choices=list(KINDS), help="the metric's kind")
     power.add_argument("--effect", help="the effect to detect (not with --mde); a negative percentage as --effect=-20%%")
     power.add_argument("--baseline", help="baseline rate, level shares, or a file with a pilot sample")
     power.add_argument("--column", help="column of --baseline's .csv/.parquet file (cost, count)")
+    power.add_argument("--arm-column",
+                       help="column of --baseline's table naming each run's arm (default: arm, when the table has it); "
+                       "a table with two or more arms is split, never pooled")
+    power.add_argument("--baseline-arm", metavar="NAME",
+                       help="the arm of --baseline's table to read (default: the arm named baseline)")
+    power.add_argument("--paired", action="store_true",
+                       help="paired design: the same tasks in both arms (continuous: paired t-test, with --correlation; "
+                       "binary: McNemar's test, with --discordant)")
+    power.add_argument("--correlation", type=float, metavar="R",
+                       help="with --paired, continuous: correlation between the arms' task means, in [-1, 1)")
+    power.add_argument("--discordant", type=float, metavar="P",
+                       help="with --paired, binary: share of tasks whose outcomes differ between the arms (p10 + p01); "
+                       "--effect is then the difference of the rates, --baseline optional")
     power.add_argument("--n", nargs="+", type=int, help="runs per arm: print their power (or MDE with --mde)")
     power.add_argument("--mde", action="store_true", help="minimum detectable effect of --n runs per arm")
     add_power_settings(power)

@@ -6,8 +6,11 @@
 - :func:`check_question` -- builds it (the shared settings through :mod:`agentab._checks`, the baseline
   and the effect per kind here);
 - :func:`check_effect` -- the effect on its kind's scale (plans use it too);
+- :func:`check_design` -- the design and its paired parameter (``correlation``, ``discordant``);
+- :func:`check_discordance` -- refuses a binary paired effect its discordance cannot hold;
 - :func:`check_untied` -- refuses a quantile that sits on a tied value (plans and formulas alike);
-- :data:`METHODS` -- the methods of each kind, the first the default.
+- :data:`METHODS` -- the methods of each kind, the first the default;
+- :data:`DESIGNS` -- ``"independent"`` (the default) and ``"paired"`` (the same tasks in both arms).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from agentab._checks import (
 from agentab.errors import PowerError
 from agentab.stats import power as core
 
-__all__ = ["MAX_EFFECT", "METHODS", "TIED_SHARE", "Question", "check_effect", "check_question", "check_shares", "check_untied"]
+__all__ = ["DESIGNS", "MAX_EFFECT", "METHODS", "PAIRED_METHOD", "check_design", "check_discordance", "TIED_SHARE", "Question", "check_effect", "check_question", "check_shares", "check_untied"]
 
 #: The methods of each kind (``method=None`` takes the first).
 METHODS = MappingProxyType({
@@ -39,6 +42,14 @@ METHODS = MappingProxyType({
     "cost": ("asymptotic", "simulation"),
     "count": ("asymptotic", "simulation"),
 })
+#: The designs of :func:`~agentab.power.sample_size` and friends: independent arms, or the same tasks in both.
+DESIGNS = ("independent", "paired")
+#: The kinds with a paired formula, and the parameter each needs.
+PAIRED_PARAMETER = MappingProxyType({"continuous": "correlation", "binary": "discordant"})
+#: The one method of each kind's paired design: the paired t-test, McNemar's test (Connor 1987).
+PAIRED_METHOD = MappingProxyType({"continuous": "t", "binary": "mcnemar"})
+#: Which kind each paired parameter belongs to.
+PAIRED_PARAMETER_KIND = MappingProxyType({v: k for k, v in PAIRED_PARAMETER.items()})
 #: Share of runs at one value above which a quantile is a tied (step) value.
 TIED_SHARE = 0.05
 #: Fewest pilot runs from which a quantile's density is estimated.
@@ -59,6 +70,13 @@ class Question:
     method: str
     quantile: float
     notes: tuple[str, ...] = ()
+    design: str = "independent"
+    correlation: float | None = None  # continuous, paired: of the arms' task means
+    discordant: float | None = None  # binary, paired: share of pairs whose outcomes differ
+
+    @property
+    def paired(self) -> bool:
+        return self.design == "paired"
 
     @property
     def design_effect(self) -> float:
@@ -118,9 +136,11 @@ def _pilot_sample(kind: str, baseline: Any, quantile: float) -> tuple[np.ndarray
     return sample, notes
 
 
-def _baseline(kind: str, baseline: Any, quantile: float) -> tuple[Any, list[str]]:
+def _baseline(kind: str, baseline: Any, quantile: float, paired: bool = False) -> tuple[Any, list[str]]:
     """The baseline on its kind's terms (see :mod:`agentab.power.formulas`), and notes on it."""
     if kind == "binary":
+        if baseline is None and paired:
+            return None, []  # McNemar planning needs only the discordance; a baseline rate only checks it
         if baseline is None:
             raise PowerError("binary: give baseline=, the baseline success rate")
         return check_probability(baseline, "baseline", PowerError), []
@@ -147,6 +167,9 @@ def check_question(
     quantile: Any,
     *,
     effect_needed: bool = True,
+    design: Any = "independent",
+    correlation: Any = None,
+    discordant: Any = None,
 ) -> Question:
     """Validate the arguments shared by :func:`sample_size`, :func:`power` and :func:`mde`."""
     kind = check_kind(kind, PowerError)
@@ -156,15 +179,63 @@ def check_question(
     if not 0.0 <= icc <= 1.0:
         raise PowerError(f"icc must be in [0, 1], got {icc:g}")
     alternative = check_alternative(alternative, PowerError)
-    methods = METHODS[kind]
+    design, correlation, discordant = check_design(kind, design, correlation, discordant)
+    methods = (PAIRED_METHOD[kind],) if design == "paired" else METHODS[kind]
     method = methods[0] if method is None else method
     if method not in methods:
-        raise PowerError(f"method for {kind} must be one of {', '.join(methods)}, got {method!r}")
+        raise PowerError(f"method for {kind}{' (paired design)' if design == 'paired' else ''} must be one of {', '.join(methods)}, got {method!r}")
     quantile = check_probability(quantile, "quantile", PowerError)
-    baseline, notes = _baseline(kind, baseline, quantile)
+    baseline, notes = _baseline(kind, baseline, quantile, design == "paired")
     if effect_needed:
         effect = check_effect(kind, effect, baseline)
-    return Question(kind, effect, baseline, alpha, seeds, icc, alternative, method, quantile, tuple(notes))
+        if discordant is not None:
+            check_discordance(effect, discordant, baseline)
+    return Question(kind, effect, baseline, alpha, seeds, icc, alternative, method, quantile, tuple(notes),
+                    design, correlation, discordant)
+
+
+def check_design(kind: str, design: Any, correlation: Any, discordant: Any) -> tuple[str, float | None, float | None]:
+    """The design and its paired parameter: ``correlation`` (continuous) or ``discordant`` (binary), paired only."""
+    if design not in DESIGNS:
+        raise PowerError(f"design must be 'independent' or 'paired', got {design!r}")
+    given = {"correlation": correlation, "discordant": discordant}
+    for name, value in given.items():
+        if value is not None and (design != "paired" or PAIRED_PARAMETER.get(kind) != name):
+            where = "design='paired'" if design != "paired" else f"kind={PAIRED_PARAMETER_KIND[name]!r}"
+            raise PowerError(f"{name}= is for {where} (got kind={kind!r}, design={design!r})")
+    if design == "independent":
+        return design, None, None
+    if kind not in PAIRED_PARAMETER:
+        raise PowerError(f"design='paired' has formulas for continuous and binary metrics, not {kind}; "
+                         "agentab.power.plan plans paired designs of every kind from a pilot")
+    name = PAIRED_PARAMETER[kind]
+    if given[name] is None:
+        what = ("the correlation between the arms' task means, in [-1, 1)" if name == "correlation"
+                else "the share of tasks whose outcomes differ between the arms, in (0, 1]")
+        raise PowerError(f"design='paired' for {kind}: give {name}=, {what}")
+    value = check_number(given[name], name, PowerError)
+    if name == "correlation":
+        if not -1.0 <= value < 1.0:
+            raise PowerError(f"correlation must be in [-1, 1) (at 1 the paired differences have no variance), got {value:g}")
+        return design, value, None
+    if not 0.0 < value <= 1.0:
+        raise PowerError(f"discordant is a share of pairs, in (0, 1], got {value:g}")
+    return design, None, value
+
+
+def check_discordance(effect: float, discordant: float, baseline: float | None) -> None:
+    """Refuse a binary effect the discordance cannot hold: ``|p01 - p10| <= p01 + p10``, and the baseline's cells >= 0.
+
+    With ``|effect| < 1`` (:func:`check_effect`) this keeps ``effect^2 < discordant``: Connor's variance is positive.
+    """
+    if abs(effect) > discordant + 1e-12:
+        raise PowerError(f"effect {effect:+g} is larger than the discordant share {discordant:g}: the rates can differ "
+                         "at most by the share of pairs whose outcomes differ")
+    if baseline is not None:
+        low, high = discordant - 2 * baseline, 2 * (1 - baseline) - discordant
+        if not low - 1e-12 <= effect <= high + 1e-12:
+            raise PowerError(f"baseline {baseline:g} with discordant {discordant:g} allows effects in "
+                             f"[{max(low, -discordant):+g}, {min(high, discordant):+g}], got {effect:+g}")
 
 
 #: Largest Cohen's d or relative change a plan sizes (a d of 1e6 is a million standard deviations).

@@ -4,7 +4,12 @@ Every kind reduces to ``r``, the effect over the standard error of its test
 statistic with one independent run per arm (:func:`ratio_per_root_n`); the
 power of ``n`` effective runs per arm (runs over the design effect) is then
 that of a z-test (a t-test for continuous metrics) with mean ``r sqrt(n)``
-(:func:`formula_power`), and :func:`solve_runs` inverts it. See
+(:func:`formula_power`), and :func:`solve_runs` inverts it. Paired designs
+(``q.paired``): continuous metrics take the paired t-test on the tasks'
+differences, ``r = d_z`` (:func:`agentab.stats.power.paired_d`) with
+``tasks - 1`` degrees of freedom; binary metrics McNemar's test by Connor's
+(1987) formula (:func:`agentab.stats.power.connor_power`), whose null and
+alternative variances differ, so ``r`` only gives its sign. See
 :mod:`agentab.power.formulas` for the approximation of each kind.
 """
 
@@ -22,8 +27,8 @@ from agentab.power._answers import effect_text
 from agentab.power._arguments import Question
 from agentab.stats import power as core
 
-__all__ = ["MAX_RUNS", "candidate_shares", "check_direction", "formula_power", "ordinal_log_or", "ratio_per_root_n",
-           "solve_runs"]
+__all__ = ["MAX_RUNS", "candidate_shares", "check_direction", "formula_power", "ordinal_log_or", "paired_tasks",
+           "ratio_per_root_n", "solve_runs"]
 
 #: Most runs per arm a sample size is searched up to.
 MAX_RUNS = 10**8
@@ -51,6 +56,10 @@ def ratio_per_root_n(q: Question, effect: Any) -> float:
 
     The formula power at ``n`` effective runs per arm is ``normal_power(r * sqrt(n))``.
     """
+    if q.paired:
+        if q.kind == "binary":
+            return effect / math.sqrt(q.discordant)  # the sign, and the null's standardised effect
+        return float(core.paired_d(effect, q.correlation))
     if q.kind == "binary":
         h = 2 * math.asin(math.sqrt(q.baseline + effect)) - 2 * math.asin(math.sqrt(q.baseline))
         return h / math.sqrt(2.0)  # Cohen's h; var(h_hat) = 1/n1 + 1/n2
@@ -76,7 +85,12 @@ def ratio_per_root_n(q: Question, effect: Any) -> float:
 def formula_power(q: Question, effect: Any, runs: Any) -> Any:
     """Formula power at ``runs`` per arm (array), after the design effect."""
     n_eff = np.asarray(runs, dtype=float) / q.design_effect
+    if q.paired and q.kind == "binary":
+        return core.connor_power(effect, q.discordant, n_eff, q.alpha, q.alternative)
     r = ratio_per_root_n(q, effect)
+    if q.paired:  # the paired t-test on the tasks' differences of means
+        tasks = np.asarray(runs, dtype=float) / q.seeds
+        return core.t_power(r * np.sqrt(n_eff), np.maximum(tasks - 1, 1.0), q.alpha, q.alternative)
     if q.kind == "continuous":
         # Degrees of freedom of the effective sample (Kish): seeds at ICC > 0 count as n / design effect runs.
         return core.t_power(r * np.sqrt(n_eff), np.maximum(2 * n_eff - 2, 1.0), q.alpha, q.alternative)
@@ -98,6 +112,8 @@ def solve_runs(q: Question, effect: Any, target: float) -> float:
     from scipy.optimize import brentq
 
     plain = replace(q, seeds=1, icc=0.0)
+    if q.paired and q.kind == "binary":
+        return _connor_runs(q, effect, target)
 
     def gap(log_n: float) -> float:
         return float(formula_power(plain, effect, math.exp(log_n))) - target
@@ -112,3 +128,23 @@ def solve_runs(q: Question, effect: Any, target: float) -> float:
         raise PowerError(f"the {q.method} formula's power of effect {effect_text(q.kind, effect)} is undefined: "
                          "no sample size can be solved for")
     return math.exp(brentq(gap, lo, hi, xtol=1e-12))
+
+
+def _connor_runs(q: Question, effect: float, target: float) -> float:
+    """Pairs (runs per arm before the design effect, unrounded) by Connor's closed form; at least 2."""
+    za, zb = core.critical_value(q.alpha, q.alternative), core.z_quantile(target)
+    if za * math.sqrt(q.discordant) + zb * math.sqrt(q.discordant - effect**2) <= 0:
+        return 2.0  # the target is below the power of no pairs at all
+    n = core.connor_pairs(effect, q.discordant, q.alpha, target, q.alternative)
+    if n > MAX_RUNS:
+        raise PowerError(f"no sample size up to {MAX_RUNS:,} pairs reaches power {target:g}: the effect is too small")
+    return max(2.0, n)
+
+
+def paired_tasks(q: Question, exact: float, target: float) -> int:
+    """Fewest whole tasks of a paired design reaching ``target``: ``exact`` independent pairs after the design
+    effect, then one task more while the t-test's fewer degrees of freedom (seeds > 1) leave it short."""
+    tasks = max(2, math.ceil(exact * q.design_effect / q.seeds - 1e-9))
+    while tasks < MAX_RUNS and float(formula_power(q, q.effect, tasks * q.seeds)) < target:
+        tasks += 1
+    return tasks

@@ -42,6 +42,36 @@ effect ``1 + (m - 1) icc`` (Kish 1965, *Survey Sampling*, sec. 5.4), so the
 runs an experiment needs are the independent-run answer times the design
 effect, rounded up to whole tasks.
 
+Paired designs (``design="paired"``: the same tasks in both arms, the usual
+benchmark setting; the default ``"independent"`` puts different tasks in the
+two arms). ``tasks_per_arm`` is then the number of tasks (pairs), each run in
+both arms:
+
+- continuous (method ``"t"``): the paired t-test on the tasks' differences of
+  means, as R's ``pwr::pwr.t.test(type="paired")`` and statsmodels'
+  ``TTestPower``. ``effect`` is still Cohen's d on the runs' scale (the
+  difference of the arms' means over the standard deviation of one run in
+  one arm); ``correlation=`` is the correlation rho between the two arms'
+  means of a task, over tasks, as measured with the planned
+  ``seeds_per_task`` (with one seed: of the two runs of a task). The effect
+  size of the test is ``d_z = d / sqrt(2 (1 - rho))`` with one seed per task;
+  with ``m`` seeds a task's mean has variance ``sigma^2 (1 + (m - 1) icc) / m``,
+  so ``d_z = d sqrt(m / (1 + (m - 1) icc)) / sqrt(2 (1 - rho))``, with
+  ``tasks - 1`` degrees of freedom.
+- binary (method ``"mcnemar"``): McNemar's test, planned from the discordance
+  (Connor 1987): ``discordant=`` is ``psi = p10 + p01``, the share of pairs
+  whose outcomes differ, and ``effect`` the difference of the rates
+  ``delta`` (the candidate's rate minus the baseline's: the share of pairs
+  only the candidate solves minus the share only the baseline solves);
+  ``n = (z_{1-a/2} sqrt(psi) + z_{1-b} sqrt(psi - delta^2))^2 / delta^2``
+  pairs, and the power is that formula inverted. ``baseline=`` is optional
+  and, when given, only checks that the four cells are shares. A pair is one
+  run of each arm on a task; with ``m`` seeds per task the ``m`` pairs of a
+  task (its j-th run in each arm) count as pairs through the design effect
+  ``1 + (m - 1) icc``, where ``icc`` is then the intra-task correlation of the
+  pairs' differences (0 counts them as independent pairs: optimistic when
+  tasks differ).
+
 The alternative is scipy's ``"two-sided"``, ``"greater"`` (the candidate
 higher: rate, level, d, quantile) or ``"less"``; statsmodels' ``"larger"`` and
 ``"smaller"`` are accepted and read as ``"greater"`` and ``"less"``, and the
@@ -61,6 +91,8 @@ References
 - Noether, G. E. (1987). Sample size determination for some common
   nonparametric tests. *JASA* 82:645-647.
 - Kish, L. (1965). *Survey Sampling*. Wiley.
+- Connor, R. J. (1987). Sample size for testing differences in proportions for
+  the paired-sample design. *Biometrics* 43:207-211.
 """
 
 from __future__ import annotations
@@ -87,6 +119,7 @@ from agentab.power._closed_form import (
     check_direction,
     formula_power,
     ordinal_log_or,
+    paired_tasks,
     solve_runs,
 )
 from agentab.power._simulation import simulated_power, simulated_tasks
@@ -109,6 +142,9 @@ def sample_size(
     power: float = 0.8,
     seeds_per_task: int = 1,
     icc: float = 0.0,
+    design: str = "independent",
+    correlation: float | None = None,
+    discordant: float | None = None,
     alternative: str = "two-sided",
     quantile: float = 0.95,
     method: str | None = None,
@@ -131,7 +167,13 @@ def sample_size(
     seeds_per_task : int
         Runs of each task per arm.
     icc : float
-        Intra-task correlation of the metric, in [0, 1].
+        Intra-task correlation of the metric, in [0, 1] (binary paired: of the pairs' differences).
+    design : {"independent", "paired"}
+        ``"paired"``: the same tasks in both arms (continuous and binary; module docstring).
+    correlation : float, optional
+        Continuous, paired: the correlation between the arms' task means, in [-1, 1).
+    discordant : float, optional
+        Binary, paired: the share of pairs (tasks, with one seed) whose outcomes differ, in (0, 1].
     alternative : {"two-sided", "greater", "less"}
         "greater" tests for a higher candidate (rate, level, d, quantile);
         "larger" and "smaller" are read as "greater" and "less".
@@ -164,9 +206,18 @@ def sample_size(
     (388, 0.801)
     >>> sample_size("binary", 0.10, baseline=0.50, seeds_per_task=3, icc=0.3).tasks_per_arm
     207
+
+    A paired design: the same tasks in both arms, with the arms' task means correlated 0.6 (the paired
+    t-test, d_z = 0.3 / sqrt(0.8)), or 30% of tasks solved by one arm only (McNemar, Connor 1987):
+
+    >>> sample_size("continuous", 0.3, design="paired", correlation=0.6).tasks_per_arm
+    72
+    >>> sample_size("binary", 0.10, design="paired", discordant=0.3).tasks_per_arm
+    234
     """
     target = check_probability(power, "power", PowerError)
-    q = check_question(kind, effect, baseline, alpha, seeds_per_task, icc, alternative, method, quantile)
+    q = check_question(kind, effect, baseline, alpha, seeds_per_task, icc, alternative, method, quantile,
+                       design=design, correlation=correlation, discordant=discordant)
     check_direction(q, q.effect)
     formula_q = replace(q, method=METHODS[q.kind][0]) if q.method == "simulation" else q
     exact = solve_runs(formula_q, q.effect, target)
@@ -177,11 +228,11 @@ def sample_size(
         notes.append(f"the {formula_q.method} formula asks for {math.ceil(exact * q.design_effect):,} runs per arm")
         return SampleSize(q.kind, q.effect, tasks * q.seeds, tasks, q.seeds, achieved, "simulation", q.alpha,
                           q.alternative, q.design_effect, exact, se, tuple(notes), recorded_seed(sequence))
-    tasks = max(2, math.ceil(exact * q.design_effect / q.seeds - 1e-9))
+    tasks = paired_tasks(q, exact, target) if q.paired else max(2, math.ceil(exact * q.design_effect / q.seeds - 1e-9))
     runs = tasks * q.seeds
     achieved = float(formula_power(q, q.effect, runs))
     return SampleSize(q.kind, q.effect, runs, tasks, q.seeds, achieved, q.method, q.alpha, q.alternative,
-                      q.design_effect, exact, None, tuple(notes))
+                      q.design_effect, exact, None, tuple(notes), None, q.design, q.correlation, q.discordant)
 
 
 def _kind_notes(q: Question, target: float, tail: float) -> list[str]:
@@ -200,6 +251,11 @@ def _kind_notes(q: Question, target: float, tail: float) -> list[str]:
         notes.append("Noether's formula has no correction for ties; with few levels it is conservative")
     if q.kind == "ordinal" and q.method == "whitehead" and isinstance(q.effect, np.ndarray):
         notes.append(f"candidate shares read as odds ratio {math.exp(ordinal_log_or(q, q.effect)):.3g} (equal Cliff's delta)")
+    if q.paired and q.seeds > 1:
+        notes.append(f"correlation {q.correlation:g} is read as that of the arms' task means over {q.seeds} seeds"
+                     if q.kind == "continuous" else
+                     f"a task's {q.seeds} pairs of runs count through the design effect, icc {q.icc:g} being that "
+                     "of the pairs' differences (0: as independent pairs)")
     if q.seeds > 1 and q.icc >= 0.3:
         notes.append(
             f"icc {q.icc:g} is high: each extra seed adds little, and more tasks help far more than more seeds"
@@ -229,6 +285,9 @@ def power(
     alpha: float = 0.05,
     seeds_per_task: int = 1,
     icc: float = 0.0,
+    design: str = "independent",
+    correlation: float | None = None,
+    discordant: float | None = None,
     alternative: str = "two-sided",
     quantile: float = 0.95,
     method: str | None = None,
@@ -243,7 +302,7 @@ def power(
     ``seeds_per_task``, ``power``. ``seed`` (default 0; None for fresh
     entropy) seeds ``method="simulation"``, every ``n`` from the same seed;
     the seed used is the result's ``seed`` (a curve's
-    ``attrs["seed"]``).
+    ``attrs["seed"]``; a paired design's curve has ``attrs["design"]``, ``"correlation"``, ``"discordant"``).
 
     Examples
     --------
@@ -252,8 +311,11 @@ def power(
     0.801
     >>> power("binary", 0.1, [100, 400], baseline=0.5)["power"].round(3).tolist()
     [0.296, 0.813]
+    >>> round(power("continuous", 0.5, 20, design="paired", correlation=0.5).power, 3)  # pwr.t.test(20, 0.5, type="paired")
+    0.565
     """
-    q = check_question(kind, effect, baseline, alpha, seeds_per_task, icc, alternative, method, quantile)
+    q = check_question(kind, effect, baseline, alpha, seeds_per_task, icc, alternative, method, quantile,
+                       design=design, correlation=correlation, discordant=discordant)
     check_direction(q, q.effect)
     runs, scalar = _as_runs(n)
     tasks = np.ceil(runs / q.seeds).astype(np.int64)
@@ -268,18 +330,27 @@ def power(
         se = [None] * len(runs)
     if scalar:
         return SampleSize(q.kind, q.effect, int(runs[0]), int(tasks[0]), q.seeds, float(values[0]), q.method, q.alpha,
-                          q.alternative, q.design_effect, math.nan, se[0], tuple(q.notes), used)
+                          q.alternative, q.design_effect, math.nan, se[0], tuple(q.notes), used, q.design,
+                          q.correlation, q.discordant)
     curve = pd.DataFrame(
         {"runs_per_arm": runs, "tasks_per_arm": tasks, "seeds_per_task": q.seeds, "power": np.asarray(values, dtype=float)}
     )
     if used is not None:
         curve.attrs["seed"] = used
+    if q.paired:
+        curve.attrs.update(design=q.design, correlation=q.correlation, discordant=q.discordant)
     return curve
 
 
 def _effect_range(q: Question) -> tuple[tuple[float, float], Any]:
     """The search interval for an MDE (on a 1-d parameter) and the map from it to ``effect``."""
     up = q.alternative != "less"
+    if q.kind == "binary" and q.paired:
+        psi, b = q.discordant, q.baseline
+        reach = psi * (1 - 1e-9)  # at |delta| = psi every pair differs one way
+        if b is not None:
+            reach = min(reach, 2 * (1 - b) - psi if up else 2 * b - psi)
+        return (1e-9, max(reach, 2e-9)), (lambda t: t if up else -t)
     if q.kind == "binary":
         p = q.baseline
         return (1e-9, 1 - p) if up else (1e-9, p), (lambda t: t if up else -t)
@@ -302,6 +373,9 @@ def mde(
     power: float = 0.8,
     seeds_per_task: int = 1,
     icc: float = 0.0,
+    design: str = "independent",
+    correlation: float | None = None,
+    discordant: float | None = None,
     alternative: str = "two-sided",
     quantile: float = 0.95,
     method: str | None = None,
@@ -320,11 +394,14 @@ def mde(
     0.1
     >>> round(mde("ordinal", 200, baseline=[0.25, 0.25, 0.25, 0.25]).effect, 2)
     1.65
+    >>> round(mde("binary", 234, design="paired", discordant=0.3).effect, 3)
+    0.1
     """
     from scipy.optimize import brentq
 
     target = check_probability(power, "power", PowerError)
-    q = check_question(kind, None, baseline, alpha, seeds_per_task, icc, alternative, method, quantile, effect_needed=False)
+    q = check_question(kind, None, baseline, alpha, seeds_per_task, icc, alternative, method, quantile, effect_needed=False,
+                       design=design, correlation=correlation, discordant=discordant)
     if q.method == "simulation":
         raise PowerError("mde uses the formulas; for a simulated answer call power(..., method='simulation') at a few effects")
     runs, scalar = _as_runs(n)
@@ -346,6 +423,9 @@ def mde(
     notes = tuple(q.notes) + (() if found[0] is not None else ("no effect in range reaches the target power",))
     if scalar:
         return MinimumEffect(q.kind, found[0], int(runs[0]), int(tasks[0]), q.seeds, target, q.method, q.alpha,
-                             q.alternative, q.design_effect, notes)
-    return pd.DataFrame({"runs_per_arm": runs, "tasks_per_arm": tasks, "seeds_per_task": q.seeds,
-                         "effect": np.array([np.nan if f is None else f for f in found])})
+                             q.alternative, q.design_effect, notes, q.design, q.correlation, q.discordant)
+    table = pd.DataFrame({"runs_per_arm": runs, "tasks_per_arm": tasks, "seeds_per_task": q.seeds,
+                          "effect": np.array([np.nan if f is None else f for f in found])})
+    if q.paired:
+        table.attrs.update(design=q.design, correlation=q.correlation, discordant=q.discordant)
+    return table

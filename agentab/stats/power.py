@@ -5,7 +5,10 @@ Nothing here knows of traces or DataFrames; alternatives are scipy's words
 already checked by the caller. Three pieces:
 
 - closed-form power of the normal, t, arcsine, Whitehead and Noether
-  approximations (:func:`normal_power`, :func:`t_power`, :func:`critical_value`);
+  approximations (:func:`normal_power`, :func:`t_power`, :func:`critical_value`),
+  and of paired designs: the paired t-test's effect size (:func:`paired_d`) and
+  McNemar's test planned from the discordance (:func:`connor_pairs`,
+  :func:`connor_power`; Connor 1987);
 - variance components: one-way ANOVA (between-task and within-task variance,
   ICC with its F-based interval; :func:`anova`) and the linearised variance of
   agentab's two-sample statistics under a task model (:class:`Components`,
@@ -31,6 +34,8 @@ References
 - Miller, E. (2024). Adding error bars to evals: a statistical approach to
   language model evaluations. arXiv:2411.00640 (paired differences; the
   variance of a task-level mean is between-task plus within-task / seeds).
+- Connor, R. J. (1987). Sample size for testing differences in proportions
+  for the paired-sample design. *Biometrics* 43:207-211.
 - Koenker, R. (2005). *Quantile Regression*, sec. 3.4 (Hall-Sheather
   bandwidth for the density at a quantile).
 """
@@ -53,12 +58,15 @@ __all__ = [
     "Components",
     "anova",
     "cliff_delta",
+    "connor_pairs",
+    "connor_power",
     "critical_value",
     "dirichlet_components",
     "exact_floor",
     "log_odds_for_delta",
     "normal_power",
     "ordinal_power_counts",
+    "paired_d",
     "po_shift",
     "quantile_density",
     "quantile_tie",
@@ -123,6 +131,64 @@ def t_power(ncp: Any, df: Any, alpha: float, alternative: str, crit_scale: Any =
     if alternative == "greater":
         return nct.sf(crit, df, ncp)
     return nct.sf(crit, df, -ncp)
+
+
+def paired_d(d: Any, correlation: Any) -> Any:
+    """The paired t-test's effect size ``d_z = d / sqrt(2 (1 - rho))``.
+
+    ``d`` is the difference of the arms' means over one arm's standard
+    deviation (Cohen's d), ``rho`` the correlation between the two arms'
+    paired observations; ``d_z`` is the mean of the paired differences over
+    their standard deviation (Cohen 1988, sec. 2.3.5), the effect size of
+    R's ``pwr.t.test(type="paired")`` and statsmodels' ``TTestPower``.
+
+    Examples
+    --------
+    >>> round(float(paired_d(0.5, 0.5)), 3)
+    0.5
+    >>> round(float(paired_d(0.5, 0.0)), 3)
+    0.354
+    """
+    return np.asarray(d, dtype=float) / np.sqrt(2.0 * (1.0 - np.asarray(correlation, dtype=float)))
+
+
+def connor_pairs(delta: float, discordant: float, alpha: float, power: float, alternative: str) -> float:
+    """Pairs McNemar's test needs (unrounded), by Connor's (1987) formula.
+
+    ``n = (z_a sqrt(psi) + z_b sqrt(psi - delta^2))^2 / delta^2`` with
+    ``psi = p10 + p01`` the share of discordant pairs, ``delta = p10 - p01``
+    the difference of the two rates, ``z_a`` the critical value
+    (:func:`critical_value`) and ``z_b = z_{power}``. The caller checks
+    ``0 < |delta| <= psi <= 1`` and ``delta^2 < psi``.
+
+    Examples
+    --------
+    >>> round(connor_pairs(0.1, 0.3, 0.05, 0.8, "two-sided"), 2)
+    233.09
+    """
+    za, zb = critical_value(alpha, alternative), z_quantile(power)
+    return (za * math.sqrt(discordant) + zb * math.sqrt(discordant - delta**2)) ** 2 / delta**2
+
+
+def connor_power(delta: float, discordant: float, pairs: Any, alpha: float, alternative: str) -> Any:
+    """Power of McNemar's test on ``pairs`` pairs: Connor's (1987) formula inverted.
+
+    ``Phi((|delta| sqrt(n) - z_a sqrt(psi)) / sqrt(psi - delta^2))`` (the
+    rejection region in the effect's direction, the one Connor's sample size counts); a one-sided test whose
+    effect goes the other way uses ``-|delta|``. ``delta`` is signed as the
+    alternative reads it (+ = ``"greater"``).
+
+    Examples
+    --------
+    >>> round(float(connor_power(0.1, 0.3, 234, 0.05, "two-sided")), 3)
+    0.802
+    """
+    from scipy.special import ndtr
+
+    n = np.asarray(pairs, dtype=float)
+    za = critical_value(alpha, alternative)
+    shift = abs(delta) if alternative == "two-sided" else (delta if alternative == "greater" else -delta)
+    return ndtr((shift * np.sqrt(n) - za * math.sqrt(discordant)) / math.sqrt(discordant - delta**2))
 
 
 def po_shift(shares: np.ndarray, log_or: float) -> np.ndarray:
