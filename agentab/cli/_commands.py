@@ -278,7 +278,7 @@ def run_plan(args: argparse.Namespace) -> int:
     result = agentab.power.plan(
         pilot, args.metric, effect, kind=args.kind, alpha=args.alpha, power=args.power, design=args.design,
         seeds_per_task=args.seeds, cost_ratio=args.cost_ratio, cluster=args.cluster, baseline=args.baseline_arm,
-        quantile=args.quantile, alternative=_alternative(args), max_tasks=args.max_tasks,
+        quantile=args.quantile, alternative=_alternative(args), max_tasks=args.max_tasks, n_boot=args.n_boot or 0,
     )
     say(result)
     if args.simulate:

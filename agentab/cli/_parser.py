@@ -381,6 +381,8 @@ def _add_plan(commands: Any) -> None:
     plan.add_argument("--baseline-arm", help="the pilot's baseline arm (default: 'baseline' or the first)")
     plan.add_argument("--simulate", type=positive_int, metavar="N",
                       help="also check the recommendation on N simulated experiments")
+    plan.add_argument("--n-boot", type=positive_int, metavar="N",
+                      help="re-plan on N resamples of the pilot's tasks: the 80%% interval of the tasks needed")
     add_lenient(plan, "load valid runs, report rejected records")
     add_format(plan)
     add_power_settings(plan)
