@@ -1333,30 +1333,36 @@ def test_min_tasks_respects_the_exact_floor_and_the_plans_own_power(pilot):
     assert core.exact_floor(True, 0.05, "two-sided") == 6 and core.exact_floor(False, 0.05, "two-sided") == 4
 
 
-def test_one_arm_paired_plan_states_what_real_heterogeneity_would_cost():
-    """A one-arm pilot cannot measure how the effect varies across tasks: the plan says so, with the
-    recommended design's power at the variation measured on real Terminal-Bench pairs (and half, double),
-    computed by the same components algebra a two-arm pilot's measured variation goes through."""
-    import dataclasses
+def test_one_arm_paired_plan_assumes_the_heterogeneity_of_real_pairs_and_simulates_it():
+    """A one-arm pilot cannot measure how the effect varies across tasks: the plan assumes the median of real
+    Terminal-Bench pairs (0.83 x the between-task SD), says so with its sensitivity, and its task model draws
+    per-task shifts, so Plan.simulate (agentab's own test on simulated experiments) agrees with the formula."""
     import warnings as w
 
     from agentab.power.planning import TYPICAL_HETEROGENEITY
 
     traces = agentab.datasets.example_experiment(seed=0, n_tasks=30, n_seeds=3)
     scores = agentab.score(traces, agentab.datasets.example_specs(n_tasks=30))
+    base = scores[scores["arm"] == "baseline"]
     with w.catch_warnings():
         w.simplefilter("ignore")
-        one = agentab.power.plan(scores[scores["arm"] == "baseline"], "outcome", 0.1)
+        assumed = agentab.power.plan(base, "outcome", 0.1)
+        alike = agentab.power.plan(base, "outcome", 0.1, heterogeneity="none")
+        named = agentab.power.plan(base, "outcome", 0.1, heterogeneity="typical")
         two = agentab.power.plan(scores, "outcome", 0.1)
-    said = [x for x in one.warnings if "the pilot has one arm" in x]
-    assert len(said) == 1 and f"{TYPICAL_HETEROGENEITY:g} x the between-task SD" in said[0]
-    comps = one.components
-    extra = TYPICAL_HETEROGENEITY**2 * (comps.between_a + comps.between_b) / 2
-    varied = dataclasses.replace(comps, covariance=comps.covariance - extra / 2)
-    power = float(varied.power(one.tasks, one.seeds_per_task, True, one.alpha, one.alternative))
-    assert f"this design's power is {power:.2f}" in said[0]
-    assert power < one.power  # variation of the effect costs power
-    assert not any("the pilot has one arm" in x for x in two.warnings)  # measured on the two arms instead
+    assert TYPICAL_HETEROGENEITY == 0.83
+    assert any("heterogeneity 0.83 ('typical') is assumed" in a for a in assumed.assumptions)
+    assert any("at half of it (0.415)" in n and "at double (1.66)" in n for n in assumed.notes)
+    assert assumed.tasks * assumed.seeds_per_task > alike.tasks * alike.seeds_per_task  # variation costs runs
+    assert (named.tasks, named.seeds_per_task) == (assumed.tasks, assumed.seeds_per_task)
+    assert any("measured on the pilot's two arms" in a for a in two.assumptions)
+    assert not any("is assumed" in a for a in two.assumptions)
+    sim = assumed.simulate(300, seed=3)
+    assert sim.confidence_interval[0] - 0.03 <= assumed.power <= sim.confidence_interval[1] + 0.03, sim
+    with pytest.raises(PowerError, match="heterogeneity"):
+        agentab.power.plan(base, "outcome", 0.1, heterogeneity="huge")
+    with pytest.raises(PowerError, match="heterogeneity"):
+        agentab.power.plan(base, "outcome", 0.1, heterogeneity=-1)
 
 
 def test_plan_reports_the_interval_of_tasks_needed_over_resampled_pilots():

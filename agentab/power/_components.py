@@ -29,6 +29,7 @@ from agentab._vocabulary import quantile as quantile_of
 from agentab._vocabulary import task_weights
 from agentab.errors import PowerError
 from agentab.power._arguments import check_untied
+from agentab.power._heterogeneity import TYPICAL_HETEROGENEITY, assume
 from agentab.power._one_run import one_run, one_run_components
 from agentab.power._pilot import MIN_TASKS, Pilot
 from agentab.power._simulation import Model
@@ -256,11 +257,15 @@ def _log_scale_tasks(values: np.ndarray, tasks: np.ndarray, conf: float = 0.95) 
 
 
 def components(pilot: Pilot, kind: str, effect: float, quantile: float, paired: bool, conf: float,
-               sequence: np.random.SeedSequence, bandwidth: float | None = None) -> Measured:
+               sequence: np.random.SeedSequence, bandwidth: float | None = None,
+               heterogeneity: float | None = None) -> Measured:
     """The statistic's variance components, the ANOVA, the model to simulate from, assumptions and notes.
 
     ``sequence`` seeds the Dirichlet draws of a binary or ordinal task model (the same draws for every
     log odds tried); ``bandwidth`` replaces the Hall-Sheather bandwidth of a quantile's density.
+    ``heterogeneity`` (paired plans): None measures how the effect varies across tasks on a two-arm
+    pilot and assumes :data:`~agentab.power._heterogeneity.TYPICAL_HETEROGENEITY` otherwise; a number
+    is assumed whatever the pilot (:mod:`agentab.power._heterogeneity`).
     """
     if one_run(pilot):
         comps, fit, assumptions, notes = one_run_components(pilot, kind, effect, paired)
@@ -275,13 +280,17 @@ def components(pilot: Pilot, kind: str, effect: float, quantile: float, paired: 
     if paired and pilot.other is not None and score is None:
         notes.append("the pilot's second arm is not used for cost and count: the plan assumes every run scales alike")
     if paired and score is not None:
-        w2 = _discordance(pilot, score, fit.within)
-        if w2 is None and pilot.other is not None:
+        w2 = _discordance(pilot, score, fit.within) if heterogeneity is None else None
+        if w2 is None and pilot.other is not None and heterogeneity is None:
             notes.append(
                 f"the pilot's two arms share fewer than {MIN_TASKS} tasks: the task-to-task variation of the effect "
-                "comes from the model, not from the pilot"
+                "is assumed, not measured"
             )
-        if w2 is not None:
+        if w2 is None:
+            h = TYPICAL_HETEROGENEITY if heterogeneity is None else heterogeneity
+            comps, model, text = assume(kind, comps, model, h, sequence)
+            assumptions.append(text)
+        else:
             comps = dataclasses.replace(comps, covariance=(comps.between_a + comps.between_b - w2) / 2.0)
             assumptions.append(f"task-to-task variation of the effect measured on the pilot's two arms (variance {w2:.4g})")
     if fit.between == 0:

@@ -148,6 +148,8 @@ class Model:
     levels: np.ndarray | None = None
     icc: float = 0.0
     log_or_task: float = 0.0  # the task-level shift
+    log_or_sd: float = 0.0  # binary/ordinal: its SD across tasks (heterogeneous effects)
+    effect_sd: float = 0.0  # continuous: the SD of the shift across tasks
     mean: float = 0.0  # continuous
     between: float = 0.0
     within: float = 0.0
@@ -190,7 +192,8 @@ def _model_pvalue(model: Model, n: int, m: int, alternative: str, n_resamples: i
 def _draw_levels(model: Model, n: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Runs of both arms: Dirichlet tasks around the pilot's shares, the candidate's shifted by the task-level log odds."""
     theta_a = core.task_shares(model.shares, model.icc, n, rng)
-    theta_b = core.po_shift(theta_a if model.paired else core.task_shares(model.shares, model.icc, n, rng), model.log_or_task)
+    shift = model.log_or_task + (model.log_or_sd * rng.standard_normal((n, 1)) if model.log_or_sd > 0 else 0.0)
+    theta_b = core.po_shift(theta_a if model.paired else core.task_shares(model.shares, model.icc, n, rng), shift)
     return model.levels[core.task_runs(theta_a, m, rng)], model.levels[core.task_runs(theta_b, m, rng)]
 
 
@@ -199,6 +202,8 @@ def _draw_continuous(model: Model, n: int, m: int, rng: np.random.Generator) -> 
     u = rng.normal(0.0, math.sqrt(model.between), n)
     v = u if model.paired else rng.normal(0.0, math.sqrt(model.between), n)
     x = model.mean + np.repeat(u, m) + rng.normal(0.0, math.sqrt(model.within), n * m)
+    if model.effect_sd > 0:
+        v = v + rng.normal(0.0, model.effect_sd, n)
     y = model.mean + model.delta + np.repeat(v, m) + rng.normal(0.0, math.sqrt(model.within), n * m)
     return x, y
 

@@ -75,6 +75,7 @@ from agentab._checks import (
 from agentab.errors import PowerError
 from agentab.power._arguments import check_effect
 from agentab.power._components import Measured, components
+from agentab.power._heterogeneity import TYPICAL_HETEROGENEITY, check_heterogeneity
 from agentab.power._one_run import one_run
 from agentab.power._pilot import Pilot, read_pilot
 from agentab.power._plan import Plan, SimulatedPower
@@ -109,6 +110,7 @@ def plan(
     max_seeds: int = 10,
     seed: Any = 12345,
     n_boot: int = 0,
+    heterogeneity: float | str | None = None,
 ) -> Plan:
     """How many tasks and seeds per task an experiment needs, from pilot runs.
 
@@ -162,6 +164,12 @@ def plan(
         model (the value plans have always used, so the default plan is
         reproducible); None draws fresh entropy. The plan records the seed
         used (its ``seed``): passing it back gives the same plan.
+    heterogeneity : float, {"typical", "model change", "none"} or None
+        Paired plans: how much the effect varies from task to task, as the per-task effect's SD over
+        the metric's between-task SD. None (the default) measures it on a two-arm pilot and otherwise
+        assumes "typical", 0.83, the median of 78 real Terminal-Bench pairs ("model change" 0.52, their
+        median for a model change under the same agent; "none" 0, every task shifted alike). The plan
+        states the assumption and the power of its design at half and at double of it.
     n_boot : int
         Re-plan on this many resamples of the pilot's tasks (each with all its runs, both arms) at the
         recommended seeds per task, and report the 80% interval of the tasks needed
@@ -200,7 +208,9 @@ def plan(
             raise PowerError(f"seeds_per_task={seeds_per_task} cannot be planned from a pilot with one run per task "
                              "(the ICC cannot be measured); run 2 or more seeds of some tasks, or plan 1 seed")
         seeds = [1]
-    search = _Search(data, kind, effect, quantile, paired, alpha, target, alternative, max_tasks, cost_ratio, sequence)
+    hetero = check_heterogeneity(heterogeneity)
+    search = _Search(data, kind, effect, quantile, paired, alpha, target, alternative, max_tasks, cost_ratio, sequence,
+                     hetero)
     measured, table = search.run(seeds)
     best, warnings = _recommend(table, max_tasks, target)
     comps, fit = measured.components, measured.anova
@@ -209,15 +219,16 @@ def plan(
     optimum = math.sqrt(cost_ratio * comps.within / ((2.0 if paired else 1.0) * between)) if between > 0 else math.inf
     if not single:
         warnings += _seed_warnings(comps, paired, max(int(table["seeds_per_task"].max()), int(max_seeds)), min_tasks)
-    warnings += _heterogeneity_warnings(measured, kind, paired, best, alpha, target, alternative)
-    notes = list(data.notes) + measured.notes + _uncertainty_notes(fit, search, best)
+    notes_extra = _heterogeneity_notes(measured, paired, best, alpha, alternative)
+    notes = list(data.notes) + measured.notes + _uncertainty_notes(fit, search, best) + notes_extra
     warnings += tail_warnings(data, kind, quantile)
     interval = None
     if check_whole(n_boot, "n_boot", 0, PowerError):
         m = int(best["seeds_per_task"])
 
         def replan(resampled: Pilot) -> float | None:
-            again = _Search(resampled, kind, effect, quantile, paired, alpha, target, alternative, None, cost_ratio, sequence)
+            again = _Search(resampled, kind, effect, quantile, paired, alpha, target, alternative, None, cost_ratio,
+                            sequence, hetero)
             row = again.run([m])[1].iloc[0]
             return float(row["tasks"]) if bool(row["feasible"]) else None
 
@@ -265,15 +276,16 @@ class _Search:
 
     def __init__(self, pilot: Pilot, kind: str, effect: float, quantile: float, paired: bool, alpha: float,
                  target: float, alternative: str, max_tasks: int | None, cost_ratio: float,
-                 sequence: np.random.SeedSequence) -> None:
+                 sequence: np.random.SeedSequence, heterogeneity: float | None = None) -> None:
         self.pilot, self.kind, self.effect, self.quantile, self.paired = pilot, kind, effect, quantile, paired
+        self.heterogeneity = heterogeneity
         self.alpha, self.target, self.alternative = alpha, target, alternative
         self.max_tasks, self.cost_ratio, self.sequence = max_tasks, cost_ratio, sequence
 
     def measure(self, quantile: float, bandwidth: float | None = None) -> Measured:
         """The pilot's components at ``quantile`` (cost and count; ``bandwidth`` for the quantile's density)."""
         return components(self.pilot, self.kind, self.effect, quantile, self.paired, ICC_CONFIDENCE, self.sequence,
-                          bandwidth)
+                          bandwidth, self.heterogeneity)
 
     def run(self, seeds: list[int]) -> tuple[Measured, pd.DataFrame]:
         """The components and the design table (one row per option in ``seeds``)."""
@@ -342,45 +354,31 @@ def _seed_warnings(comps: core.Components, paired: bool, m_most: int, min_tasks:
     ]
 
 
-#: How much real agent changes vary from task to task: the SD of the per-task true effect over the
-#: between-task SD of the metric, median over the 78 pairs of Terminal-Bench core 0.1.1 submissions
-#: (80 tasks x 5 runs; interquartile range 0.71-1.05; 0.52 for a model change under the same agent).
-#: Measured by ``benchmarks/real_heterogeneity.py`` (results in ``benchmarks/results/``).
-TYPICAL_HETEROGENEITY = 0.83
+def _heterogeneity_notes(measured: Measured, paired: bool, best: pd.Series, alpha: float, alternative: str) -> list[str]:
+    """The assumed task-to-task variation of the effect at half and double: the recommended design's power.
 
-
-def _heterogeneity_warnings(measured: Measured, kind: str, paired: bool, best: pd.Series, alpha: float,
-                            target: float, alternative: str) -> list[str]:
-    """A paired plan that could not measure how the effect varies across tasks: what real variation would cost.
-
-    The plan's own model shifts every task alike. Adding a task-to-task variance of the effect of
-    ``h^2`` times the mean between-task variance lowers the covariance of a task's two arms by half of
-    it (the same algebra that a two-arm pilot's measured variation enters through); the warning gives
-    the recommended design's power at ``h`` = :data:`TYPICAL_HETEROGENEITY`, half and double, and the
-    tasks needed at the typical value.
+    A variation of the per-task effects with variance ``h^2 S`` (``S`` the mean between-task variance)
+    lowers the covariance of a task's two arms by half of it, so moving from ``h`` to ``h'`` moves the
+    covariance by ``(h^2 - h'^2) S / 2`` (the algebra a measured variation enters through).
     """
-    if not paired or kind not in ("binary", "ordinal", "continuous"):
+    assumed = next((a for a in measured.assumptions if "is assumed: the per-task effect's SD is" in a), None)
+    if not paired or assumed is None:
         return []
-    if any("task-to-task variation of the effect measured" in a or "read off the pilot's" in a
-           for a in measured.assumptions):
-        return []
+    h = float(assumed.split("heterogeneity ")[1].split(" ")[0])
     comps = measured.components
+    scale = (comps.between_a + comps.between_b) / 2.0
     tasks, seeds = int(best["tasks"]), int(best["seeds_per_task"])
 
-    def varied(h: float) -> core.Components:
-        extra = h * h * (comps.between_a + comps.between_b) / 2.0
-        return dataclasses.replace(comps, covariance=comps.covariance - extra / 2.0)
+    def power_at(other: float) -> float:
+        moved = dataclasses.replace(comps, covariance=comps.covariance + (h * h - other * other) * scale / 2.0)
+        return float(moved.power(tasks, seeds, paired, alpha, alternative))
 
-    powers = [float(varied(h * TYPICAL_HETEROGENEITY).power(tasks, seeds, paired, alpha, alternative)) for h in (1.0, 0.5, 2.0)]
-    needed = varied(TYPICAL_HETEROGENEITY).tasks_needed(seeds, paired, alpha, target, alternative)
-    need_text = f"about {needed:,} tasks x {seeds} seed(s) would reach {target:g}" if needed else f"no design reaches {target:g}"
-    return [
-        "the pilot has one arm, so the plan assumes the change shifts every task alike. Real agent changes vary from "
-        f"task to task: on 78 Terminal-Bench pairs the effect's task-to-task SD was {TYPICAL_HETEROGENEITY:g} x the "
-        f"between-task SD (median; benchmarks/real_heterogeneity.py). With that variation this design's power is "
-        f"{powers[0]:.2f} ({powers[1]:.2f} at half of it, {powers[2]:.2f} at double) and {need_text}; a pilot that "
-        "ran both arms on the same tasks measures it"
-    ]
+    if h == 0:
+        return [f"if the effect varies across tasks as in real Terminal-Bench pairs (heterogeneity "
+                f"{TYPICAL_HETEROGENEITY:g}), this design's power is {power_at(TYPICAL_HETEROGENEITY):.2f}"]
+    return [f"sensitivity to the assumed heterogeneity {h:g}: this design's power is {power_at(h / 2):.2f} at half of "
+            f"it ({h / 2:g}) and {power_at(2 * h):.2f} at double ({2 * h:g}); a pilot that ran both arms on the same "
+            "tasks measures it"]
 
 
 def _uncertainty_notes(fit: core.Anova, search: _Search, best: pd.Series) -> list[str]:

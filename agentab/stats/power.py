@@ -392,7 +392,7 @@ class Components:
 
 def dirichlet_components(
     shares: np.ndarray, icc: float, log_or: float, *, n_draws: int = 20_000,
-    seed: int | np.random.SeedSequence = 12345,
+    seed: int | np.random.SeedSequence = 12345, log_or_sd: float = 0.0,
 ) -> tuple[Components, np.ndarray]:
     """Components of Cliff's delta (the rate difference for two levels) under a task model.
 
@@ -407,14 +407,22 @@ def dirichlet_components(
     to a constant). Moments over tasks are averages over ``n_draws`` Dirichlet
     draws from ``seed`` (an integer or a SeedSequence, default 12345), the same
     draws for every ``log_or``, so the answer is deterministic and smooth in ``log_or``.
+    With ``log_or_sd > 0`` the effect varies from task to task: task ``t`` shifts by
+    ``log_or + log_or_sd z_t``, ``z_t`` standard normal draws that follow the Dirichlet draws
+    from the same seed.
 
     Returns the components and the candidate's population level shares.
     """
     shares = np.asarray(shares, dtype=float)
     keep = shares > 0
     p = shares[keep] / shares[keep].sum()
-    theta = task_shares(p, icc, n_draws if icc > 0 else 1, np.random.default_rng(seed))
-    theta_b = po_shift(theta, log_or)
+    rng = np.random.default_rng(seed)
+    theta = task_shares(p, icc, n_draws if icc > 0 or log_or_sd > 0 else 1, rng)
+    if log_or_sd > 0:
+        theta = np.broadcast_to(theta, (n_draws, len(p))) if len(theta) == 1 else theta
+        theta_b = po_shift(theta, log_or + log_or_sd * rng.standard_normal(len(theta))[:, None])
+    else:
+        theta_b = po_shift(theta, log_or)
     r = theta_b.mean(axis=0)
     base_pop = theta.mean(axis=0)
     below_p = np.cumsum(base_pop) - base_pop
