@@ -74,7 +74,8 @@ def test_the_commands_and_their_flags_are_frozen():
                   "--correlation", "--debug", "--discordant", "--effect", "--help", "--icc", "--mde", "--method",
                   "--metric", "--n", "--paired", "--power", "--quantile", "--seed", "--seeds", "-h"],
         "plan": ["--alpha", "--alternative", "--baseline-arm", "--cluster", "--cost-ratio", "--debug", "--design",
-                 "--effect", "--field", "--format", "--help", "--kind", "--lenient", "--max-tasks", "--metric", "--n-boot",
+                 "--effect", "--field", "--format", "--help", "--heterogeneity", "--kind", "--lenient", "--max-tasks",
+                 "--metric", "--n-boot",
                  "--power", "--quantile", "--quiet", "--seed", "--seeds", "--simulate", "--spec", "-h", "-q"],
     }
 

@@ -271,6 +271,13 @@ def _read_pilot(args: argparse.Namespace, progress: Progress) -> pd.DataFrame:
     return score(traces, spec, progress)
 
 
+def _heterogeneity(text: str | None) -> float | str | None:
+    """``--heterogeneity``: a name (typical, model change, none) or a number."""
+    if text is None or text.strip().lower() in ("typical", "model change", "none"):
+        return None if text is None else text.strip().lower()
+    return number(text, "--heterogeneity")
+
+
 def run_plan(args: argparse.Namespace) -> int:
     """``agentab plan``: tasks x seeds per task from pilot runs."""
     effect = number(args.effect, "--effect")
@@ -279,6 +286,7 @@ def run_plan(args: argparse.Namespace) -> int:
         pilot, args.metric, effect, kind=args.kind, alpha=args.alpha, power=args.power, design=args.design,
         seeds_per_task=args.seeds, cost_ratio=args.cost_ratio, cluster=args.cluster, baseline=args.baseline_arm,
         quantile=args.quantile, alternative=_alternative(args), max_tasks=args.max_tasks, n_boot=args.n_boot or 0,
+        heterogeneity=_heterogeneity(args.heterogeneity),
     )
     say(result)
     if args.simulate:

@@ -381,6 +381,9 @@ def _add_plan(commands: Any) -> None:
     plan.add_argument("--baseline-arm", help="the pilot's baseline arm (default: 'baseline' or the first)")
     plan.add_argument("--simulate", type=positive_int, metavar="N",
                       help="also check the recommendation on N simulated experiments")
+    plan.add_argument("--heterogeneity", metavar="H",
+                      help="paired plans from one arm: how much the effect varies across tasks, as its SD over the "
+                      "between-task SD, or typical (0.83, real pairs' median; the default), 'model change' (0.52), none")
     plan.add_argument("--n-boot", type=positive_int, metavar="N",
                       help="re-plan on N resamples of the pilot's tasks: the 80%% interval of the tasks needed")
     add_lenient(plan, "load valid runs, report rejected records")
