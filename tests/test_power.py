@@ -1374,9 +1374,10 @@ def test_plan_reports_the_interval_of_tasks_needed_over_resampled_pilots():
     pilot = runs[runs["arm"] == "baseline"]
     with w.catch_warnings():
         w.simplefilter("ignore")
-        plain = agentab.power.plan(pilot, "outcome", 0.1)
-        first = agentab.power.plan(pilot, "outcome", 0.1, n_boot=30)
-        again = agentab.power.plan(pilot, "outcome", 0.1, n_boot=30)
+        # heterogeneity "none": no calibration per resample, so the 60 re-plans stay quick
+        plain = agentab.power.plan(pilot, "outcome", 0.1, heterogeneity="none")
+        first = agentab.power.plan(pilot, "outcome", 0.1, n_boot=30, heterogeneity="none")
+        again = agentab.power.plan(pilot, "outcome", 0.1, n_boot=30, heterogeneity="none")
     assert plain.tasks_interval is None
     ti = first.tasks_interval
     assert ti is not None and ti.n_boot == 30 and ti.level == 0.8
@@ -1386,7 +1387,7 @@ def test_plan_reports_the_interval_of_tasks_needed_over_resampled_pilots():
     assert first.to_dict()["tasks_interval"]["n_boot"] == 30
     assert first.tasks == plain.tasks  # the recommendation itself does not change
     with pytest.raises(PowerError, match="n_boot"):
-        agentab.power.plan(pilot, "outcome", 0.1, n_boot=-1)
+        agentab.power.plan(pilot, "outcome", 0.1, n_boot=-1, heterogeneity="none")
 
 
 def test_a_tail_plan_from_a_small_pilot_says_it_rests_on_a_handful_of_runs():
