@@ -258,14 +258,15 @@ def _log_scale_tasks(values: np.ndarray, tasks: np.ndarray, conf: float = 0.95) 
 
 def components(pilot: Pilot, kind: str, effect: float, quantile: float, paired: bool, conf: float,
                sequence: np.random.SeedSequence, bandwidth: float | None = None,
-               heterogeneity: float | None = None) -> Measured:
+               heterogeneity: float | None = None, tau: float | None = None) -> Measured:
     """The statistic's variance components, the ANOVA, the model to simulate from, assumptions and notes.
 
     ``sequence`` seeds the Dirichlet draws of a binary or ordinal task model (the same draws for every
     log odds tried); ``bandwidth`` replaces the Hall-Sheather bandwidth of a quantile's density.
     ``heterogeneity`` (paired plans): None measures how the effect varies across tasks on a two-arm
     pilot and assumes :data:`~agentab.power._heterogeneity.TYPICAL_HETEROGENEITY` otherwise; a number
-    is assumed whatever the pilot (:mod:`agentab.power._heterogeneity`).
+    is assumed whatever the pilot (:mod:`agentab.power._heterogeneity`); ``tau`` fixes the calibrated
+    logit-scale spread of the per-task shifts (re-plans on resampled pilots).
     """
     if one_run(pilot):
         comps, fit, assumptions, notes = one_run_components(pilot, kind, effect, paired)
@@ -288,7 +289,7 @@ def components(pilot: Pilot, kind: str, effect: float, quantile: float, paired: 
             )
         if w2 is None:
             h = TYPICAL_HETEROGENEITY if heterogeneity is None else heterogeneity
-            comps, model, text = assume(kind, comps, model, h, sequence)
+            comps, model, text = assume(kind, comps, model, h, sequence, tau)
             assumptions.append(text)
         else:
             comps = dataclasses.replace(comps, covariance=(comps.between_a + comps.between_b - w2) / 2.0)

@@ -57,8 +57,8 @@ def _paired_between(comps: core.Components) -> float:
     return comps.between_a + comps.between_b - 2.0 * comps.covariance
 
 
-def _level(model: Model, comps: core.Components, h: float,
-           sequence: np.random.SeedSequence) -> tuple[core.Components, Model, float]:
+def _level(model: Model, comps: core.Components, h: float, sequence: np.random.SeedSequence,
+           tau: float | None = None) -> tuple[core.Components, Model, float]:
     """The task model with per-task logit shifts whose spread gives heterogeneity ``h`` (or the most it can reach)."""
     from scipy.optimize import brentq
 
@@ -79,14 +79,21 @@ def _level(model: Model, comps: core.Components, h: float,
     def gap(tau: float) -> float:
         return math.sqrt(max(0.0, _paired_between(solve(tau)[1]) - base) / scale) - h if scale > 0 else -h
 
-    reached = gap(MAX_TAU) + h
-    tau = MAX_TAU if reached < h else brentq(gap, 0.0, MAX_TAU, xtol=1e-4)
+    if tau is None:
+        reached = gap(MAX_TAU) + h
+        tau = MAX_TAU if reached < h else brentq(gap, 0.0, MAX_TAU, xtol=1e-4)
+    else:  # the spread calibrated once (a plan's re-plans on resampled pilots keep it)
+        reached = h
     log_or, varied = solve(tau)
     return varied, dataclasses.replace(model, log_or_task=log_or, log_or_sd=tau), min(reached, h)
 
 
-def assume(kind: str, comps: core.Components, model: Model, h: float, sequence: np.random.SeedSequence) -> tuple[core.Components, Model, str]:
-    """Components and task model of a paired plan whose effect varies across tasks by ``h`` x the between-task SD."""
+def assume(kind: str, comps: core.Components, model: Model, h: float, sequence: np.random.SeedSequence,
+           tau: float | None = None) -> tuple[core.Components, Model, str]:
+    """Components and task model of a paired plan whose effect varies across tasks by ``h`` x the between-task SD.
+
+    ``tau`` (binary, ordinal) skips the calibration and uses that logit-scale spread of the per-task shifts.
+    """
     named = next((name for name, value in HETEROGENEITY.items() if value == h), None)
     label = f"{h:g}" + (f" ({named!r})" if named else "")
     if h == 0:
@@ -97,7 +104,7 @@ def assume(kind: str, comps: core.Components, model: Model, h: float, sequence: 
         model = dataclasses.replace(model, effect_sd=math.sqrt(w2))
         how = f"every task's shift is {comps.delta:+.4g} + N(0, {math.sqrt(w2):.4g}^2)"
     else:
-        varied, model, reached = _level(model, comps, h, sequence)
+        varied, model, reached = _level(model, comps, h, sequence, tau)
         how = f"tasks shift by {model.log_or_task:+.3f} + N(0, {model.log_or_sd:.3f}^2) log odds"
         if reached < h - 1e-3:
             how += (f"; the pilot's task model reaches at most {reached:.2f} (its tasks sit near all-success or "

@@ -225,10 +225,11 @@ def plan(
     interval = None
     if check_whole(n_boot, "n_boot", 0, PowerError):
         m = int(best["seeds_per_task"])
+        tau = measured.model.log_or_sd if measured.model is not None and measured.model.log_or_sd > 0 else None
 
         def replan(resampled: Pilot) -> float | None:
             again = _Search(resampled, kind, effect, quantile, paired, alpha, target, alternative, None, cost_ratio,
-                            sequence, hetero)
+                            sequence, hetero, tau)
             row = again.run([m])[1].iloc[0]
             return float(row["tasks"]) if bool(row["feasible"]) else None
 
@@ -276,16 +277,16 @@ class _Search:
 
     def __init__(self, pilot: Pilot, kind: str, effect: float, quantile: float, paired: bool, alpha: float,
                  target: float, alternative: str, max_tasks: int | None, cost_ratio: float,
-                 sequence: np.random.SeedSequence, heterogeneity: float | None = None) -> None:
+                 sequence: np.random.SeedSequence, heterogeneity: float | None = None, tau: float | None = None) -> None:
         self.pilot, self.kind, self.effect, self.quantile, self.paired = pilot, kind, effect, quantile, paired
-        self.heterogeneity = heterogeneity
+        self.heterogeneity, self.tau = heterogeneity, tau
         self.alpha, self.target, self.alternative = alpha, target, alternative
         self.max_tasks, self.cost_ratio, self.sequence = max_tasks, cost_ratio, sequence
 
     def measure(self, quantile: float, bandwidth: float | None = None) -> Measured:
         """The pilot's components at ``quantile`` (cost and count; ``bandwidth`` for the quantile's density)."""
         return components(self.pilot, self.kind, self.effect, quantile, self.paired, ICC_CONFIDENCE, self.sequence,
-                          bandwidth, self.heterogeneity)
+                          bandwidth, self.heterogeneity, self.tau)
 
     def run(self, seeds: list[int]) -> tuple[Measured, pd.DataFrame]:
         """The components and the design table (one row per option in ``seeds``)."""
