@@ -46,6 +46,7 @@ class Measured(NamedTuple):
     model: Model
     assumptions: list[str]
     notes: list[str]
+    heterogeneity: float | None = None  # paired plans: the assumed ratio (None: measured, or not applicable)
 
 
 def _task_shares(values: np.ndarray, tasks: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -92,8 +93,7 @@ def _level_components(pilot: Pilot, kind: str, effect: float, paired: bool, conf
             "model moves any task and no sample size can be planned; use a pilot with more seeds per task, or "
             "agentab.power.sample_size with an assumed icc"
         )
-    below = np.cumsum(shares) - shares
-    psi = below - (1.0 - below - shares)  # P(X < y) - P(X > y): the run score of Cliff's delta
+    psi = core.placement_scores(shares)  # P(X < y) - P(X > y): the run score of Cliff's delta
 
     def score(values: np.ndarray) -> np.ndarray:
         return psi[np.searchsorted(pilot.levels, values)]
@@ -277,7 +277,7 @@ def components(pilot: Pilot, kind: str, effect: float, quantile: float, paired: 
         comps, fit, model, assumption, score = _continuous_components(pilot, effect, paired, conf)
     else:
         comps, fit, model, assumption, score = _quantile_components(pilot, kind, effect, quantile, paired, conf, bandwidth)
-    assumptions, notes = [assumption], []
+    assumptions, notes, assumed = [assumption], [], None
     if paired and pilot.other is not None and score is None:
         notes.append("the pilot's second arm is not used for cost and count: the plan assumes every run scales alike")
     if paired and score is not None:
@@ -288,12 +288,12 @@ def components(pilot: Pilot, kind: str, effect: float, quantile: float, paired: 
                 "is assumed, not measured"
             )
         if w2 is None:
-            h = TYPICAL_HETEROGENEITY if heterogeneity is None else heterogeneity
-            comps, model, text = assume(kind, comps, model, h, sequence, tau)
+            assumed = TYPICAL_HETEROGENEITY if heterogeneity is None else heterogeneity
+            comps, model, text = assume(kind, comps, model, assumed, sequence, tau)
             assumptions.append(text)
         else:
             comps = dataclasses.replace(comps, covariance=(comps.between_a + comps.between_b - w2) / 2.0)
             assumptions.append(f"task-to-task variation of the effect measured on the pilot's two arms (variance {w2:.4g})")
     if fit.between == 0:
         notes.append("the pilot shows no variance between tasks (ICC 0): seeds are as informative as tasks")
-    return Measured(comps, fit, model, assumptions, notes)
+    return Measured(comps, fit, model, assumptions, notes, assumed)

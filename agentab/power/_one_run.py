@@ -36,10 +36,13 @@ def _scorer(kind: str, pilot: Pilot) -> Any:
     """The run score of the statistic: the outcome (binary), Cliff's delta's placement score (ordinal), the value."""
     if kind != "ordinal":
         return lambda values: np.asarray(values, dtype=float)
-    shares = np.array([np.mean(pilot.values == level) for level in pilot.levels])
-    below = np.cumsum(shares) - shares
-    psi = below - (1.0 - below - shares)
+    psi = core.placement_scores(_shares(pilot))
     return lambda values: psi[np.searchsorted(pilot.levels, values)]
+
+
+def _shares(pilot: Pilot) -> np.ndarray:
+    """The baseline arm's share of every level."""
+    return np.array([np.mean(pilot.values == level) for level in pilot.levels])
 
 
 def _delta(kind: str, pilot: Pilot, effect: float) -> tuple[float, float]:
@@ -51,10 +54,9 @@ def _delta(kind: str, pilot: Pilot, effect: float) -> tuple[float, float]:
             raise PowerError(f"the pilot's success rate {rate:.3f} + effect {effect:g} is not a rate strictly between 0 and 1")
         return effect, (rate + effect) * (1.0 - rate - effect)
     if kind == "ordinal":
-        shares = np.array([np.mean(values == level) for level in pilot.levels])
+        shares = _shares(pilot)
         moved = core.po_shift(shares, math.log(effect))
-        below = np.cumsum(shares) - shares
-        psi = below - (1.0 - below - shares)
+        psi = core.placement_scores(shares)
         mean = float(moved @ psi)
         return float(core.cliff_delta(shares, moved)), float(moved @ psi**2 - mean**2)
     sd = float(values.std(ddof=1))

@@ -18,11 +18,10 @@ import numpy as np
 
 from agentab.errors import PowerError
 from agentab.power._pilot import Pilot
+from agentab.stats.two_sample import MIN_TAIL_RUNS  # one threshold for a fragile tail, in tests and in plans
 
 __all__ = ["TasksInterval", "tasks_interval", "tail_warnings", "MIN_TAIL_RUNS", "INTERVAL_LEVEL"]
 
-#: Below this many pilot runs beyond the planned quantile, a quantile plan is flagged as unreliable.
-MIN_TAIL_RUNS = 20
 #: The level of the interval for the tasks needed (10th to 90th percentile of the resampled plans).
 INTERVAL_LEVEL = 0.8
 

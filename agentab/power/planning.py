@@ -362,10 +362,9 @@ def _heterogeneity_notes(measured: Measured, paired: bool, best: pd.Series, alph
     lowers the covariance of a task's two arms by half of it, so moving from ``h`` to ``h'`` moves the
     covariance by ``(h^2 - h'^2) S / 2`` (the algebra a measured variation enters through).
     """
-    assumed = next((a for a in measured.assumptions if "is assumed: the per-task effect's SD is" in a), None)
-    if not paired or assumed is None:
+    h = measured.heterogeneity
+    if not paired or h is None:
         return []
-    h = float(assumed.split("heterogeneity ")[1].split(" ")[0])
     comps = measured.components
     scale = (comps.between_a + comps.between_b) / 2.0
     tasks, seeds = int(best["tasks"]), int(best["seeds_per_task"])

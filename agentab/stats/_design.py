@@ -138,17 +138,8 @@ class Design:
         """
         batch = self.batch_size()
         if self.kind == "paired":
-            n_tasks = len(self.base_cells)
-            if exact:
-                codes = np.arange(2**n_tasks, dtype=np.int64)
-                for start in range(0, len(codes), batch):
-                    chunk = codes[start : start + batch]
-                    swap = ((chunk[:, None] >> np.arange(n_tasks)) & 1).astype(bool)
-                    yield self._swap(swap)
-            else:
-                for start in range(0, n_resamples, batch):
-                    size = min(batch, n_resamples - start)
-                    yield self._swap(rng.random((size, n_tasks)) < 0.5)
+            for swap in self.swaps(n_resamples, rng, exact=exact):
+                yield self._swap(swap)
             return
         # Random draws are uniform doubles, taken row by row (one per unit), so
         # the stream does not depend on where batches start.
@@ -169,6 +160,26 @@ class Design:
             keys = rng.random((size, n_b + n_c))
             chosen = np.argpartition(keys, n_c - 1, axis=1)[:, :n_c]  # the n_c smallest keys: a uniform subset
             yield self._assign(chosen, cells)
+
+    def swaps(self, n_resamples: int, rng: np.random.Generator, *, exact: bool) -> Iterator[np.ndarray]:
+        """Paired design: rows of booleans, which tasks swap their arms, in batches.
+
+        Every pattern once when ``exact`` (pattern ``i`` swaps the tasks whose bit is set in ``i``),
+        else ``n_resamples`` random rows of one uniform per task, so the draws do not depend on the
+        batch size. :meth:`permutations` turns them into weight matrices; the paired statistics of
+        :mod:`agentab.stats._studentized` read them directly.
+        """
+        n_tasks = len(self.base_cells)
+        batch = self.batch_size()
+        if exact:
+            codes = np.arange(2**n_tasks, dtype=np.int64)
+            for start in range(0, len(codes), batch):
+                chunk = codes[start : start + batch]
+                yield ((chunk[:, None] >> np.arange(n_tasks)) & 1).astype(bool)
+            return
+        for start in range(0, n_resamples, batch):
+            size = min(batch, n_resamples - start)
+            yield rng.random((size, n_tasks)) < 0.5
 
     def task_picks(self, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
         """Paired design: the tasks drawn by each bootstrap resample (rows of task indices), in batches.

@@ -93,7 +93,7 @@ def mean_inference(data: Any, summaries: np.ndarray, *, test: bool, mid_p: bool,
         exact, words = _scheme(data)
         origin = float(np.max(np.abs(summaries[np.isfinite(summaries)]), initial=0.0))
         score = (summaries[d.cand_cells] + summaries[d.base_cells]) / 2
-        st = paired_mean(diff, data.n_resamples, data.rng, exact=exact, origin=origin, score=score)
+        st = paired_mean(d, diff, data.n_resamples, data.rng, exact=exact, origin=origin, score=score)
         words += "; ties between flips broken by the tasks' mean over both arms"
         differ = int(np.sum(np.abs(diff) > 1e-12 * max(float(np.abs(diff).max()), 1e-300)))
         why = f"only {differ} of {len(diff)} tasks differ between the arms" if differ < len(diff) else f"{len(diff)} tasks"
@@ -112,7 +112,7 @@ def ordinal_inference(data: Any, shares: np.ndarray, *, mid_p: bool) -> Inferenc
     d = data.design
     exact, words = _scheme(data)
     if d.kind == "paired":
-        st = paired_ordinal(shares[d.base_cells], shares[d.cand_cells], data.n_resamples, data.rng, exact=exact)
+        st = paired_ordinal(d, shares[d.base_cells], shares[d.cand_cells], data.n_resamples, data.rng, exact=exact)
     else:
         st = two_sample_ordinal(d, shares, data.n_resamples, data.rng, exact=exact)
     return _finish(data, st, f"delta over its delta-method standard error; {words}", test=True, mid_p=mid_p, bounds=(-1.0, 1.0))

@@ -23,12 +23,11 @@ the mean difference; ties between flip patterns are broken by a flip-invariant s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from agentab.stats._design import BATCH_CELLS, CountDesign, Design
+from agentab.stats._design import CountDesign, Design
 from agentab.stats._inversion import NullDistribution, ShiftNull, studentize
 from agentab.stats._kernels import cliff_delta
 
@@ -52,24 +51,6 @@ class Studentized:
 # --------------------------------------------------------------------------- #
 # Sign flips of the paired design
 # --------------------------------------------------------------------------- #
-def _swaps(n_tasks: int, n_resamples: int, rng: np.random.Generator, *, exact: bool) -> Iterator[np.ndarray]:
-    """Rows of booleans: which tasks swap their arms; every pattern once when ``exact``, else random draws.
-
-    The same draws as :meth:`agentab.stats._design.Design.permutations` (one uniform per task, row by
-    row), so the stream does not depend on the batch size.
-    """
-    batch = max(1, BATCH_CELLS // max(2 * n_tasks, 1))
-    if exact:
-        codes = np.arange(2**n_tasks, dtype=np.int64)
-        for start in range(0, len(codes), batch):
-            chunk = codes[start : start + batch]
-            yield ((chunk[:, None] >> np.arange(n_tasks)) & 1).astype(bool)
-        return
-    for start in range(0, n_resamples, batch):
-        size = min(batch, n_resamples - start)
-        yield rng.random((size, n_tasks)) < 0.5
-
-
 def _one_sample_se(mean: np.ndarray, square_sum: float, n: int) -> np.ndarray:
     """Standard error of a mean of ``n`` values from their mean and (flip-invariant) sum of squares."""
     if n < 2:
@@ -107,7 +88,8 @@ def tie_weights(score: np.ndarray) -> np.ndarray:
 
 
 def paired_mean(
-    d: np.ndarray, n_resamples: int, rng: np.random.Generator, *, exact: bool, origin: float = 0.0, score: np.ndarray | None = None
+    design: Design, d: np.ndarray, n_resamples: int, rng: np.random.Generator, *, exact: bool, origin: float = 0.0,
+    score: np.ndarray | None = None,
 ) -> Studentized:
     """The mean of the per-task differences ``d``, its standard error, and their sign-flip distribution
     (:class:`~agentab.stats._inversion.ShiftNull`: every flipped weighted mean with its weighted mean sign;
@@ -116,7 +98,7 @@ def paired_mean(
     u = tie_weights(np.zeros(n) if score is None else score)
     du = d * u
     a_parts, k_parts = [], []
-    for swap in _swaps(n, n_resamples, rng, exact=exact):
+    for swap in design.swaps(n_resamples, rng, exact=exact):
         a_parts.append(np.where(swap, -du, du).sum(axis=1) / n)
         k_parts.append(np.where(swap, -u, u).sum(axis=1) / n)
     a, k = np.concatenate(a_parts), np.concatenate(k_parts)
@@ -260,11 +242,12 @@ def _cliff_paired(swap: np.ndarray, base: np.ndarray, cand: np.ndarray, order: n
     return cliff_delta(b, c), np.sqrt(var / n)
 
 
-def paired_ordinal(base: np.ndarray, cand: np.ndarray, n_resamples: int, rng: np.random.Generator, *, exact: bool) -> Studentized:
+def paired_ordinal(design: Design, base: np.ndarray, cand: np.ndarray, n_resamples: int, rng: np.random.Generator, *,
+                   exact: bool) -> Studentized:
     """Studentized Cliff's delta under sign flips (arm swaps) of whole tasks; ``base``/``cand``: tasks x levels shares."""
     order = _order_matrix(base.shape[1])
     n = base.shape[0]
     effect, se = _cliff_paired(np.zeros((1, n), dtype=bool), base, cand, order)
-    parts = [studentize(*_cliff_paired(swap, base, cand, order)) for swap in _swaps(n, n_resamples, rng, exact=exact)]
+    parts = [studentize(*_cliff_paired(swap, base, cand, order)) for swap in design.swaps(n_resamples, rng, exact=exact)]
     size = 2.0**n if exact else float(n_resamples)
     return Studentized(float(effect[0]), float(se[0]), NullDistribution.from_values(np.concatenate(parts), exact=exact, size=size))

@@ -390,6 +390,18 @@ class Components:
         return int(n)
 
 
+def placement_scores(shares: np.ndarray) -> np.ndarray:
+    """``P(X < level) - P(X > level)`` for every level of a distribution: the run score of Cliff's delta.
+
+    Examples
+    --------
+    >>> placement_scores(np.array([0.25, 0.5, 0.25]))
+    array([-0.75,  0.  ,  0.75])
+    """
+    below = np.cumsum(shares, axis=-1) - shares
+    return below - (1.0 - below - shares)
+
+
 def dirichlet_components(
     shares: np.ndarray, icc: float, log_or: float, *, n_draws: int = 20_000,
     seed: int | np.random.SeedSequence = 12345, log_or_sd: float = 0.0,
@@ -425,10 +437,8 @@ def dirichlet_components(
         theta_b = po_shift(theta, log_or)
     r = theta_b.mean(axis=0)
     base_pop = theta.mean(axis=0)
-    below_p = np.cumsum(base_pop) - base_pop
-    g_b = below_p - (1.0 - below_p - base_pop)  # P(X < y) - P(X > y)
-    below_r = np.cumsum(r) - r
-    g_a = below_r - (1.0 - below_r - r)  # P(Y < x) - P(Y > x)
+    g_b = placement_scores(base_pop)  # P(X < y) - P(X > y)
+    g_a = placement_scores(r)  # P(Y < x) - P(Y > x)
     mean_a = theta @ g_a
     mean_b = theta_b @ g_b
     comps = Components(
