@@ -137,8 +137,9 @@ print(sample_size("binary", 0.1, design="paired", discordant=0.3))
     "power-paired-cli": Example("shell", "agentab power --metric binary --effect 0.1 --paired --discordant 0.3"),
     # docs/results-tables.md
     "table-plan": Example("shell", f"agentab plan {TABLE} --arm-column model --where \"agent == 'Droid'\" "
-                          "--names claude-4-sonnet gpt-5 --field outcome=is_resolved --metric outcome --effect 0.1"),
-    "table-summary": Example("shell", f"agentab summary {TABLE} --arm-column submission --field outcome=is_resolved"),
+                          "--baseline-arm claude-4-sonnet --field outcome=is_resolved --metric outcome --effect 0.1"),
+    "table-summary": Example("shell", f"agentab summary {TABLE} --arm-column submission --field outcome=is_resolved "
+                             "--field harness=agent"),
 }
 
 
