@@ -167,7 +167,7 @@ def test_a_one_arm_cost_plan_states_its_assumed_zero_heterogeneity_and_its_sensi
     vc = p.variance_components
     assert vc.sources == ("measured", "assumed", "measured", "assumed") and vc.task_by_arm == 0 and vc.ratio == 0
     assert any("heterogeneity 0 is assumed for cost" in a for a in p.assumptions)
-    assert any("heterogeneity 0.83" in n and "this design's power is" in n for n in p.notes)
+    assert any("log of run time (heterogeneity 0.91)" in n and "this design's power is" in n for n in p.notes)
     assert p.model.log_sd == 0
     text = str(p)
     assert "Variance components on the log(value) scale" in text and "task-by-arm" in text and "assumed" in text

@@ -29,7 +29,7 @@ from agentab._vocabulary import quantile as quantile_of
 from agentab._vocabulary import task_weights
 from agentab.errors import PowerError
 from agentab.power._arguments import check_untied
-from agentab.power._heterogeneity import TYPICAL_HETEROGENEITY, assume
+from agentab.power._heterogeneity import TYPICAL_COST_HETEROGENEITY, TYPICAL_HETEROGENEITY, assume
 from agentab.power._one_run import one_run, one_run_components
 from agentab.power._pilot import MIN_TASKS, Pilot
 from agentab.power._simulation import Model
@@ -364,9 +364,10 @@ def _quantile_spread(pilot: Pilot, kind: str, paired: bool, heterogeneity: float
     if heterogeneity is None or heterogeneity == 0:
         return 0.0, 0.0, [
             f"heterogeneity 0 is assumed for {kind}: every run of every task scales by the same factor (the "
-            "effect does not vary across tasks). A one-arm pilot cannot measure it and no typical value has been "
-            f"measured on {kind} (outcomes of real Terminal-Bench pairs: {TYPICAL_HETEROGENEITY:g}); a pilot that "
-            "ran both arms on the same tasks measures it, and heterogeneity= sets it"], notes
+            "effect does not vary across tasks). A one-arm pilot cannot measure it, and real pairs vary: "
+            f"{TYPICAL_COST_HETEROGENEITY:g} x the between-task SD on the log of run time in the median of "
+            f"Terminal-Bench pairs ({TYPICAL_HETEROGENEITY:g} on outcomes); a pilot that ran both arms on the same "
+            "tasks measures it, and heterogeneity= sets it"], notes
     tau = heterogeneity * math.sqrt(between)
     return tau, heterogeneity, [
         f"the pilot cannot measure how the effect varies across tasks, so heterogeneity {heterogeneity:g} is "

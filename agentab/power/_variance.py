@@ -85,15 +85,15 @@ class VarianceComponents(Display):
     shared_tasks: int = 0
 
     def frame(self) -> pd.DataFrame:
-        """One row per component: ``component``, ``variance`` (the ratio for ``ratio``), ``sd``, ``low``,
-        ``high`` and ``source``, with ``scale`` on every row."""
+        """One row per component: ``component``, ``estimate`` (a variance; for ``ratio`` the ratio of SDs),
+        ``sd`` (its square root; NaN for the ratio), ``low``, ``high`` and ``source``, with ``scale`` on every row."""
         rows = []
         for name, value, source, ci in zip(_ROWS, (self.between, self.task_by_arm, self.within, self.ratio),
                                            self.sources, self.intervals):
             is_ratio = name == "ratio"
             rows.append({
                 "component": name, "estimate": value,
-                "sd": value if is_ratio else (math.sqrt(value) if value >= 0 else math.nan),
+                "sd": math.nan if is_ratio or not value >= 0 else math.sqrt(value),
                 "low": ci[0] if ci is not None else math.nan, "high": ci[1] if ci is not None else math.nan,
                 "source": source, "scale": "task-by-arm SD / between-task SD" if is_ratio else self.scale,
             })
@@ -113,7 +113,8 @@ class VarianceComponents(Display):
         ci = [f"{lo:.3g} to {hi:.3g}" if np.isfinite(lo) else "" for lo, hi in zip(frame["low"], frame["high"])]
         return pd.DataFrame({
             "component": frame["component"], "estimate": [f"{v:.4g}" for v in frame["estimate"]],
-            "sd": [f"{v:.4g}" for v in frame["sd"]], f"{self.level:.0%} interval": ci, "source": frame["source"],
+            "sd": [f"{v:.4g}" if np.isfinite(v) else "" for v in frame["sd"]], f"{self.level:.0%} interval": ci,
+            "source": frame["source"],
         })
 
     def title(self) -> str:

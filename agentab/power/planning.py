@@ -79,7 +79,7 @@ from agentab._checks import (
 from agentab.errors import PowerError
 from agentab.power._arguments import check_effect
 from agentab.power._components import Measured, components, variance_table
-from agentab.power._heterogeneity import TYPICAL_HETEROGENEITY, check_heterogeneity
+from agentab.power._heterogeneity import TYPICAL_COST_HETEROGENEITY, TYPICAL_HETEROGENEITY, check_heterogeneity
 from agentab.power._one_run import one_run
 from agentab.power._pilot import Pilot, read_pilot
 from agentab.power._plan import Plan, SimulatedPower
@@ -173,10 +173,11 @@ def plan(
         the metric's between-task SD. None (the default) measures it on a two-arm pilot and otherwise
         assumes "typical", 0.83, the median of 78 real Terminal-Bench pairs ("model change" 0.52, their
         median for a model change under the same agent; "none" 0, every task shifted alike). Cost and
-        count: measured on a two-arm pilot on the log scale; from one arm, 0 is assumed (no typical
-        value has been measured on cost) unless a ratio is given, and the plan says so. The plan
-        states the assumption and the power of its design at half and at double of it (at 0.83 when 0
-        is assumed), and ``Plan.variance_components`` shows it as assumed.
+        count: measured on a two-arm pilot on the log scale; from one arm, 0 is assumed unless a ratio
+        is given, and the plan says so. The plan
+        states the assumption and the power of its design at half and at double of it (when 0 is
+        assumed: at 0.83, or for cost and count at 0.91, the median on the log of run time of 45 real
+        Terminal-Bench pairs), and ``Plan.variance_components`` shows it as assumed.
     n_boot : int
         Re-plan on this many resamples of the pilot's tasks (each with all its runs, both arms) at the
         recommended seeds per task, and report the 80% interval of the tasks needed
@@ -393,9 +394,11 @@ def _heterogeneity_notes(measured: Measured, search: _Search, best: pd.Series) -
         return float(moved.power(tasks, seeds, True, alpha, alternative))
 
     if h == 0:
-        on = " (a ratio measured on outcomes, not on cost)" if search.kind in ("cost", "count") else ""
-        return [f"if the effect varies across tasks as in real Terminal-Bench pairs (heterogeneity "
-                f"{TYPICAL_HETEROGENEITY:g}{on}), this design's power is {power_at(TYPICAL_HETEROGENEITY):.2f}"]
+        cost = search.kind in ("cost", "count")
+        typical = TYPICAL_COST_HETEROGENEITY if cost else TYPICAL_HETEROGENEITY
+        on = " on the log of run time" if cost else ""
+        return [f"if the effect varies across tasks as in real Terminal-Bench pairs{on} (heterogeneity "
+                f"{typical:g}), this design's power is {power_at(typical):.2f}"]
     return [f"sensitivity to the assumed heterogeneity {h:g}: this design's power is {power_at(h / 2):.2f} at half of "
             f"it ({h / 2:g}) and {power_at(2 * h):.2f} at double ({2 * h:g}); a pilot that ran both arms on the same "
             "tasks measures it"]
