@@ -10,7 +10,13 @@ to simulate from, and the assumptions and notes behind them (see :mod:`agentab.p
 - continuous: the ANOVA components and the same shift for every task (:func:`_continuous_components`);
 - cost and count: a log-scale task-effect model of the pilot, every candidate run times ``1 + effect``, the
   quantile's variance that of the share of runs below it over the density there
-  (:func:`_quantile_components`, with the permutation null of :func:`_quantile_null`).
+  (:func:`_quantile_components`, with the permutation null of :func:`_quantile_null`); in a paired plan
+  whose effect varies across tasks (measured on a two-arm pilot's log-scale task means, or assumed with
+  ``heterogeneity=``), a task's candidate runs are times ``exp(mu + N(0, tau^2))`` instead
+  (:func:`_varied_quantile`), in the formula and in the simulation model alike.
+
+:func:`variance_table` reports the pilot's between-task, task-by-arm and within-task variance on the
+scale the plan linearises, measured (:mod:`agentab.power._variance`) or assumed.
 
 Quantiles are :func:`agentab._vocabulary.quantile` with every task weighing the same
 (:func:`agentab._vocabulary.task_weights`), as in :func:`agentab.compare` and the summaries.
@@ -361,7 +367,10 @@ def _quantile_spread(pilot: Pilot, kind: str, paired: bool, heterogeneity: float
                                "give its ratio to the between-task SD)"], notes
         notes.append(f"the pilot's two arms share fewer than {MIN_TASKS} tasks: the task-to-task variation of the "
                      "effect is assumed, not measured")
-    if heterogeneity is None or heterogeneity == 0:
+    if heterogeneity == 0:
+        return 0.0, 0.0, [f"heterogeneity 0 ('none') is assumed for {kind}, as asked: every run of every task scales "
+                          "by the same factor"], notes
+    if heterogeneity is None:
         return 0.0, 0.0, [
             f"heterogeneity 0 is assumed for {kind}: every run of every task scales by the same factor (the "
             "effect does not vary across tasks). A one-arm pilot cannot measure it, and real pairs vary: "
