@@ -13,7 +13,15 @@ The assumption ``h`` is that ratio. It enters the plan's task model, so the form
   (``z_t`` standard normal), with ``tau`` calibrated on the Dirichlet task population so that the
   variance of the per-task effects grows by ``h^2`` times the mean between-task variance, and
   ``log_or`` re-solved so that the population effect stays the one asked for;
-- continuous: every task's shift is ``delta + N(0, h^2 between)``.
+- continuous: every task's shift is ``delta + N(0, h^2 between)``;
+- cost and count (:mod:`agentab.power._components`): every task's runs are multiplied by
+  ``exp(mu + N(0, h^2 between))``, ``between`` on the log scale.
+
+Cost and count from a one-arm pilot assume 0 unless told (every run scales alike; stated on the plan),
+and show the power at :data:`TYPICAL_COST_HETEROGENEITY`: the same ratio on the log of the agent's
+run time, measured on the Terminal-Bench pairs with run times (10 submissions, 45 pairs, median
+0.91, interquartile range 0.74-1.09; on the log of tokens, 4 submissions, 6 pairs: 0.92), by the
+estimator of :func:`agentab.power._variance.measure` on ``log(agent_duration_sec)`` per pair.
 """
 
 from __future__ import annotations
@@ -28,10 +36,12 @@ from agentab.errors import PowerError
 from agentab.power._simulation import Model
 from agentab.stats import power as core
 
-__all__ = ["HETEROGENEITY", "TYPICAL_HETEROGENEITY", "check_heterogeneity", "assume"]
+__all__ = ["HETEROGENEITY", "TYPICAL_HETEROGENEITY", "TYPICAL_COST_HETEROGENEITY", "check_heterogeneity", "assume"]
 
 #: The per-task effect's SD over the between-task SD, median of 78 real Terminal-Bench pairs.
 TYPICAL_HETEROGENEITY = 0.83
+#: The same ratio on the log of a cost-like metric (agent run time), median of 45 real Terminal-Bench pairs.
+TYPICAL_COST_HETEROGENEITY = 0.91
 #: Named assumptions.
 HETEROGENEITY = {"typical": TYPICAL_HETEROGENEITY, "model change": 0.52, "none": 0.0}
 #: Largest logit-scale SD of the per-task shifts tried.

@@ -24,6 +24,7 @@ from agentab._display import Blank, Block, Display, Items, Lines, Table
 from agentab.errors import PowerError
 from agentab.power._simulation import Model, model_pvalues
 from agentab.power._uncertainty import TasksInterval
+from agentab.power._variance import VarianceComponents
 from agentab.stats import power as core
 
 __all__ = ["Plan", "SimulatedPower"]
@@ -102,6 +103,12 @@ class Plan(Display):
     tasks_interval : TasksInterval or None
         With ``plan(..., n_boot=N)``: the 80% interval (``low``, ``high``) of the tasks needed at the
         recommended seeds per task, re-planned on ``N`` resamples of the pilot's tasks.
+    variance_components : VarianceComponents or None
+        The pilot's between-task, task-by-arm (the per-task effect's variance) and within-task variance
+        and their ratio (the ``heterogeneity=`` scale), each measured (with a 95% bootstrap interval over
+        the pilot's tasks) or assumed; on the scale the plan linearises (the outcome, the placement score,
+        the metric, or ``log(value + offset)`` for cost and count). ``variance_components.frame()`` is the
+        table as a DataFrame. (``components`` is the tested statistic's linearised variance the formula uses.)
     """
 
     metric: str
@@ -133,6 +140,7 @@ class Plan(Display):
     model: Model = field(default=None, repr=False)  # type: ignore[assignment]
     seed: int | np.random.SeedSequence | None = None
     tasks_interval: TasksInterval | None = None
+    variance_components: VarianceComponents | None = None
 
     # ------------------------------------------------------------------ results
 
@@ -253,11 +261,14 @@ class Plan(Display):
             effect_text=self.effect_text(), table=self.table.to_dict(orient="records"),
             seed=jsonable_seed(self.seed),
             tasks_interval=dataclasses.asdict(self.tasks_interval) if self.tasks_interval is not None else None,
+            variance_components=self.variance_components.to_dict() if self.variance_components is not None else None,
         )
         return plain
 
     def _view(self) -> list[Block]:
         blocks: list[Block] = [Lines(self._header()), Blank(), Table(self._shown())]
+        if self.variance_components is not None and math.isfinite(self.variance_components.between):
+            blocks += [Blank()] + self.variance_components._view()
         for label, title in _LISTS:
             texts = getattr(self, f"{label}s")
             if texts:

@@ -160,6 +160,7 @@ class Model:
     factor: float = 1.0
     quantile: float = 0.95
     density: float = math.nan  # cost: the density at the quantile
+    log_sd: float = 0.0  # cost: the SD across tasks of the candidate's log shift (heterogeneous effects)
 
 
 def model_pvalues(model: Model, n: int, m: int, alternative: str, n_sims: int, n_resamples: int,
@@ -209,10 +210,15 @@ def _draw_continuous(model: Model, n: int, m: int, rng: np.random.Generator) -> 
 
 
 def _draw_amounts(model: Model, n: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Runs of both arms from the log-scale task-effect model, the candidate's times ``factor``."""
+    """Runs of both arms from the log-scale task-effect model, the candidate's times ``factor``.
+
+    With ``log_sd`` > 0 each candidate task's runs are also times ``exp(log_sd z_t)``, ``z_t`` standard normal.
+    """
     effects, residuals = model.task_effects, model.residuals
     task_a = np.repeat(effects[rng.integers(len(effects), size=n)], m)
     task_b = task_a if model.paired else np.repeat(effects[rng.integers(len(effects), size=n)], m)
     x = np.maximum(np.exp(task_a + rng.choice(residuals, size=n * m)) - model.offset, 0.0)
     y = np.maximum(np.exp(task_b + rng.choice(residuals, size=n * m)) - model.offset, 0.0) * model.factor
+    if model.log_sd > 0:
+        y = y * np.repeat(np.exp(model.log_sd * rng.standard_normal(n)), m)
     return x, y

@@ -34,9 +34,13 @@ when the pilot has one arm):
 
 With a two-arm pilot and ``design="paired"``, ``w^2`` is measured from the
 pilot's per-task differences instead (their variance minus the seed noise):
-the discordance the pilot actually shows (binary, ordinal and continuous
-metrics, when the arms share at least 5 tasks; cost and count keep the
-model).
+the discordance the pilot actually shows, when the arms share at least 5
+tasks (cost and count: on the log scale, the candidate's per-task log shift
+``mu + N(0, tau^2)`` with ``tau`` measured, in the formula and in
+``Plan.simulate``). Every plan reports the pilot's variance components --
+between-task, task-by-arm, within-task and their ratio, measured with 95%
+bootstrap intervals or assumed -- as ``Plan.variance_components``
+(:mod:`~agentab.power._variance`).
 
 The pieces: :mod:`~agentab.power._pilot` reads the pilot,
 :mod:`~agentab.power._components` measures the variance components and fits
@@ -74,8 +78,8 @@ from agentab._checks import (
 )
 from agentab.errors import PowerError
 from agentab.power._arguments import check_effect
-from agentab.power._components import Measured, components
-from agentab.power._heterogeneity import TYPICAL_HETEROGENEITY, check_heterogeneity
+from agentab.power._components import Measured, components, variance_table
+from agentab.power._heterogeneity import TYPICAL_COST_HETEROGENEITY, TYPICAL_HETEROGENEITY, check_heterogeneity
 from agentab.power._one_run import one_run
 from agentab.power._pilot import Pilot, read_pilot
 from agentab.power._plan import Plan, SimulatedPower
@@ -168,8 +172,12 @@ def plan(
         Paired plans: how much the effect varies from task to task, as the per-task effect's SD over
         the metric's between-task SD. None (the default) measures it on a two-arm pilot and otherwise
         assumes "typical", 0.83, the median of 78 real Terminal-Bench pairs ("model change" 0.52, their
-        median for a model change under the same agent; "none" 0, every task shifted alike). The plan
-        states the assumption and the power of its design at half and at double of it.
+        median for a model change under the same agent; "none" 0, every task shifted alike). Cost and
+        count: measured on a two-arm pilot on the log scale; from one arm, 0 is assumed unless a ratio
+        is given, and the plan says so. The plan
+        states the assumption and the power of its design at half and at double of it (when 0 is
+        assumed: at 0.83, or for cost and count at 0.91, the median on the log of run time of 45 real
+        Terminal-Bench pairs), and ``Plan.variance_components`` shows it as assumed.
     n_boot : int
         Re-plan on this many resamples of the pilot's tasks (each with all its runs, both arms) at the
         recommended seeds per task, and report the 80% interval of the tasks needed
@@ -219,7 +227,7 @@ def plan(
     optimum = math.sqrt(cost_ratio * comps.within / ((2.0 if paired else 1.0) * between)) if between > 0 else math.inf
     if not single:
         warnings += _seed_warnings(comps, paired, max(int(table["seeds_per_task"].max()), int(max_seeds)), min_tasks)
-    notes_extra = _heterogeneity_notes(measured, paired, best, alpha, alternative)
+    notes_extra = _heterogeneity_notes(measured, search, best)
     notes = list(data.notes) + measured.notes + _uncertainty_notes(fit, search, best) + notes_extra
     warnings += tail_warnings(data, kind, quantile)
     interval = None
@@ -242,6 +250,7 @@ def plan(
         pilot_runs=fit.n_runs, optimum_seeds=optimum, min_tasks=min_tasks, components=comps, cost_ratio=cost_ratio,
         assumptions=tuple(measured.assumptions), notes=tuple(notes), warnings=tuple(warnings), model=measured.model,
         seed=recorded_seed(sequence), tasks_interval=interval,
+        variance_components=variance_table(data, measured, paired, sequence),
     )
 
 
@@ -282,11 +291,16 @@ class _Search:
         self.heterogeneity, self.tau = heterogeneity, tau
         self.alpha, self.target, self.alternative = alpha, target, alternative
         self.max_tasks, self.cost_ratio, self.sequence = max_tasks, cost_ratio, sequence
+        self.bandwidth: float | None = None  # cost and count: the quantile density's bandwidth of the last pass
 
-    def measure(self, quantile: float, bandwidth: float | None = None) -> Measured:
-        """The pilot's components at ``quantile`` (cost and count; ``bandwidth`` for the quantile's density)."""
+    def measure(self, quantile: float, bandwidth: float | None = None, heterogeneity: Any = "plan's") -> Measured:
+        """The pilot's components at ``quantile`` (cost and count; ``bandwidth`` for the quantile's density).
+
+        ``heterogeneity`` replaces the plan's (the sensitivity of a cost plan to its assumption).
+        """
+        h = self.heterogeneity if isinstance(heterogeneity, str) else heterogeneity
         return components(self.pilot, self.kind, self.effect, quantile, self.paired, ICC_CONFIDENCE, self.sequence,
-                          bandwidth, self.heterogeneity, self.tau)
+                          bandwidth, h, self.tau)
 
     def run(self, seeds: list[int]) -> tuple[Measured, pd.DataFrame]:
         """The components and the design table (one row per option in ``seeds``)."""
@@ -304,6 +318,7 @@ class _Search:
             n1, m1 = int(first["tasks"]), int(first["seeds_per_task"])
             comps = measured.components
             h = measured.model.density * math.sqrt((comps.between_a + comps.within_a / m1) / n1)
+            self.bandwidth = h
             measured = self.measure(self.quantile, h)
             table = self.table(measured.components, seeds)
         return measured, table
@@ -355,27 +370,35 @@ def _seed_warnings(comps: core.Components, paired: bool, m_most: int, min_tasks:
     ]
 
 
-def _heterogeneity_notes(measured: Measured, paired: bool, best: pd.Series, alpha: float, alternative: str) -> list[str]:
+def _heterogeneity_notes(measured: Measured, search: _Search, best: pd.Series) -> list[str]:
     """The assumed task-to-task variation of the effect at half and double: the recommended design's power.
 
     A variation of the per-task effects with variance ``h^2 S`` (``S`` the mean between-task variance)
     lowers the covariance of a task's two arms by half of it, so moving from ``h`` to ``h'`` moves the
-    covariance by ``(h^2 - h'^2) S / 2`` (the algebra a measured variation enters through).
+    covariance by ``(h^2 - h'^2) S / 2`` (the algebra a measured variation enters through). Cost and
+    count re-measure the quantile's components with the other heterogeneity (the tail moves too).
     """
     h = measured.heterogeneity
-    if not paired or h is None:
+    if not search.paired or h is None:
         return []
     comps = measured.components
     scale = (comps.between_a + comps.between_b) / 2.0
     tasks, seeds = int(best["tasks"]), int(best["seeds_per_task"])
+    alpha, alternative = search.alpha, search.alternative
 
     def power_at(other: float) -> float:
-        moved = dataclasses.replace(comps, covariance=comps.covariance + (h * h - other * other) * scale / 2.0)
-        return float(moved.power(tasks, seeds, paired, alpha, alternative))
+        if search.kind in ("cost", "count"):
+            moved = search.measure(search.quantile, search.bandwidth, other).components
+        else:
+            moved = dataclasses.replace(comps, covariance=comps.covariance + (h * h - other * other) * scale / 2.0)
+        return float(moved.power(tasks, seeds, True, alpha, alternative))
 
     if h == 0:
-        return [f"if the effect varies across tasks as in real Terminal-Bench pairs (heterogeneity "
-                f"{TYPICAL_HETEROGENEITY:g}), this design's power is {power_at(TYPICAL_HETEROGENEITY):.2f}"]
+        cost = search.kind in ("cost", "count")
+        typical = TYPICAL_COST_HETEROGENEITY if cost else TYPICAL_HETEROGENEITY
+        on = " on the log of run time" if cost else ""
+        return [f"if the effect varies across tasks as in real Terminal-Bench pairs{on} (heterogeneity "
+                f"{typical:g}), this design's power is {power_at(typical):.2f}"]
     return [f"sensitivity to the assumed heterogeneity {h:g}: this design's power is {power_at(h / 2):.2f} at half of "
             f"it ({h / 2:g}) and {power_at(2 * h):.2f} at double ({2 * h:g}); a pilot that ran both arms on the same "
             "tasks measures it"]
