@@ -180,6 +180,20 @@ SS_ROWS = [
 ]
 
 
+# Section 4: heterogeneous effects. Logit (binary, ordinal) or latent (continuous) task effects
+# u_t ~ N(0, sd_task^2); the candidate shifts task t by beta + tau z_t, tau = level x sd_task.
+HET = {"pilot_tasks": 25, "seeds": 3, "pilots": 8, "levels": (0.0, 0.5, 1.0), "truth_tasks": 200_000, "truth_seed": 11}
+HET_KINDS = {  # cuts: cumulative logits P(Y <= k | t) = expit(cut_k - u_t - shift_t); effect: the population's
+    "binary": {"sd_task": 1.5, "cuts": (0.0,), "effect": 0.12},  # rate difference
+    "ordinal": {"sd_task": 1.5, "cuts": (-1.386, 0.0, 1.386), "effect": 0.15},  # Cliff's delta (shares .2/.3/.3/.2)
+    "continuous": {"sd_task": 1.0, "sd_run": 1.0, "effect": 0.3},  # mean difference (raw units)
+}
+HET_PILOTS = ("two-arm", "one-arm true h", "one-arm typical")
+HET_ROWS = [(k, li, i, t) for k in HET_KINDS for li in range(len(HET["levels"])) for i in range(HET["pilots"])
+            for t in range(len(HET_PILOTS))]
+TARGET = (0.72, 0.88)
+
+
 # --------------------------------------------------------------------------- pilots and plans
 
 
@@ -229,12 +243,148 @@ def formula_sample_size(row: int) -> agentab.power.SampleSize:
     return agentab.power.sample_size(**SS_ROWS[row][1])
 
 
+# --------------------------------------------------------------------------- section 4: heterogeneous effects
+
+
+def het_theta(kind: str, u: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Per-task level shares under the cumulative logit ``P(Y <= k | t) = expit(cut_k - u_t - shift_t)``."""
+    from scipy.special import expit
+
+    cum = expit(np.asarray(HET_KINDS[kind]["cuts"])[None, :] - (u + shift)[:, None])
+    ones = np.ones((len(u), 1))
+    return np.diff(np.concatenate([0 * ones, cum, ones], axis=1), axis=1)
+
+
+@cache
+def het_truth_draws() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(HET["truth_seed"])
+    return rng.standard_normal(HET["truth_tasks"]), rng.standard_normal(HET["truth_tasks"])
+
+
+def het_population(kind: str, level: float, beta: float) -> tuple[float, stats.power.Components]:
+    """The population effect and the true components on agentab's linearised scale (200,000 tasks).
+
+    Binary and ordinal: run scores are the placement scores of the true baseline population's shares
+    (the rate itself for binary), as agentab's two-arm pilots score both arms.
+    """
+    z_u, z_e = het_truth_draws()
+    sd = HET_KINDS[kind]["sd_task"]
+    u = sd * z_u
+    if kind == "continuous":
+        a, b = u, u + beta + level * sd * z_e
+        w = HET_KINDS[kind]["sd_run"] ** 2
+        return beta, stats.power.Components(beta, a.var(), b.var(), float(np.cov(a, b, ddof=0)[0, 1]), w, w)
+    ta, tb = het_theta(kind, u, np.zeros_like(u)), het_theta(kind, u, beta + level * sd * z_e)
+    pa, pb = ta.mean(axis=0), tb.mean(axis=0)
+    psi = stats.power.placement_scores(pa)
+    a, b = ta @ psi, tb @ psi
+    effect = float(stats.power.cliff_delta(pa, pb)) if kind == "ordinal" else float(pb[1] - pa[1])
+    comps = stats.power.Components(effect, a.var(), b.var(), float(np.cov(a, b, ddof=0)[0, 1]),
+                                   float(np.mean(ta @ psi**2 - a**2)), float(np.mean(tb @ psi**2 - b**2)))
+    return effect, comps
+
+
+@cache
+def het_shift(kind: str, li: int) -> float:
+    """The mean shift ``beta`` giving the kind's population effect at this heterogeneity level."""
+    from scipy.optimize import brentq
+
+    target, level = HET_KINDS[kind]["effect"], HET["levels"][li]
+    if kind == "continuous":
+        return target
+    return float(brentq(lambda b: het_population(kind, level, b)[0] - target, -10.0, 10.0, xtol=1e-10))
+
+
+@cache
+def het_truth(kind: str, li: int) -> dict:
+    """The cell's truth: components, tasks needed (plan's formula on them), and the heterogeneity ratios.
+
+    ``total``: the per-task effect's SD over the between-task SD (mean of the arms' variances), the
+    definition of ``benchmarks/real_heterogeneity.py`` (where "typical" 0.83 comes from). ``excess``:
+    what ``heterogeneity=`` adds in agentab (``_heterogeneity.assume``): the per-task effect's variance
+    beyond that of the same mean effect applied as one shift to every task, over the mean between-task
+    variance of that homogeneous model -- the ratio a one-arm plan should be given.
+    """
+    _, comps = het_population(kind, HET["levels"][li], het_shift(kind, li))
+    _, homog = het_population(kind, 0.0, het_shift(kind, 0))
+    scale0 = (homog.between_a + homog.between_b) / 2
+    return {
+        "components": comps,
+        "tasks": comps.tasks_needed(HET["seeds"], True, ALPHA, 0.8, "two-sided"),
+        "total": math.sqrt(comps.between(True) / ((comps.between_a + comps.between_b) / 2)),
+        "excess": math.sqrt(max(0.0, comps.between(True) - homog.between(True)) / scale0),
+    }
+
+
+def het_draw(kind: str, li: int, n: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` tasks x ``m`` seeds in both arms (the same tasks) from the true model: the two arms' run values."""
+    p, level = HET_KINDS[kind], HET["levels"][li]
+    u = rng.normal(0.0, p["sd_task"], n)
+    shift = het_shift(kind, li) + level * p["sd_task"] * rng.standard_normal(n)
+    if kind == "continuous":
+        noise = rng.normal(0.0, p["sd_run"], (2, n * m))
+        return np.repeat(u, m) + noise[0], np.repeat(u + shift, m) + noise[1]
+    levels = np.arange(len(p["cuts"]) + 1, dtype=float)
+    ta, tb = het_theta(kind, u, np.zeros(n)), het_theta(kind, u, shift)
+    return levels[stats.power.task_runs(ta, m, rng)], levels[stats.power.task_runs(tb, m, rng)]
+
+
+def het_pvalue(kind: str, li: int, n: int, m: int, n_resamples: int, rng: np.random.Generator) -> float:
+    """One experiment of the true model, tested as ``Plan.simulate`` tests a paired plan."""
+    x, y = het_draw(kind, li, n, m, rng)
+    strata = np.repeat(np.arange(n), m)
+    test = {"binary": stats.rate_difference, "ordinal": stats.ordinal_superiority,
+            "continuous": stats.mean_difference}[kind]
+    res = test(x, y, x_strata=strata, y_strata=strata, paired=True, alternative="two-sided",
+               n_resamples=n_resamples, rng=rng)
+    return float(np.atleast_1d(res.pvalue)[0])
+
+
+@cache
+def het_pilot(kind: str, li: int, i: int, seed: int) -> pd.DataFrame:
+    """Pilot ``i`` of a cell: 25 tasks x 3 seeds in both arms from the true model (arms "baseline", "candidate")."""
+    k = list(HET_KINDS).index(kind)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(5, k, li, i)))
+    n, m = HET["pilot_tasks"], HET["seeds"]
+    x, y = het_draw(kind, li, n, m, rng)
+    tasks = np.tile(np.repeat([f"task-{t:02d}" for t in range(n)], m), 2)
+    return pd.DataFrame({"task_id": tasks, "arm": np.repeat(["baseline", "candidate"], n * m),
+                         "value": np.concatenate([x, y])})
+
+
+def het_effect(kind: str, pilot: pd.DataFrame) -> float:
+    """``plan``'s effect for the truth's: the rate difference; the odds ratio whose Cliff's delta on the true
+    baseline shares is the truth's; Cohen's d on the pilot's run SD (as ``plan`` reads it), so delta is exact."""
+    from scipy.optimize import brentq
+
+    target = HET_KINDS[kind]["effect"]
+    if kind == "binary":
+        return target
+    if kind == "ordinal":
+        pa = het_theta(kind, HET_KINDS[kind]["sd_task"] * het_truth_draws()[0], np.zeros(HET["truth_tasks"])).mean(0)
+        f = lambda b: float(stats.power.cliff_delta(pa, stats.power.po_shift(pa, b))) - target  # noqa: E731
+        return math.exp(brentq(f, -10.0, 10.0, xtol=1e-10))
+    base = pilot[pilot["arm"] == "baseline"]
+    fit = stats.power.anova(base["value"].to_numpy(), base["task_id"].to_numpy())
+    return target / math.sqrt(fit.between + fit.within)
+
+
+@cache
+def het_plan(row: int, seed: int) -> agentab.power.Plan:
+    kind, li, i, t = HET_ROWS[row]
+    pilot = het_pilot(kind, li, i, seed)
+    one = pilot[pilot["arm"] == "baseline"]
+    data, h = ((pilot, None), (one, het_truth(kind, li)["excess"]), (one, None))[t]
+    return agentab.power.plan(data, "value", het_effect(kind, pilot), kind=kind, design="paired",
+                              seeds_per_task=HET["seeds"], heterogeneity=h)
+
+
 # --------------------------------------------------------------------------- jobs
 
 
 @dataclass(frozen=True)
 class Job:
-    section: str  # "pilot", "synthetic", "ss-search", "ss-check"
+    section: str  # "pilot", "synthetic", "ss-search", "ss-check", "het"
     row: int
     source: str  # design (pilot), "plan"/"truth" (synthetic), "" (sample size)
     chunk: int
@@ -245,7 +395,7 @@ class Job:
 
 
 def job_seed(job: Job) -> np.random.SeedSequence:
-    section = ("pilot", "synthetic", "ss-search", "ss-check").index(job.section)
+    section = ("pilot", "synthetic", "ss-search", "ss-check", "het").index(job.section)
     source = ("", "paired", "independent", "plan", "truth").index(job.source)
     return np.random.SeedSequence(job.seed, spawn_key=(section, job.row, source, job.chunk))
 
@@ -269,6 +419,15 @@ def run_job(job: Job) -> tuple[Job, dict]:
             q, design = SYN_ROWS[job.row]
             pv = [true_cost_pvalue(p.tasks, p.seeds_per_task, design == "paired", q, job.n_resamples, rng)
                   for _ in range(job.n_sims)]
+            out["reject"] = int(np.sum(np.array(pv) < ALPHA))
+    elif job.section == "het":
+        p = het_plan(job.row, job.seed)
+        if job.source == "plan":
+            out["reject"] = round(p.simulate(job.n_sims, n_resamples=job.n_resamples, seed=ss).power * job.n_sims)
+        else:
+            rng = np.random.default_rng(ss)
+            kind, li, _, _ = HET_ROWS[job.row]
+            pv = [het_pvalue(kind, li, p.tasks, p.seeds_per_task, job.n_resamples, rng) for _ in range(job.n_sims)]
             out["reject"] = int(np.sum(np.array(pv) < ALPHA))
     elif job.section == "ss-search":
         res = agentab.power.sample_size(**SS_ROWS[job.row][1], method="simulation", n_sims=job.n_sims,
@@ -315,24 +474,9 @@ def progress(done: int, total: int, start: float) -> None:
         print(f"\r{done}/{total} jobs, {time.perf_counter() - start:.0f} s", end="", file=sys.stderr, flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sims", type=int, default=1000, help="experiments per example-pilot row and per sample-size check")
-    parser.add_argument("--synthetic-sims", type=int, default=400, help="experiments per synthetic row and source")
-    parser.add_argument("--ss-sims", type=int, default=500, help="experiments per evaluation of sample_size's search")
-    parser.add_argument("--resamples", type=int, default=999)
-    parser.add_argument("--seed", type=int, default=20261201)
-    parser.add_argument("--processes", type=int, default=2)
-    args = parser.parse_args(argv)
-    warnings.simplefilter("ignore", StatsWarning)
-    t_start = time.perf_counter()
+def original_jobs(args: argparse.Namespace) -> list[Job]:
+    """Sections 1-3: their plans (in the parent, so failures show before any simulation) and jobs."""
     b = args.resamples
-
-    print(f"agentab.power validation: {args.sims} experiments per pilot row and sample-size check, "
-          f"{args.synthetic_sims} per synthetic row and source, {args.ss_sims} per sample_size search step; "
-          f"{b} permutations per test; alpha {ALPHA}; seed {args.seed}; {args.processes} processes")
-    print(f"agentab: {package_state()}")
-
     # Plans first (in the parent, so their failures show before any simulation).
     for r in range(len(PILOT_ROWS)):
         for d in DESIGNS:
@@ -357,37 +501,12 @@ def main(argv: list[str] | None = None) -> int:
         fast = SS_ROWS[r][1]["kind"] == "ordinal" and SS_ROWS[r][1].get("seeds_per_task", 1) == 1  # the count kernel
         jobs.append(Job("ss-search", r, "", 0, args.ss_sims, args.seed, b, 0.0 if fast else 1e9))
         jobs += chunks("ss-check", r, "", args.sims, args.seed, b, f.runs_per_arm)
-    jobs.sort(key=lambda j: -j.weight)
+    return jobs
 
-    totals: dict = {}
-    searches: dict = {}
-    ctx = get_context("fork") if sys.platform != "win32" else get_context()
 
-    def merge(job: Job, out: dict) -> None:
-        key = (job.section, job.row, job.source)
-        t = totals.setdefault(key, {"reject": 0, "n": 0, "seconds": 0.0})
-        t["seconds"] += out["seconds"]
-        if "result" in out:
-            searches[job.row] = out["result"]
-        else:
-            t["reject"] += out["reject"]
-            t["n"] += job.n_sims
 
-    done = 0
-    if args.processes > 1:
-        with ctx.Pool(args.processes) as pool:
-            for job, out in pool.imap_unordered(run_job, jobs):
-                merge(job, out)
-                done += 1
-                progress(done, len(jobs), t_start)
-    else:
-        for job in jobs:
-            merge(*run_job(job))
-            done += 1
-            progress(done, len(jobs), t_start)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
-
+def report_original(totals: dict, searches: dict) -> list[str]:
+    """Print sections 1-3; the flagged rows."""
     flags: list[str] = []
 
     # 1. example pilot
@@ -474,7 +593,6 @@ def main(argv: list[str] | None = None) -> int:
             flags.append(f"sample_size {label}: simulated {sim:.3f} at the formula's {f.runs_per_arm} runs vs formula "
                          f"{f.power:.3f} ({gap:+.1f} SE)")
 
-    elapsed = time.perf_counter() - t_start
     print()
     print("formula: the plan's (or sample_size's) power of the recommended design; simulated: share of simulated")
     print("experiments with p < alpha under agentab's own test, ± Monte Carlo SE; gap: (simulated - formula) / SE,")
@@ -482,6 +600,152 @@ def main(argv: list[str] | None = None) -> int:
     print("flag: LOW = simulated more than 3 SE below the formula (formula optimistic), high = more than 3 SE above")
     print("(formula conservative). truth (section 2): experiments from the generating model, not from the plan's")
     print("model of the pilot.")
+    return flags
+
+
+def het_jobs(args: argparse.Namespace) -> list[Job]:
+    """Section 4: every cell's plans (in the parent) and, per plan, truth and Plan.simulate jobs."""
+    jobs: list[Job] = []
+    for r in range(len(HET_ROWS)):
+        p = het_plan(r, args.seed)
+        for src in ("plan", "truth"):
+            jobs += chunks("het", r, src, args.het_sims, args.seed, args.resamples, p.runs_per_arm)
+    return jobs
+
+
+def het_sensitivity(p: agentab.power.Plan) -> tuple[float, float] | None:
+    """A one-arm plan's stated power of its design at half and at double the assumed heterogeneity."""
+    found = re.search(r"power is ([0-9.]+) at half of it .* and ([0-9.]+) at double", " ".join(p.notes))
+    return (float(found.group(1)), float(found.group(2))) if found else None
+
+
+def spread(values: list[float], fmt: str) -> str:
+    """Median [min-max]."""
+    return f"{np.median(values):{fmt}} [{min(values):{fmt}}-{max(values):{fmt}}]"
+
+
+def report_het(totals: dict, seed: int) -> list[str]:
+    """Print section 4: per cell, the plans' tasks and their realised power under the truth and under Plan.simulate."""
+    n_pil, flags = HET["pilots"], []
+    print()
+    print(f"4. Heterogeneous effects: paired, {HET['seeds']} seeds per task; {n_pil} pilots of {HET['pilot_tasks']} tasks "
+          f"x {HET['seeds']} seeds per cell drawn from the true model; target: median realised power in "
+          f"{TARGET[0]}-{TARGET[1]} at a planned 0.80")
+    header = (f"{'pilot':<16} {'h used':>6} {'plan ratio':>16} {'tasks':>14} {'formula@truth':>17} "
+              f"{'realised (truth)':>23} {'in':>4} {'Plan.simulate':>17} {'half/double':>11} {'br':>4}  verdict")
+    for kind in HET_KINDS:
+        for li, level in enumerate(HET["levels"]):
+            truth = het_truth(kind, li)
+            print()
+            print(f"{kind}, task-by-arm SD {level:g} x between-task SD ({'logit' if kind != 'continuous' else 'raw'} "
+                  f"scale): true h {truth['excess']:.2f} (agentab's scale), total ratio {truth['total']:.2f}; "
+                  f"tasks the truth needs {truth['tasks']}")
+            print(header)
+            print("-" * len(header))
+            for t, name in enumerate(HET_PILOTS):
+                rows = [r for r, (k, l, _, tt) in enumerate(HET_ROWS) if (k, l, tt) == (kind, li, t)]
+                plans = [het_plan(r, seed) for r in rows]
+                real = [totals[("het", r, "truth")]["reject"] / totals[("het", r, "truth")]["n"] for r in rows]
+                sim = [totals[("het", r, "plan")]["reject"] / totals[("het", r, "plan")]["n"] for r in rows]
+                n_sims = totals[("het", rows[0], "truth")]["n"]
+                ratio = [math.sqrt(p.components.between(True) / ((p.components.between_a + p.components.between_b) / 2))
+                         for p in plans]
+                at_truth = [float(truth["components"].power(p.tasks, p.seeds_per_task, True, ALPHA, "two-sided"))
+                            for p in plans]
+                used = ("meas.", f"{truth['excess']:.2f}", "0.83")[t]
+                med = float(np.median(real))
+                se = math.sqrt(med * (1 - med) / n_sims)
+                inside = sum(TARGET[0] <= x <= TARGET[1] for x in real)
+                verdict = "ok" if TARGET[0] <= med <= TARGET[1] else "MISS"
+                sens = [het_sensitivity(p) for p in plans]
+                if all(x is not None for x in sens):
+                    half = f"{np.median([x[0] for x in sens]):.2f}/{np.median([x[1] for x in sens]):.2f}"
+                    brackets = f"{sum(d <= r <= h for (h, d), r in zip(sens, real))}/{n_pil}"
+                else:
+                    half, brackets = "-", "-"
+                print(f"{name:<16} {used:>6} {spread(ratio, '.2f'):>16} {spread([p.tasks for p in plans], '.0f'):>14} "
+                      f"{spread(at_truth, '.2f'):>17} {spread(real, '.3f'):>17} ±{se:.3f} {inside:>2}/{n_pil} "
+                      f"{spread(sim, '.2f'):>17} {half:>11} {brackets:>4}  {verdict}")
+                if verdict != "ok":
+                    flags.append(f"heterogeneous {kind} {level:g}x {name}: median realised {med:.3f} "
+                                 f"(range {min(real):.3f}-{max(real):.3f}; tasks {spread([p.tasks for p in plans], '.0f')}, "
+                                 f"the truth needs {truth['tasks']})")
+    print()
+    print("h used: heterogeneity= of the plan (meas.: measured on the two-arm pilot; the true h on agentab's scale;")
+    print("0.83, the 'typical' default). plan ratio: the plan's per-task effect SD over its mean between-task SD")
+    print("(compare the total ratio). tasks: recommended tasks, median [range] over pilots. formula@truth: agentab's")
+    print("power formula on the true components at the recommended design (the power the plan would have if its")
+    print("pilot were exact). realised: share of experiments of the recommended design from the true model with")
+    print("p < alpha under agentab's paired test, median [range] over pilots, ± the binomial MC SE of one plan at the")
+    print("median; in: pilots whose realised power is in the target. Plan.simulate: the plan's own model.")
+    print("half/double: a one-arm plan's stated power of its design at half and double its assumed heterogeneity")
+    print("(medians); br: pilots whose realised power lies between the two (the sensitivity row brackets the truth).")
+    return flags
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--section", choices=("all", "original", "heterogeneous"), default="all",
+                        help="sections 1-3 (original), section 4 (heterogeneous) or both")
+    parser.add_argument("--sims", type=int, default=1000, help="experiments per example-pilot row and per sample-size check")
+    parser.add_argument("--synthetic-sims", type=int, default=400, help="experiments per synthetic row and source")
+    parser.add_argument("--ss-sims", type=int, default=500, help="experiments per evaluation of sample_size's search")
+    parser.add_argument("--het-sims", type=int, default=400, help="experiments per section-4 plan and source")
+    parser.add_argument("--resamples", type=int, default=999)
+    parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--processes", type=int, default=2)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore", StatsWarning)
+    t_start = time.perf_counter()
+    original, het = args.section in ("all", "original"), args.section in ("all", "heterogeneous")
+
+    what = []
+    if original:
+        what.append(f"{args.sims} experiments per pilot row and sample-size check, {args.synthetic_sims} per synthetic "
+                    f"row and source, {args.ss_sims} per sample_size search step")
+    if het:
+        what.append(f"{args.het_sims} per heterogeneous plan and source ({HET['pilots']} pilots per cell)")
+    print(f"agentab.power validation ({args.section}): {'; '.join(what)}; {args.resamples} permutations per test; "
+          f"alpha {ALPHA}; seed {args.seed}; {args.processes} processes")
+    print(f"agentab: {package_state()}")
+    jobs = (original_jobs(args) if original else []) + (het_jobs(args) if het else [])
+    # Rough relative costs so the slow jobs start first.
+    jobs.sort(key=lambda j: -j.weight)
+
+    totals: dict = {}
+    searches: dict = {}
+    ctx = get_context("fork") if sys.platform != "win32" else get_context()
+
+    def merge(job: Job, out: dict) -> None:
+        key = (job.section, job.row, job.source)
+        t = totals.setdefault(key, {"reject": 0, "n": 0, "seconds": 0.0})
+        t["seconds"] += out["seconds"]
+        if "result" in out:
+            searches[job.row] = out["result"]
+        else:
+            t["reject"] += out["reject"]
+            t["n"] += job.n_sims
+
+    done = 0
+    if args.processes > 1:
+        with ctx.Pool(args.processes) as pool:
+            for job, out in pool.imap_unordered(run_job, jobs):
+                merge(job, out)
+                done += 1
+                progress(done, len(jobs), t_start)
+    else:
+        for job in jobs:
+            merge(*run_job(job))
+            done += 1
+            progress(done, len(jobs), t_start)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+
+    flags = report_original(totals, searches) if original else []
+    if het:
+        flags += report_het(totals, args.seed)
+    elapsed = time.perf_counter() - t_start
+    print()
     print("flagged: " + ("none" if not flags else ""))
     for line in flags:
         print(f"  {line}")
