@@ -205,3 +205,20 @@ def test_a_heterogeneous_cost_plan_is_what_agentabs_test_achieves():
     assert abs(sim.power - p.power) <= 3.5 * math.sqrt(p.power * (1 - p.power) / 200) + 0.05, (sim.power, p.power)
     alike = plan(frame[frame.arm == "baseline"], "y", -0.3, kind="cost", seeds_per_task=3, quantile=0.5)
     assert alike.tasks < p.tasks
+
+
+@pytest.mark.parametrize("kind", ["continuous", "binary"])
+def test_plan_simulate_draws_the_heterogeneity_a_two_arm_pilot_measured(kind):
+    """``Plan.simulate`` must draw the population the formula plans for. Before the fix, a measured
+    task-by-arm variance reached the formula but not the task model, so every simulated task shifted
+    alike and a planned 0.80 simulated as 0.98 (continuous, 30 x 3 pilot, per-task effect SD 1)."""
+    if kind == "continuous":
+        frame, _ = continuous_pilot(30, 3, 1.0, seed=3)
+        p = plan(frame, "y", 0.25, kind="continuous", seeds_per_task=3, baseline="baseline")
+        assert p.model.effect_sd > 0.5
+    else:
+        frame, _ = binary_pilot(40, 3, 1.5, seed=4)
+        p = plan(frame, "y", 0.1, kind="binary", seeds_per_task=3, baseline="baseline")
+        assert p.model.log_or_sd > 0.3
+    sim = p.simulate(200, n_resamples=199, seed=5)
+    assert abs(sim.power - p.power) <= 3.5 * math.sqrt(p.power * (1 - p.power) / 200) + 0.03, (sim.power, p.power)

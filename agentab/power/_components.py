@@ -425,9 +425,27 @@ def components(pilot: Pilot, kind: str, effect: float, quantile: float, paired: 
             comps, model, text = assume(kind, comps, model, assumed, sequence, tau)
             assumptions.append(text)
         else:
+            model = _measured_model(kind, comps, model, w2, sequence, tau)
             comps = dataclasses.replace(comps, covariance=(comps.between_a + comps.between_b - w2) / 2.0)
             assumptions.append(f"task-to-task variation of the effect measured on the pilot's two arms (variance {w2:.4g})")
     return _finish(Measured(comps, fit, model, assumptions, notes, assumed, score, scale))
+
+
+def _measured_model(kind: str, comps: core.Components, model: Model, w2: float, sequence: np.random.SeedSequence,
+                    tau: float | None) -> Model:
+    """The task model of a paired plan whose per-task effect variance ``w2`` was measured on two arms.
+
+    ``Plan.simulate`` must draw the population the formula plans for: continuous tasks shift by
+    ``delta + N(0, w2)``; binary and ordinal tasks by log odds whose spread adds to the homogeneous
+    model's own variation of the effect (a uniform logit shift already moves tasks unequally on the
+    probability scale) what the pilot measured beyond it.
+    """
+    if kind == "continuous":
+        return dataclasses.replace(model, effect_sd=math.sqrt(w2))
+    scale = (comps.between_a + comps.between_b) / 2.0
+    base = comps.between_a + comps.between_b - 2.0 * comps.covariance
+    excess = math.sqrt(max(0.0, w2 - base) / scale) if scale > 0 else 0.0
+    return model if excess == 0 else assume(kind, comps, model, excess, sequence, tau)[1]
 
 
 def _finish(measured: Measured) -> Measured:
