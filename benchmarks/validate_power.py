@@ -757,7 +757,7 @@ def het_jobs(args: argparse.Namespace) -> list[Job]:
 
 def het_sensitivity(p: agentab.power.Plan) -> tuple[float, float] | None:
     """A one-arm plan's stated power of its design at half and at double the assumed heterogeneity."""
-    found = re.search(r"power is ([0-9.]+) at half of it .* and ([0-9.]+) at double", " ".join(p.notes))
+    found = re.search(r"([0-9.]+) at half of it .* and ([0-9.]+) at double", " ".join(p.notes))
     return (float(found.group(1)), float(found.group(2))) if found else None
 
 

@@ -56,7 +56,7 @@ PAIRS = [
     ("20250902_orchestrator_qwen-3-coder-480B", "20250902_orchestrator_claude-4-sonnet"),
     ("20250711_openhands_claude-4-sonnet", "20250911_chaterm_claude-4-sonnet"),
 ]
-SENSITIVITY = re.compile(r"power is ([0-9.]+) at half of it \([0-9.]+\) and ([0-9.]+) at double")
+SENSITIVITY = re.compile(r"([0-9.]+) at half of it \([0-9.]+\) and ([0-9.]+) at double")
 
 
 def load() -> pd.DataFrame:

@@ -399,9 +399,9 @@ def _heterogeneity_notes(measured: Measured, search: _Search, best: pd.Series) -
         on = " on the log of run time" if cost else ""
         return [f"if the effect varies across tasks as in real Terminal-Bench pairs{on} (heterogeneity "
                 f"{typical:g}), this design's power is {power_at(typical):.2f}"]
-    return [f"sensitivity to the assumed heterogeneity {h:g}: this design's power is {power_at(h / 2):.2f} at half of "
-            f"it ({h / 2:g}) and {power_at(2 * h):.2f} at double ({2 * h:g}); a pilot that ran both arms on the same "
-            "tasks measures it"]
+    return [f"sensitivity to the assumed heterogeneity {h:g}: this design's power is {power_at(0.0):.2f} if the effect "
+            f"is the same on every task (0), {power_at(h / 2):.2f} at half of it ({h / 2:g}) and {power_at(2 * h):.2f} "
+            f"at double ({2 * h:g}); a pilot that ran both arms on the same tasks measures it"]
 
 
 def _uncertainty_notes(fit: core.Anova, search: _Search, best: pd.Series) -> list[str]:
