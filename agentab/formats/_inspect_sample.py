@@ -56,8 +56,11 @@ def _convert(sample: Any, header: Header, fields: FieldMap) -> dict[str, Any]:
         calls = _events(steps, call_ids, events)
     if steps:
         _tokens(steps, call_ids, calls, sample.get("model_usage"))
-
-    return record_fields(sample, header, fields, steps)
+    record = record_fields(sample, header, fields, steps)
+    totals = None if steps else _usage_totals(sample.get("model_usage"))
+    if totals is not None:  # no step to hold them: the run's totals (else its tokens are unknown, not 0)
+        record["metadata"]["tokens_in"], record["metadata"]["tokens_out"] = totals
+    return record
 
 
 def _resolver(attachments: Mapping[str, Any]):
@@ -261,14 +264,23 @@ def _tokens(steps: list[dict[str, Any]], call_ids: list[Any], calls: list[tuple[
         steps[-1]["tokens_in"] += carry_in
         steps[-1]["tokens_out"] += carry_out
         return
-    if not isinstance(model_usage, dict) or not model_usage:
+    totals = _usage_totals(model_usage)
+    if totals is None:
         return  # unknown
+    total_in, total_out = totals
+    for step in steps:
+        step["tokens_in"] = step["tokens_out"] = 0
+    steps[0]["tokens_in"], steps[0]["tokens_out"] = total_in, total_out
+
+
+def _usage_totals(model_usage: Any) -> tuple[int, int] | None:
+    """(tokens_in, tokens_out) of a sample's ``model_usage`` summed over its models; None when it has none."""
+    if not isinstance(model_usage, dict) or not model_usage:
+        return None
     total_in = total_out = 0
     for model, usage in model_usage.items():
         counted = _usage(usage, f"model_usage.{model}")
         if counted is None:
             raise _Reject(f"model_usage.{model}", "each model's usage must be an object")
         total_in, total_out = total_in + counted[0], total_out + counted[1]
-    for step in steps:
-        step["tokens_in"] = step["tokens_out"] = 0
-    steps[0]["tokens_in"], steps[0]["tokens_out"] = total_in, total_out
+    return total_in, total_out

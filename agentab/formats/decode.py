@@ -107,6 +107,22 @@ def _statuses_problem(statuses: Sequence[Any]) -> tuple[str, str] | None:
     return f"steps[{k}].observation.status", f"expected 'ok' or 'error', got {json.dumps(statuses[k])[:80]}"
 
 
+def stepless_tokens(metadata: dict[str, Any] | None) -> tuple[int | None, int | None]:
+    """The tokens of a run without steps: ``metadata.tokens_in`` / ``tokens_out`` where a reader kept them
+    (whole numbers >= 0), else unknown (None), never 0: no step recorded them.
+
+    Examples
+    --------
+    >>> stepless_tokens({"tokens_in": 812, "tokens_out": 44}), stepless_tokens(None), stepless_tokens({"tokens_in": "x"})
+    ((812, 44), (None, None), (None, None))
+    """
+    if not metadata:
+        return None, None
+    counts = [metadata.get(name) for name in ("tokens_in", "tokens_out")]
+    known = [v if type(v) is int and 0 <= v <= INT64_MAX else None for v in counts]
+    return known[0], known[1]
+
+
 def _token_problem(tokens_in: int | None, tokens_out: int | None) -> tuple[str, str] | None:
     """A run's token totals that do not fit in 64 bits."""
     for name, total in (("tokens_in", tokens_in), ("tokens_out", tokens_out)):
@@ -325,7 +341,7 @@ class RecordDecoder:
                 tokens_in = None if None in steps.tokens_in else sum(steps.tokens_in)
                 tokens_out = None if None in steps.tokens_out else sum(steps.tokens_out)
             else:  # as for a record without steps (_append)
-                tokens_in = tokens_out = 0
+                tokens_in, tokens_out = stepless_tokens(run.metadata)
             problem = (_arm_problem(run.arm, arm) or _statuses_problem(status)
                        or _token_problem(tokens_in, tokens_out)
                        or (None if run.metadata is None else _metadata_problem(run.metadata)))
@@ -466,7 +482,8 @@ class RecordDecoder:
             self._flush()
             c = self._chunk
         if columns is None:
-            n_steps, n_errors, tokens_in, tokens_out = 0, 0, 0, 0
+            n_steps, n_errors = 0, 0
+            tokens_in, tokens_out = stepless_tokens(rec.metadata)
         else:
             n_steps = len(columns.index)
             n_errors = columns.status.count("error")
