@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from agentab._display import number
 from agentab._vocabulary import quantile, task_weights
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,6 +72,10 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
         ``steps_p50``, ``steps_p95``, ``tokens_p50``, ``tokens_p95``,
         ``cost_p50``, ``cost_p95``, ``step_error_rate`` (error steps / steps)
         and ``runs_with_error`` (share of runs with at least one error step).
+        A figure that cannot be computed is NaN (shown "n/a"), never 0:
+        quantiles over the runs whose value is recorded (none: NaN, e.g. no
+        token counts at all), error rates over the runs that record a step
+        status (or have no step).
 
     Examples
     --------
@@ -84,11 +89,14 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
     if by not in runs.columns:
         raise KeyError(f"cannot group by {by!r}: not a column of the runs table ({', '.join(map(str, runs.columns))})")
     keys = runs[by].astype(object).where(runs[by].notna(), _NO_ARM)
+    checked = _status_recorded(runs, getattr(traces, "steps", None))
     rows = {}
     for key, group in runs.groupby(keys, sort=False):
         per_task = group.groupby("task_id", observed=True)["outcome"].mean()
         seeds = group.groupby("task_id", observed=True).size()
+        known = checked[group.index]
         n_steps = group["n_steps"].astype("float64")
+        errors, stepped = group["n_errors"][known].astype("float64"), n_steps[known]
         tasks = group["task_id"].astype(object)
         rows[key] = {
             "model": labels(group["model"]),
@@ -103,12 +111,22 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
             "tokens_p95": _quantile(group["tokens"].astype("float64"), 0.95, tasks),
             "cost_p50": _quantile(group["cost_usd"], 0.50, tasks),
             "cost_p95": _quantile(group["cost_usd"], 0.95, tasks),
-            "step_error_rate": float(group["n_errors"].sum() / n_steps.sum()) if n_steps.sum() else float("nan"),
-            "runs_with_error": float((group["n_errors"] > 0).mean()),
+            "step_error_rate": float(errors.sum() / stepped.sum()) if stepped.sum() else float("nan"),
+            "runs_with_error": float((errors > 0).mean()) if len(errors) else float("nan"),
         }
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = by
     return table
+
+
+def _status_recorded(runs: pd.DataFrame, steps: pd.DataFrame | None) -> pd.Series:
+    """Per run (by the runs' index): whether its errors are known, i.e. it has no step or some step records a
+    status. A runs table alone (no steps) is taken as it is."""
+    if steps is None or "status" not in steps or "run_id" not in steps:
+        return pd.Series(True, index=runs.index)
+    recorded = steps["run_id"][steps["status"].notna()].astype(str).unique()
+    return pd.Series((runs["n_steps"].to_numpy() == 0) | runs["run_id"].astype(str).isin(recorded).to_numpy(),
+                     index=runs.index)
 
 
 def summarize_scores(scores: pd.DataFrame, by: str = "arm") -> pd.DataFrame:
@@ -223,13 +241,7 @@ def format_summary(table: pd.DataFrame) -> str:
     for column in table.columns:
         fmt = _FORMATS.get(column, "{}")
         label = _LABELS.get(column, column)
-        cells = []
-        for value in table[column]:
-            if isinstance(value, float) and np.isnan(value):
-                cells.append("-")
-            else:
-                cells.append(fmt.format(value))
-        lines[label] = cells
+        lines[label] = [number(value, fmt) for value in table[column]]
     width_label = max(len(k) for k in lines)
     widths = [
         max(len(str(name)), *(len(cells[i]) for cells in lines.values())) for i, name in enumerate(table.index)
