@@ -38,7 +38,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentab.errors import TraceError, where
-from agentab.formats._chunk import AT_N_STEPS, Chunk, StepColumns, runs_batch, statuses_valid, step_columns, steps_batch
+from agentab.formats._chunk import (AT_N_STEPS, Chunk, StepColumns, run_tokens, runs_batch, statuses_valid,
+                                    step_columns, steps_batch)
 from agentab.formats._diagnose import diagnose
 from agentab.formats._times import ns_times, parse_times
 from agentab.formats.record import INT64_MAX, TERMINAL_LISTS, Record
@@ -113,8 +114,10 @@ def stepless_tokens(metadata: dict[str, Any] | None) -> tuple[int | None, int | 
 
     Examples
     --------
-    >>> stepless_tokens({"tokens_in": 812, "tokens_out": 44}), stepless_tokens(None), stepless_tokens({"tokens_in": "x"})
-    ((812, 44), (None, None), (None, None))
+    >>> stepless_tokens({"tokens_in": 812, "tokens_out": 44}), stepless_tokens(None)
+    ((812, 44), (None, None))
+    >>> stepless_tokens({"tokens_in": "812", "tokens_out": True})
+    (None, None)
     """
     if not metadata:
         return None, None
@@ -338,8 +341,8 @@ class RecordDecoder:
             steps = run.steps
             status = [None if o is None else o.get("status") for o in steps.observation]
             if steps.tool:
-                tokens_in = None if None in steps.tokens_in else sum(steps.tokens_in)
-                tokens_out = None if None in steps.tokens_out else sum(steps.tokens_out)
+                tokens_in = run_tokens(steps.tokens_in, steps.metadata)
+                tokens_out = run_tokens(steps.tokens_out, steps.metadata)
             else:  # as for a record without steps (_append)
                 tokens_in, tokens_out = stepless_tokens(run.metadata)
             problem = (_arm_problem(run.arm, arm) or _statuses_problem(status)
