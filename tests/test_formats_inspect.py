@@ -713,3 +713,21 @@ def test_load_traces_reads_eval_logs_in_memory(tmp_path, registered):
     assert list(traces.runs["run_id"]) == ["EvalA:1:1", "EvalA:2:1", "EvalB:1:1"]
     assert list(traces.runs["outcome"]) == [True, False, True]
     assert dict(traces.formats) == {"<baseline records>": "inspect"}
+
+
+def test_a_sample_without_tool_calls_keeps_its_usage_as_the_runs_tokens(tmp_path):
+    # an answer without tools: no step holds the tokens, so they are the run's (not 0, as they used to be)
+    messages = [{"role": "user", "content": "2 + 2?", "source": "input"}, assistant(content="4")]
+    mu = {"openai/gpt-4o": usage(120, 8, cache_read=30)}
+    rec = one(sample(messages=messages, model_usage=mu), tmp_path)
+    assert rec["steps"] == [] and (rec["metadata"]["tokens_in"], rec["metadata"]["tokens_out"]) == (150, 8)
+    runs = load_traces([rec]).runs
+    assert (runs.loc[0, "tokens_in"], runs.loc[0, "tokens_out"], runs.loc[0, "tokens"]) == (150, 8, 158)
+
+
+def test_a_sample_without_tool_calls_or_usage_has_unknown_tokens(tmp_path):
+    messages = [{"role": "user", "content": "2 + 2?", "source": "input"}, assistant(content="4")]
+    rec = one(sample(messages=messages, model_usage=None), tmp_path)
+    assert "tokens_in" not in rec["metadata"]
+    runs = load_traces([rec]).runs
+    assert runs[["tokens_in", "tokens_out", "tokens"]].isna().all(axis=None)
