@@ -148,7 +148,7 @@ def step_columns(steps: list[Step]) -> StepColumns | None:
 
 def run_tokens(counts: Sequence[int | None], metadata: Sequence[dict[str, Any] | None]) -> int | None:
     """A run's total of one token kind from its steps' counts: None (unknown) when a step's count is unknown,
-    unless that step's model call is counted at an earlier step with a known count (:data:`TOKENS_WITH_STEP`).
+    unless that step's model call is counted at another step with a known count (:data:`TOKENS_WITH_STEP`).
 
     Examples
     --------
@@ -157,7 +157,7 @@ def run_tokens(counts: Sequence[int | None], metadata: Sequence[dict[str, Any] |
     >>> run_tokens([5, None], [None, {"tokens_with_step": 0}])
     5
     >>> run_tokens([None, None], [None, {"tokens_with_step": 0}])  # the step it points at is unknown too
-    >>> run_tokens([5, None], [None, {"tokens_with_step": 1}])  # not an earlier step: unknown
+    >>> run_tokens([5, None], [None, {"tokens_with_step": 1}])  # itself: unknown
     """
     if None not in counts:
         return sum(counts)
@@ -165,7 +165,7 @@ def run_tokens(counts: Sequence[int | None], metadata: Sequence[dict[str, Any] |
         if count is None:
             meta = metadata[k]
             at = meta.get(TOKENS_WITH_STEP) if type(meta) is dict else None
-            if type(at) is not int or not 0 <= at < k or counts[at] is None:
+            if type(at) is not int or not 0 <= at < len(counts) or at == k or counts[at] is None:
                 return None
     return sum(count for count in counts if count is not None)
 

@@ -47,10 +47,10 @@ otherwise vanish): free-form data belongs in ``metadata``.
         Non-negative integer token counts of the model call that produced the
         step. Absent means unknown (not zero), and then the run's ``tokens``
         are unknown too, unless the step's ``metadata`` has
-        ``tokens_with_step: j`` (:data:`TOKENS_WITH_STEP`): its model call is
-        the one of the earlier step ``j`` (parallel tool calls of one model
-        response), whose counts hold that call's tokens, so the step's own
-        share is unknown but the run's total is known.
+        ``tokens_with_step: j`` (:data:`TOKENS_WITH_STEP`): its model call's
+        tokens are counted at another step ``j`` (e.g. parallel tool calls of
+        one model response, counted at the first), whose counts are known, so
+        the step's own share is unknown but the run's total is known.
     ``started_at``, ``ended_at``
         ISO-8601 text (with ``Z`` or an offset; text without an offset is read
         as UTC) or epoch seconds (a number below 1e10: milliseconds are
@@ -118,7 +118,7 @@ _Object = dict[str, Any]
 #: The record fields that must be present.
 REQUIRED_FIELDS = ("run_id", "task_id", "seed", "steps", "outcome")
 
-#: Step metadata key: the step's model call is counted at this earlier step (see ``tokens_in`` above).
+#: Step metadata key: the step's model call is counted at this other step (see ``tokens_in`` above).
 TOKENS_WITH_STEP = "tokens_with_step"
 
 #: Keys of ``terminal_state`` that hold lists and are counted per run.
