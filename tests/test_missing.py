@@ -254,3 +254,20 @@ def test_verdict_html_lists_only_known_metrics():
         warnings.simplefilter("ignore", SpecWarning)
         page = score_run([Call("a", {}, "ok")], outcome=True)._repr_html_()
     assert "cap_hit" not in page and "n_errors" in page
+
+
+def test_unknown_counts_survive_a_round_trip_through_json_lines_and_parquet(tmp_path):
+    traces = agentab.load_traces(TAU2, format="openai", fields=TAU2_FIELDS)
+    for path in (traces.to_jsonl(tmp_path / "t.jsonl"), traces.to_parquet(tmp_path / "store")):
+        again = agentab.read_traces(path) if path.suffix != ".jsonl" else agentab.load_traces(path)
+        assert list(again.runs["tokens"]) == list(traces.runs["tokens"])
+        assert again.steps["tokens_in"].isna().sum() == traces.steps["tokens_in"].isna().sum() > 0
+
+
+def test_score_run_refuses_a_record_without_its_steps():
+    # a record whose steps are missing is not a run of 0 steps
+    with pytest.raises(ValueError, match="needs `steps`"):
+        score_run({"run_id": "r", "task_id": "t", "seed": 0, "outcome": True})
+    with pytest.raises(TypeError, match=r"steps\[0\]"):
+        score_run({"steps": [{"args": {}}], "outcome": True})
+    assert score_run({"steps": [], "outcome": True}).metrics["n_steps"] == 0

@@ -166,8 +166,16 @@ class _Run:
 def _run_from(run: Any, outcome: Any, final_state_correct: Any) -> _Run:
     given = outcome if outcome is not None else final_state_correct
     if isinstance(run, Mapping):  # a trace record
-        calls = [Call(s.get("tool"), s.get("args") or {}, (s.get("observation") or {}).get("status"))
-                 for s in run.get("steps", [])]
+        steps = run.get("steps")
+        if not isinstance(steps, list):  # not read as 0 steps: a record without its steps says nothing of them
+            raise ValueError(f"a trace record to score needs `steps`, a list of its calls ([] for none); "
+                             f"got {'none' if steps is None else type(steps).__name__}")
+        bad = next((i for i, s in enumerate(steps) if not isinstance(s, Mapping)), None)
+        if bad is not None:
+            raise TypeError(f"steps[{bad}]: a step must be an object, got {type(steps[bad]).__name__}")
+        calls = [as_call({"tool": s.get("tool"), "args": s.get("args") or {}}, f"steps[{i}]")
+                 for i, s in enumerate(steps)]
+        calls = [Call(c.tool, c.args, (s.get("observation") or {}).get("status")) for c, s in zip(calls, steps)]
         meta = run.get("metadata") or {}
         claim = meta.get("claimed_success")
         return _Run(calls, run.get("outcome") if given is None else given, run.get("terminal_state"),
