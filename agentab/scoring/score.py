@@ -108,7 +108,8 @@ def score(traces: Traces, spec: SpecLike = None, *, default: TrajectorySpec | No
         ``task_id -> dict of TrajectorySpec fields``); or a DataFrame with one
         row per task (``task_id`` column or index, columns named like the
         ``TrajectorySpec`` fields; missing cells take the defaults). ``None``
-        is ``TrajectorySpec()``: loops, errors and the outcome only.
+        is ``TrajectorySpec()``: loops, errors and the outcome only (the
+        checks it does not ask for, such as ``cap_hit``, are missing).
     default : TrajectorySpec, optional
         With a mapping or DataFrame: the spec of tasks it leaves out. Without
         it, such tasks are an error.
