@@ -108,6 +108,13 @@ def _statuses_problem(statuses: Sequence[Any]) -> tuple[str, str] | None:
     return f"steps[{k}].observation.status", f"expected 'ok' or 'error', got {json.dumps(statuses[k])[:80]}"
 
 
+def _errors(status: list[str | None]) -> int | None:
+    """Error steps of a run; None (unknown, not 0) when it has steps and none records a status."""
+    if status and status.count(None) == len(status):
+        return None
+    return status.count("error")
+
+
 def stepless_tokens(metadata: dict[str, Any] | None) -> tuple[int | None, int | None]:
     """The tokens of a run without steps: ``metadata.tokens_in`` / ``tokens_out`` where a reader kept them
     (whole numbers >= 0), else unknown (None), never 0: no step recorded them.
@@ -355,7 +362,7 @@ class RecordDecoder:
                 continue
             accepted.append((self._row(ordinal, run.run_id, run.task_id, run.seed,
                                        arm if arm is not None else run.arm, run.metadata, run.outcome,
-                                       len(steps.tool), status.count("error"), tokens_in, tokens_out, run.cost_usd,
+                                       len(steps.tool), _errors(status), tokens_in, tokens_out, run.cost_usd,
                                        run.latency_s, None, None, None, source, line), steps, status))
             if len(accepted) + len(self._chunk) >= self.chunk_size:
                 self._append_prepared(accepted)
@@ -489,7 +496,7 @@ class RecordDecoder:
             tokens_in, tokens_out = stepless_tokens(rec.metadata)
         else:
             n_steps = len(columns.index)
-            n_errors = columns.status.count("error")
+            n_errors = _errors(columns.status)
             tokens_in, tokens_out = columns.tokens_in_total, columns.tokens_out_total
             c.status.extend(columns.status)
             c.error.extend(columns.error)
@@ -506,7 +513,7 @@ class RecordDecoder:
                                 rec.latency_s, rec.retries, rec.backtracks, rec.terminal_state, source, line))
 
     def _row(self, ordinal: int, run_id: str, task_id: str | int, seed: int, arm: str | None,
-             meta: dict[str, Any] | None, outcome: Any, n_steps: int, n_errors: int, tokens_in: int | None,
+             meta: dict[str, Any] | None, outcome: Any, n_steps: int, n_errors: int | None, tokens_in: int | None,
              tokens_out: int | None, cost_usd: float | None, latency_s: float | None, retries: int | None,
              backtracks: int | None, state: dict[str, Any] | None, source: str, line: int) -> tuple[Any, ...]:
         """A run's tuple of run-level values (:data:`RUN_FIELDS`)."""

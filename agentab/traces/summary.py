@@ -89,12 +89,11 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
     if by not in runs.columns:
         raise KeyError(f"cannot group by {by!r}: not a column of the runs table ({', '.join(map(str, runs.columns))})")
     keys = runs[by].astype(object).where(runs[by].notna(), _NO_ARM)
-    checked = _status_recorded(runs, getattr(traces, "steps", None))
     rows = {}
     for key, group in runs.groupby(keys, sort=False):
         per_task = group.groupby("task_id", observed=True)["outcome"].mean()
         seeds = group.groupby("task_id", observed=True).size()
-        known = checked[group.index]
+        known = group["n_errors"].notna()  # missing: steps, none with a recorded status
         n_steps = group["n_steps"].astype("float64")
         errors, stepped = group["n_errors"][known].astype("float64"), n_steps[known]
         tasks = group["task_id"].astype(object)
@@ -117,16 +116,6 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = by
     return table
-
-
-def _status_recorded(runs: pd.DataFrame, steps: pd.DataFrame | None) -> pd.Series:
-    """Per run (by the runs' index): whether its errors are known, i.e. it has no step or some step records a
-    status. A runs table alone (no steps) is taken as it is."""
-    if steps is None or "status" not in steps or "run_id" not in steps:
-        return pd.Series(True, index=runs.index)
-    recorded = steps["run_id"][steps["status"].notna()].astype(str).unique()
-    return pd.Series((runs["n_steps"].to_numpy() == 0) | runs["run_id"].astype(str).isin(recorded).to_numpy(),
-                     index=runs.index)
 
 
 def summarize_scores(scores: pd.DataFrame, by: str = "arm") -> pd.DataFrame:
