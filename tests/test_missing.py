@@ -271,3 +271,14 @@ def test_score_run_refuses_a_record_without_its_steps():
     with pytest.raises(TypeError, match=r"steps\[0\]"):
         score_run({"steps": [{"args": {}}], "outcome": True})
     assert score_run({"steps": [], "outcome": True}).metrics["n_steps"] == 0
+
+
+def test_a_diagnosis_without_a_spec_is_strict_json_with_null_for_what_it_cannot_compute():
+    traces = agentab.datasets.example_experiment(seed=0, n_tasks=20, n_seeds=3)
+    diagnosis = agentab.diagnose(score(traces))
+    out = diagnosis.to_dict()
+    assert json.dumps(out, allow_nan=False)  # raised on NaN before
+    rows = [row for finding in out["findings"] for row in finding["evidence"]]
+    assert any(row.get("cap_hit", 0) is None for row in rows)
+    page = diagnosis._repr_html_()
+    assert "NaN" not in page and "&lt;NA&gt;" not in page and f">{MISSING}<" in page
