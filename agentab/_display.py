@@ -11,6 +11,10 @@ A result class inherits :class:`Display` and writes two methods:
 the two never disagree; every piece of user text is escaped in HTML. Only display rounds: the blocks
 carry the numbers as the result holds them, formatted where the view is built.
 
+A number that could not be computed (``None``, ``NaN``, ``pandas.NA``) is missing, never 0: it reads
+:data:`MISSING` (``"n/a"``) in text, HTML and every table cell (:func:`number`, :class:`Table`), and
+``null`` in JSON (:func:`json_ready`).
+
 Examples
 --------
 >>> from dataclasses import dataclass
@@ -29,22 +33,84 @@ answer
 >>> Answer(0.5).to_frame()
    value
 0    0.5
+>>> number(float("nan"), "{:.1%}"), number(0.25, "{:.1%}"), json_ready({"p": float("nan"), "n": [1, None]})
+('n/a', '25.0%', {'p': None, 'n': [1, None]})
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["Blank", "Block", "Display", "Items", "Lines", "Section", "Table", "Title", "html_items", "render_html",
-           "render_text"]
+__all__ = ["MISSING", "Blank", "Block", "Display", "Items", "Lines", "Section", "Table", "Title", "html_items",
+           "is_missing", "json_ready", "number", "render_html", "render_text"]
 
 #: Colours of a verdict's tone in HTML.
 TONES = {"good": "#1b7837", "bad": "#b2182b", "neutral": "#595959"}
+
+#: How a number that could not be computed reads in text and HTML (in JSON it is ``null``).
+MISSING = "n/a"
+
+
+def is_missing(value: Any) -> bool:
+    """Whether ``value`` is a missing scalar: None, NaN, ``pandas.NA`` or ``NaT`` (lists and text are not).
+
+    Examples
+    --------
+    >>> [is_missing(v) for v in (None, float("nan"), pd.NA, 0, 0.0, "", [None])]
+    [True, True, True, False, False, False, False]
+    """
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return bool(np.isnan(value))
+    return False
+
+
+def number(value: Any, fmt: str = "{:g}") -> str:
+    """``fmt.format(value)``, or :data:`MISSING` when the value is missing (never "0", "nan" or "<NA>").
+
+    Examples
+    --------
+    >>> number(1234.5, "{:,.0f}"), number(None, "{:,.0f}"), number(pd.NA, "{:.1%}")
+    ('1,234', 'n/a', 'n/a')
+    """
+    return MISSING if is_missing(value) else fmt.format(value)
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with every missing or non-finite number as None (JSON ``null``), numpy scalars as Python's,
+    through dicts, lists and tuples (tuples become lists), so ``json.dumps(..., allow_nan=False)`` works."""
+    if isinstance(value, Mapping):
+        return {key: json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item) for item in value]
+    if is_missing(value):
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with missing cells of nullable (extension) columns as :data:`MISSING`; the others are left
+    to ``na_rep``, so float columns keep their formatting."""
+    out = frame
+    for k, column in enumerate(frame.columns):
+        values = frame.iloc[:, k]
+        if isinstance(values.dtype, pd.api.extensions.ExtensionDtype) and values.isna().any():
+            if out is frame:
+                out = frame.copy()
+            out.isetitem(k, values.astype(object).where(values.notna(), MISSING))
+    return out
 
 
 @dataclass(frozen=True)
@@ -86,7 +152,8 @@ class Items:
 
 @dataclass(frozen=True)
 class Table:
-    """A table, shown with ``DataFrame.to_string`` and ``DataFrame.to_html`` (escaped)."""
+    """A table, shown with ``DataFrame.to_string`` and ``DataFrame.to_html`` (escaped; missing cells
+    :data:`MISSING`)."""
 
     frame: pd.DataFrame
     index: bool = False
@@ -124,7 +191,7 @@ def _text_lines(block: Block) -> list[str]:
         head = [block.title] if block.title is not None and block.title_in_text else []
         return head + [f"{block.indent}{block.bullet}{item}" for item in block.items]
     if isinstance(block, Table):
-        return [block.frame.to_string(index=block.index)]
+        return [_shown(block.frame).to_string(index=block.index, na_rep=MISSING)]
     if isinstance(block, Blank):
         return [""]
     if isinstance(block, Section):
@@ -157,7 +224,7 @@ def _html(block: Block) -> str:
             return f"<details><summary>{html.escape(block.title)}</summary>{listed}</details>"
         return f"<div><b>{html.escape(block.title)}</b>{listed}</div>"
     if isinstance(block, Table):
-        return block.frame.to_html(index=block.index, escape=True, border=0)
+        return _shown(block.frame).to_html(index=block.index, escape=True, border=0, na_rep=MISSING)
     if isinstance(block, Blank):
         return ""
     if isinstance(block, Section):

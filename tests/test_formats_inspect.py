@@ -176,7 +176,8 @@ def test_tool_calls_become_steps_with_their_observations(tmp_path):
     assert rec["steps"][2]["args"] == {"command": "str_replace", "path": "a.py", "old_str": "1", "new_str": "2"}
     assert rec["steps"][0]["observation"] == {"status": "ok", "content": [{"type": "text", "text": "x = 1"}]}
     assert rec["steps"][1]["observation"] == {"status": "ok", "content": "1\n"}
-    assert rec["steps"][1]["metadata"] == {"tool_call_id": "c2"}
+    # the sample's model_usage is counted at the first step: the others have no counts of their own
+    assert rec["steps"][1]["metadata"] == {"tool_call_id": "c2", "tokens_with_step": 0}
 
     traces = load_traces([rec])
     steps = traces.steps
@@ -440,8 +441,11 @@ def test_tokens_per_model_call_from_events(tmp_path):
     rec = one(sample(messages=messages, events=events,
                      model_usage={"openai/gpt-4o": usage(6000, 600, cache_read=50)}), tmp_path)
     steps = rec["steps"]
-    # call 1 (cached prompt tokens counted): step 0; its parallel call: 0; calls 2 and 3: step 2; call 4: last step
-    assert [(s["tokens_in"], s["tokens_out"]) for s in steps] == [(150, 10), (0, 0), (200 + 300 + 400, 20 + 30 + 40)]
+    # call 1 (cached prompt tokens counted): step 0; its parallel call: unknown, counted at step 0; calls 2 and 3:
+    # step 2; call 4: last step
+    assert [(s.get("tokens_in"), s.get("tokens_out")) for s in steps] == [(150, 10), (None, None),
+                                                                          (200 + 300 + 400, 20 + 30 + 40)]
+    assert steps[1]["metadata"]["tokens_with_step"] == 0
     runs = load_traces([rec]).runs
     assert runs.loc[0, "tokens_in"] == 1050 and runs.loc[0, "tokens_out"] == 100  # the judge's 5000 are not counted
 
@@ -455,7 +459,9 @@ def test_tokens_from_old_step_events_skip_scorer_steps(tmp_path):
               model_event(usage(999, 99), span_id=None),
               {"event": "step", "action": "end", "type": "scorer", "name": "judge"}]
     rec = one(sample(messages=messages, events=events), tmp_path)
-    assert sum(s["tokens_in"] for s in rec["steps"]) == 400 and sum(s["tokens_out"] for s in rec["steps"]) == 40
+    assert sum(s.get("tokens_in", 0) for s in rec["steps"]) == 400
+    assert sum(s.get("tokens_out", 0) for s in rec["steps"]) == 40
+    assert load_traces([rec]).runs.loc[0, "tokens"] == 440
 
 
 def test_tokens_without_events_put_the_sample_usage_on_the_first_step(tmp_path):
@@ -464,7 +470,9 @@ def test_tokens_without_events_put_the_sample_usage_on_the_first_step(tmp_path):
     mu = {"openai/gpt-4o": usage(1000, 100, cache_read=200), "openai/gpt-4o-mini": {"input_tokens": 7,
                                                                                      "output_tokens": 3}}
     rec = one(sample(messages=messages, events=events, model_usage=mu), tmp_path)
-    assert [(s["tokens_in"], s["tokens_out"]) for s in rec["steps"]] == [(1207, 103), (0, 0), (0, 0)]
+    assert [(s.get("tokens_in"), s.get("tokens_out")) for s in rec["steps"]] == [(1207, 103), (None, None),
+                                                                                 (None, None)]
+    assert [s["metadata"].get("tokens_with_step") for s in rec["steps"]] == [None, 0, 0]
     assert rec["metadata"]["model_usage"] == mu
     runs = load_traces([rec]).runs
     assert (runs.loc[0, "tokens_in"], runs.loc[0, "tokens_out"], runs.loc[0, "tokens"]) == (1207, 103, 1310)
@@ -705,3 +713,21 @@ def test_load_traces_reads_eval_logs_in_memory(tmp_path, registered):
     assert list(traces.runs["run_id"]) == ["EvalA:1:1", "EvalA:2:1", "EvalB:1:1"]
     assert list(traces.runs["outcome"]) == [True, False, True]
     assert dict(traces.formats) == {"<baseline records>": "inspect"}
+
+
+def test_a_sample_without_tool_calls_keeps_its_usage_as_the_runs_tokens(tmp_path):
+    # an answer without tools: no step holds the tokens, so they are the run's (not 0, as they used to be)
+    messages = [{"role": "user", "content": "2 + 2?", "source": "input"}, assistant(content="4")]
+    mu = {"openai/gpt-4o": usage(120, 8, cache_read=30)}
+    rec = one(sample(messages=messages, model_usage=mu), tmp_path)
+    assert rec["steps"] == [] and (rec["metadata"]["tokens_in"], rec["metadata"]["tokens_out"]) == (150, 8)
+    runs = load_traces([rec]).runs
+    assert (runs.loc[0, "tokens_in"], runs.loc[0, "tokens_out"], runs.loc[0, "tokens"]) == (150, 8, 158)
+
+
+def test_a_sample_without_tool_calls_or_usage_has_unknown_tokens(tmp_path):
+    messages = [{"role": "user", "content": "2 + 2?", "source": "input"}, assistant(content="4")]
+    rec = one(sample(messages=messages, model_usage=None), tmp_path)
+    assert "tokens_in" not in rec["metadata"]
+    runs = load_traces([rec]).runs
+    assert runs[["tokens_in", "tokens_out", "tokens"]].isna().all(axis=None)

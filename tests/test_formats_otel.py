@@ -280,7 +280,10 @@ def test_agent_span_usage_used_when_no_child_records_usage(tmp_path):
     sdk.span("execute_tool a", 10, 20, agent, tool_attrs("a"))
     sdk.span("execute_tool b", 30, 40, agent, tool_attrs("b"))
     (rec,) = records(read(write_lines(tmp_path / "t.jsonl", sdk.spans())))
-    assert [(s["tokens_in"], s["tokens_out"]) for s in rec["steps"]] == [(700, 70), (0, 0)]
+    # the second step received none: its own counts are unknown (not 0), its model call counted at step 0
+    assert [(s.get("tokens_in"), s.get("tokens_out")) for s in rec["steps"]] == [(700, 70), (None, None)]
+    assert [s["metadata"].get("tokens_with_step") for s in rec["steps"]] == [None, 0]
+    assert agentab.load_traces([rec]).runs.loc[0, "tokens"] == 770
 
 
 def test_no_usage_means_unknown_tokens_and_a_run_without_steps_keeps_its_total(tmp_path):
@@ -313,8 +316,9 @@ def test_model_call_inside_a_tool_counts_for_that_tool(tmp_path):
     (rec,) = records(read(write_lines(tmp_path / "t.jsonl", sdk.spans())))
     assert rec["metadata"]["harness"] == "coder"  # the outer agent is the run; the expert is inside it
     # the sub-agent's own total (500) is replaced by its model calls' (300 + 200), both inside ask_expert
-    assert [(s["tool"], s["tokens_in"]) for s in rec["steps"]] == [("ask_expert", 10 + 300 + 200), ("search", 0),
-                                                                    ("done", 0)]
+    assert [(s["tool"], s.get("tokens_in")) for s in rec["steps"]] == [("ask_expert", 10 + 300 + 200),
+                                                                        ("search", None), ("done", None)]
+    assert [s["metadata"].get("tokens_with_step") for s in rec["steps"]] == [None, 0, 0]
     assert rec["metadata"]["tokens_in"] == 510
 
 

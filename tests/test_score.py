@@ -81,7 +81,8 @@ def test_seed_example_gives_the_three_reasons():
         "took 8 steps against a budget of 5",
     ]
     assert table.loc[0, "rubric"] == 2 and not table.loc[0, "passed"]
-    assert not table.loc[0, "non_terminated"]  # no status anywhere: not "unanswered"
+    # no status anywhere, no step cap, no time limit: whether it terminated cannot be told
+    assert pd.isna(table.loc[0, "non_terminated"])
 
 
 def test_required_tools_with_repeats_in_the_spec():

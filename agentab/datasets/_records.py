@@ -55,6 +55,10 @@ def _assemble(a: Agent, run_seed: int, outcome: bool, stop_reason: str) -> dict[
     tokens_out = sum(s["tokens_out"] for s in steps)
     price_in, price_out = PRICES_USD_PER_MTOK[p.model]
     latency_ms = a.clock - a.first_start_ms if steps else 0
+    metadata: dict[str, Any] = {"model": p.model, "harness": p.harness, "temperature": p.temperature,
+                                "stop_reason": stop_reason}
+    if not steps:  # the simulated agent made no model call: its tokens are recorded as 0, not unknown
+        metadata["tokens_in"], metadata["tokens_out"] = 0, 0
     return {
         "run_id": f"{p.arm}-{a.task.task_id}-s{run_seed}",
         "task_id": a.task.task_id,
@@ -73,12 +77,7 @@ def _assemble(a: Agent, run_seed: int, outcome: bool, stop_reason: str) -> dict[
         "outcome": outcome,
         "cost_usd": round((tokens_in * price_in + tokens_out * price_out) / 1e6, 6),
         "latency_s": latency_ms / 1000.0,
-        "metadata": {
-            "model": p.model,
-            "harness": p.harness,
-            "temperature": p.temperature,
-            "stop_reason": stop_reason,
-        },
+        "metadata": metadata,
     }
 
 

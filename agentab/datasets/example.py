@@ -172,7 +172,10 @@ time
     last ``ended_at`` minus first ``started_at`` (0.0 without steps).
 ``metadata``
     ``model``, ``harness``, ``temperature`` and ``stop_reason``
-    (``"agent_done"``, ``"agent_gave_up"``, ``"step_cap"``, ``"loop_guard"``).
+    (``"agent_done"``, ``"agent_gave_up"``, ``"step_cap"``, ``"loop_guard"``);
+    a run without steps (the simulated agent gave up before any model call:
+    cost and latency 0) also records ``tokens_in`` and ``tokens_out`` as 0, so
+    its tokens read 0 (recorded), not unknown.
 
 Resulting properties (``seed=0``, 10,000 tasks x 5 seeds, measured on the
 output): 10.8 steps per run on average (median 8-9; 15 % of baseline and

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec.structs import astuple
 
-from agentab.formats.record import TERMINAL_LISTS, Step
+from agentab.formats.record import TERMINAL_LISTS, TOKENS_WITH_STEP, Step
 
 _STATUSES = frozenset(("ok", "error", None))
 
@@ -143,9 +143,31 @@ def step_columns(steps: list[Step]) -> StepColumns | None:
         status = list(map(dict.get, observations, repeat("status")))
         error = list(map(dict.get, observations, repeat("error")))
     tokens_in, tokens_out = fields[4], fields[5]
-    return StepColumns(*fields, status, error,
-                        None if None in tokens_in else sum(tokens_in),
-                        None if None in tokens_out else sum(tokens_out))
+    return StepColumns(*fields, status, error, run_tokens(tokens_in, fields[8]), run_tokens(tokens_out, fields[8]))
+
+
+def run_tokens(counts: Sequence[int | None], metadata: Sequence[dict[str, Any] | None]) -> int | None:
+    """A run's total of one token kind from its steps' counts: None (unknown) when a step's count is unknown,
+    unless that step's model call is counted at another step with a known count (:data:`TOKENS_WITH_STEP`).
+
+    Examples
+    --------
+    >>> run_tokens([5, 0], [None, None]), run_tokens([5, None], [None, None])
+    (5, None)
+    >>> run_tokens([5, None], [None, {"tokens_with_step": 0}])
+    5
+    >>> run_tokens([None, None], [None, {"tokens_with_step": 0}])  # the step it points at is unknown too
+    >>> run_tokens([5, None], [None, {"tokens_with_step": 1}])  # itself: unknown
+    """
+    if None not in counts:
+        return sum(counts)
+    for k, count in enumerate(counts):
+        if count is None:
+            meta = metadata[k]
+            at = meta.get(TOKENS_WITH_STEP) if type(meta) is dict else None
+            if type(at) is not int or not 0 <= at < len(counts) or at == k or counts[at] is None:
+                return None
+    return sum(count for count in counts if count is not None)
 
 
 def runs_batch(c: Chunk) -> pa.RecordBatch:

@@ -17,6 +17,7 @@ from typing import Any
 from agentab.formats._base import FieldMap, Item
 from agentab.formats._base import Reject as _Reject
 from agentab.formats._inspect_fields import Header, record_fields
+from agentab.formats.record import TOKENS_WITH_STEP
 
 _ATTACHMENT = "attachment://"
 _LEGACY_ATTACHMENT = "tc://"
@@ -56,8 +57,11 @@ def _convert(sample: Any, header: Header, fields: FieldMap) -> dict[str, Any]:
         calls = _events(steps, call_ids, events)
     if steps:
         _tokens(steps, call_ids, calls, sample.get("model_usage"))
-
-    return record_fields(sample, header, fields, steps)
+    record = record_fields(sample, header, fields, steps)
+    totals = None if steps else _usage_totals(sample.get("model_usage"))
+    if totals is not None:  # no step to hold them: the run's totals (else its tokens are unknown, not 0)
+        record["metadata"]["tokens_in"], record["metadata"]["tokens_out"] = totals
+    return record
 
 
 def _resolver(attachments: Mapping[str, Any]):
@@ -250,25 +254,43 @@ def _tokens(steps: list[dict[str, Any]], call_ids: list[Any], calls: list[tuple[
             by_id.setdefault(call_id, []).append(index)
         carry_in = carry_out = 0
         for tokens_in, tokens_out, ids in calls:
-            produced = [by_id[i].pop(0) for i in ids if by_id.get(i)]
+            produced = sorted(by_id[i].pop(0) for i in ids if by_id.get(i))
             if produced:
-                step = steps[min(produced)]
+                step = steps[produced[0]]
                 step["tokens_in"] += tokens_in + carry_in
                 step["tokens_out"] += tokens_out + carry_out
                 carry_in = carry_out = 0
+                for other in produced[1:]:  # the same call: counted at its first step, own share unknown
+                    _counted_at(steps[other], produced[0])
             else:  # no tool requested (e.g. the final answer): onto the next step
                 carry_in, carry_out = carry_in + tokens_in, carry_out + tokens_out
-        steps[-1]["tokens_in"] += carry_in
-        steps[-1]["tokens_out"] += carry_out
+        last = steps[-1]
+        last["tokens_in"] = last.get("tokens_in", 0) + carry_in
+        last["tokens_out"] = last.get("tokens_out", 0) + carry_out
         return
-    if not isinstance(model_usage, dict) or not model_usage:
+    totals = _usage_totals(model_usage)
+    if totals is None:
         return  # unknown
+    steps[0]["tokens_in"], steps[0]["tokens_out"] = totals
+    for step in steps[1:]:  # the sample's usage is counted at the first step; the others' shares are unknown
+        _counted_at(step, 0)
+
+
+def _counted_at(step: dict[str, Any], first: int) -> None:
+    """A step whose model call's tokens are counted at step ``first``: its own counts unknown (absent)."""
+    step.pop("tokens_in", None)
+    step.pop("tokens_out", None)
+    step["metadata"][TOKENS_WITH_STEP] = first
+
+
+def _usage_totals(model_usage: Any) -> tuple[int, int] | None:
+    """(tokens_in, tokens_out) of a sample's ``model_usage`` summed over its models; None when it has none."""
+    if not isinstance(model_usage, dict) or not model_usage:
+        return None
     total_in = total_out = 0
     for model, usage in model_usage.items():
         counted = _usage(usage, f"model_usage.{model}")
         if counted is None:
             raise _Reject(f"model_usage.{model}", "each model's usage must be an object")
         total_in, total_out = total_in + counted[0], total_out + counted[1]
-    for step in steps:
-        step["tokens_in"] = step["tokens_out"] = 0
-    steps[0]["tokens_in"], steps[0]["tokens_out"] = total_in, total_out
+    return total_in, total_out

@@ -17,6 +17,7 @@ import msgspec
 
 from agentab.formats._base import Reject as _Reject
 from agentab.formats._message_fields import describe
+from agentab.formats.record import TOKENS_WITH_STEP
 
 _decode = msgspec.json.decode
 
@@ -241,18 +242,16 @@ class Calls:
 
 def add_step(steps: list[dict[str, Any]], name: str, args: dict[str, Any], i: int, call_id: str, stamp: Any,
           first: dict[str, Any] | None, pending: Tokens) -> dict[str, Any]:
-    """Append a new step; the first of a message takes the pending tokens, the others 0 when those are known."""
+    """Append a new step; the first of a message takes the pending tokens; the others' own share is unknown
+    (absent), their model call counted at the first (``metadata.tokens_with_step``) when its count is known."""
     step: dict[str, Any] = {"index": len(steps), "tool": name, "args": args, "observation": None,
                             "metadata": {"message": i, "call_id": call_id}}
     if stamp is not None:
         step["started_at"] = stamp
     if first is None:
         pending.give(step)
-    else:
-        if "tokens_in" in first:
-            step["tokens_in"] = 0
-        if "tokens_out" in first:
-            step["tokens_out"] = 0
+    elif "tokens_in" in first or "tokens_out" in first:
+        step["metadata"][TOKENS_WITH_STEP] = first["index"]
     steps.append(step)
     return step
 

@@ -38,7 +38,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentab.errors import TraceError, where
-from agentab.formats._chunk import AT_N_STEPS, Chunk, StepColumns, runs_batch, statuses_valid, step_columns, steps_batch
+from agentab.formats._chunk import (AT_N_STEPS, Chunk, StepColumns, run_tokens, runs_batch, statuses_valid,
+                                    step_columns, steps_batch)
 from agentab.formats._diagnose import diagnose
 from agentab.formats._times import ns_times, parse_times
 from agentab.formats.record import INT64_MAX, TERMINAL_LISTS, Record
@@ -105,6 +106,31 @@ def _statuses_problem(statuses: Sequence[Any]) -> tuple[str, str] | None:
         return None
     k = next(k for k, value in enumerate(statuses) if not statuses_valid((value,)))
     return f"steps[{k}].observation.status", f"expected 'ok' or 'error', got {json.dumps(statuses[k])[:80]}"
+
+
+def _errors(status: list[str | None]) -> int | None:
+    """Error steps of a run; None (unknown, not 0) when it has steps and none records a status."""
+    if status and status.count(None) == len(status):
+        return None
+    return status.count("error")
+
+
+def stepless_tokens(metadata: dict[str, Any] | None) -> tuple[int | None, int | None]:
+    """The tokens of a run without steps: ``metadata.tokens_in`` / ``tokens_out`` where a reader kept them
+    (whole numbers >= 0), else unknown (None), never 0: no step recorded them.
+
+    Examples
+    --------
+    >>> stepless_tokens({"tokens_in": 812, "tokens_out": 44}), stepless_tokens(None)
+    ((812, 44), (None, None))
+    >>> stepless_tokens({"tokens_in": "812", "tokens_out": True})
+    (None, None)
+    """
+    if not metadata:
+        return None, None
+    counts = [metadata.get(name) for name in ("tokens_in", "tokens_out")]
+    known = [v if type(v) is int and 0 <= v <= INT64_MAX else None for v in counts]
+    return known[0], known[1]
 
 
 def _token_problem(tokens_in: int | None, tokens_out: int | None) -> tuple[str, str] | None:
@@ -322,10 +348,10 @@ class RecordDecoder:
             steps = run.steps
             status = [None if o is None else o.get("status") for o in steps.observation]
             if steps.tool:
-                tokens_in = None if None in steps.tokens_in else sum(steps.tokens_in)
-                tokens_out = None if None in steps.tokens_out else sum(steps.tokens_out)
+                tokens_in = run_tokens(steps.tokens_in, steps.metadata)
+                tokens_out = run_tokens(steps.tokens_out, steps.metadata)
             else:  # as for a record without steps (_append)
-                tokens_in = tokens_out = 0
+                tokens_in, tokens_out = stepless_tokens(run.metadata)
             problem = (_arm_problem(run.arm, arm) or _statuses_problem(status)
                        or _token_problem(tokens_in, tokens_out)
                        or (None if run.metadata is None else _metadata_problem(run.metadata)))
@@ -336,7 +362,7 @@ class RecordDecoder:
                 continue
             accepted.append((self._row(ordinal, run.run_id, run.task_id, run.seed,
                                        arm if arm is not None else run.arm, run.metadata, run.outcome,
-                                       len(steps.tool), status.count("error"), tokens_in, tokens_out, run.cost_usd,
+                                       len(steps.tool), _errors(status), tokens_in, tokens_out, run.cost_usd,
                                        run.latency_s, None, None, None, source, line), steps, status))
             if len(accepted) + len(self._chunk) >= self.chunk_size:
                 self._append_prepared(accepted)
@@ -466,10 +492,11 @@ class RecordDecoder:
             self._flush()
             c = self._chunk
         if columns is None:
-            n_steps, n_errors, tokens_in, tokens_out = 0, 0, 0, 0
+            n_steps, n_errors = 0, 0
+            tokens_in, tokens_out = stepless_tokens(rec.metadata)
         else:
             n_steps = len(columns.index)
-            n_errors = columns.status.count("error")
+            n_errors = _errors(columns.status)
             tokens_in, tokens_out = columns.tokens_in_total, columns.tokens_out_total
             c.status.extend(columns.status)
             c.error.extend(columns.error)
@@ -486,7 +513,7 @@ class RecordDecoder:
                                 rec.latency_s, rec.retries, rec.backtracks, rec.terminal_state, source, line))
 
     def _row(self, ordinal: int, run_id: str, task_id: str | int, seed: int, arm: str | None,
-             meta: dict[str, Any] | None, outcome: Any, n_steps: int, n_errors: int, tokens_in: int | None,
+             meta: dict[str, Any] | None, outcome: Any, n_steps: int, n_errors: int | None, tokens_in: int | None,
              tokens_out: int | None, cost_usd: float | None, latency_s: float | None, retries: int | None,
              backtracks: int | None, state: dict[str, Any] | None, source: str, line: int) -> tuple[Any, ...]:
         """A run's tuple of run-level values (:data:`RUN_FIELDS`)."""

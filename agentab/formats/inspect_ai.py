@@ -106,17 +106,19 @@ Tokens
     when ``total_tokens`` is missing; ``tokens_out`` = ``output_tokens``
     (reasoning included). When every agent ``ModelEvent`` in the sample's
     events has ``output.usage``, each call's tokens go to the first step its
-    output message requested (the other steps of that call get 0); a call
-    that requested no tool (the final answer) is added to the next step, or
-    to the last step when none follows. Model calls made by scorers (inside
-    a ``scorer``/``scorers`` span, or a scorer ``step``) are not counted, nor
-    failed or unfinished calls that carry no usage.
-    Without such events, the sample's ``model_usage`` (summed over models,
-    scorer calls included: Inspect does not separate them there) goes on the
-    first step, 0 on the others. Either way the run's total is right. A
-    sample without tool calls has no steps and so no tokens in the tables
-    (``metadata.model_usage`` keeps them); no usage at all leaves step tokens
-    unknown.
+    output message requested (the other steps of that call have no counts
+    of their own, unknown, and ``metadata.tokens_with_step`` naming that
+    first step); a call that requested no tool (the final answer) is added
+    to the next step, or to the last step when none follows. Model calls
+    made by scorers (inside a ``scorer``/``scorers`` span, or a scorer
+    ``step``) are not counted, nor failed or unfinished calls that carry no
+    usage. Without such events, the sample's ``model_usage`` (summed over
+    models, scorer calls included: Inspect does not separate them there)
+    goes on the first step, the others marked as counted there. Either way
+    the run's total is right. A sample without tool calls has no steps: its
+    ``model_usage`` totals are kept in ``metadata.tokens_in`` /
+    ``tokens_out``, the run's tokens (``metadata.model_usage`` keeps the
+    detail); no usage at all leaves the tokens unknown, never 0.
 Attachments
     Inspect stores long or repeated text once in the sample's
     ``attachments`` map (legacy logs: ``transcript.content``) and writes

@@ -109,15 +109,17 @@ The record counts tokens per step, so each assistant message's tokens go to
 exactly one step, and the run's ``tokens`` (the steps' sum) is the sum over
 its assistant messages:
 
-* a message with tool calls: on its first call's step; its other calls get 0
-  (when the first's count is known);
+* a message with tool calls: on its first call's step; its other calls'
+  own counts are absent (unknown: one response's tokens cannot be split
+  between its calls), with ``metadata.tokens_with_step`` naming the first
+  call's step when its count is known, so the run's total stays known;
 * a message without tool calls (text to the user): on the next step, or on
   the run's last step if none follows;
 * a message without ``usage`` adds nothing; a step's count is absent
   (unknown) when no message given to it reports one;
 * a run without steps has no step to carry them: its totals go to
-  ``metadata.tokens_in`` / ``metadata.tokens_out`` (the runs table counts
-  the tokens of a run without steps as 0).
+  ``metadata.tokens_in`` / ``metadata.tokens_out``, which the runs table
+  reads as the run's tokens (none there: unknown, not 0).
 
 A usage count that is not an integer >= 0 is a rejection naming it.
 

@@ -45,7 +45,12 @@ otherwise vanish): free-form data belongs in ``metadata``.
         means the call was never answered.
     ``tokens_in``, ``tokens_out``
         Non-negative integer token counts of the model call that produced the
-        step. Absent means unknown (not zero).
+        step. Absent means unknown (not zero), and then the run's ``tokens``
+        are unknown too, unless the step's ``metadata`` has
+        ``tokens_with_step: j`` (:data:`TOKENS_WITH_STEP`): its model call's
+        tokens are counted at another step ``j`` (e.g. parallel tool calls of
+        one model response, counted at the first), whose counts are known, so
+        the step's own share is unknown but the run's total is known.
     ``started_at``, ``ended_at``
         ISO-8601 text (with ``Z`` or an offset; text without an offset is read
         as UTC) or epoch seconds (a number below 1e10: milliseconds are
@@ -73,6 +78,9 @@ otherwise vanish): free-form data belongs in ``metadata``.
 ``metadata``
     Free JSON object. ``model`` and ``harness`` (text) are surfaced as
     columns, because an agent's score belongs to the model plus its harness.
+    A run without steps has no step to hold its tokens: its ``tokens_in`` /
+    ``tokens_out`` (whole numbers >= 0, as the readers keep them) are the
+    run's; without them its tokens are unknown, not 0.
 
 Examples
 --------
@@ -95,7 +103,7 @@ from typing import Annotated, Any, Union
 
 import msgspec
 
-__all__ = ["Record", "Step", "REQUIRED_FIELDS", "TERMINAL_LISTS", "INT64_MAX"]
+__all__ = ["Record", "Step", "REQUIRED_FIELDS", "TERMINAL_LISTS", "TOKENS_WITH_STEP", "INT64_MAX"]
 
 #: Largest integer a column can hold (int64).
 INT64_MAX = 2**63 - 1
@@ -109,6 +117,9 @@ _Object = dict[str, Any]
 
 #: The record fields that must be present.
 REQUIRED_FIELDS = ("run_id", "task_id", "seed", "steps", "outcome")
+
+#: Step metadata key: the step's model call is counted at this other step (see ``tokens_in`` above).
+TOKENS_WITH_STEP = "tokens_with_step"
 
 #: Keys of ``terminal_state`` that hold lists and are counted per run.
 TERMINAL_LISTS = ("files_created", "files_modified", "files_deleted", "external_calls")

@@ -54,7 +54,7 @@ def _required(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons
             offsets = pa.array(np.append(first, which.sum()).astype(np.int64))
             joined = pc.binary_join(pa.LargeListArray.from_arrays(offsets, names), pa.scalar(", ", pa.large_string()))
             reasons.add(_REQUIRED, runs, sub, _fmt(label, joined))
-    return {"required_missing": missing, "tool_recall_required": recall}
+    return {"required_missing": (missing, m > 0), "tool_recall_required": recall}
 
 
 def _loops(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def _loops(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons) -
         texts = [" -> ".join(part) for part in _split_texts(steps, starts, length)]
         reasons.add(_LOOPS, pos[starts], _LATER + within[starts], _fmt("repeated cycle: ", _text_array(texts)))
     return {"repeats": repeats, "cycles": cycles, "longest_streak": longest, "loop": (repeats + cycles) > 0,
-            "cap_hit": cap_hit}
+            "cap_hit": (cap_hit, sp.max_repeats[run_spec] > 0)}
 
 
 def _split_texts(steps: _Steps, starts: np.ndarray, length: np.ndarray) -> list[list[str]]:
@@ -192,8 +192,10 @@ def _status(steps: _Steps, sp: _Specs, run_spec: np.ndarray, reasons: _Reasons,
     first_runs, first_at = np.unique(pos[uncorrected_rows], return_index=True)  # rows are in run order
     reasons.add(_CAP, first_runs, 3,
                 _fmt("failed call never made good: ", steps.call_text(uncorrected_rows[first_at])))
+    statuses = (n == 0) | known_any  # a status is recorded (or there is no step): errors are known
+    checked = (cap > 0) | (~np.isnan(limit) & ~np.isnan(latency)) | statuses
     return {"n_errors": n_errors, "error_cascade": cascade, "over_budget": over, "_has_budget": budget > 0,
-            "non_terminated": hit_cap | unanswered | timed_out}
+            "non_terminated": hit_cap | unanswered | timed_out, "_checked": checked, "_statuses": statuses}
 
 
 def _side_effects(runs: pd.DataFrame, steps: _Steps, sp: _Specs, run_spec: np.ndarray,
@@ -206,6 +208,7 @@ def _side_effects(runs: pd.DataFrame, steps: _Steps, sp: _Specs, run_spec: np.nd
                      dtype=bool).reshape(len(groups), len(steps.tools))
     bad = np.flatnonzero(flags[group_of[run_spec[steps.pos]], steps.tool]) if len(steps.pos) else steps.pos
     forbidden_calls = np.bincount(steps.pos[bad], minlength=n_runs).astype(np.int64)
+    has_forbidden = np.array([bool(g) for g in groups], dtype=bool)[group_of[run_spec]]
     reasons.add(_SIDE, steps.pos[bad], steps.within[bad], _fmt("forbidden call: ", steps.call_text(bad)))
     # terminal state
     state_code, state_text = pd.factorize(runs["terminal_state"])
@@ -227,7 +230,7 @@ def _side_effects(runs: pd.DataFrame, steps: _Steps, sp: _Specs, run_spec: np.nd
             if metrics[name] is not None:
                 values[i, j], known[i, j] = metrics[name], True
         texts.append("; ".join(found))
-    out: dict[str, Any] = {"forbidden_calls": forbidden_calls}
+    out: dict[str, Any] = {"forbidden_calls": (forbidden_calls, has_forbidden)}
     for j, name in enumerate(names):
         out[name] = (values[inverse, j], known[inverse, j])
     has_text = np.array([bool(t) for t in texts], dtype=bool)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._display import Block, Display, Items, Lines, Section, Table, Title
+from agentab._display import Block, Display, Items, Lines, Section, Table, Title, json_ready
 from agentab.traces import share_of_known
 
 __all__ = ["Finding", "Diagnosis", "diagnose"]
@@ -64,9 +64,10 @@ class Finding(Display):
     evidence: pd.DataFrame
 
     def to_dict(self) -> dict[str, Any]:
-        """``title``, ``reading`` and the evidence as records (one dict per row, the index as a column)."""
+        """``title``, ``reading`` and the evidence as records (one dict per row, the index as a column; a
+        figure that cannot be computed is None, JSON ``null``)."""
         return {"title": self.title, "reading": self.reading,
-                "evidence": self.evidence.reset_index().to_dict(orient="records")}
+                "evidence": json_ready(self.evidence.reset_index().to_dict(orient="records"))}
 
     def _view(self) -> list[Block]:
         return [Title(self.title), Lines([f"    {self.reading}"])]

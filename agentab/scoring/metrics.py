@@ -9,8 +9,11 @@ The table
 One row per run, in the order of ``traces.runs``. Kinds: ``binary``
 (nullable ``boolean``), ``count`` and ``ordinal`` (``Int64``),
 ``continuous`` and ``cost`` (``float64``; ``tokens`` is ``Int64``). A
-missing value means "does not apply" (no budget, no reference, no recorded
-terminal state, ...), exactly where ``score_run`` gives ``None``.
+missing value means "cannot be computed": the spec does not ask for the
+check (no budget, no ``max_repeats``, nothing required or forbidden, no
+reference), or the trace does not record what it needs (no terminal state,
+no step status, no token counts), exactly where ``score_run`` gives
+``None``. It is never written as 0 or False, and is shown "n/a".
 ``df.attrs["metrics"]`` holds every metric column's kind and direction;
 :func:`metric_kinds` reads it back.
 
@@ -20,7 +23,8 @@ column                     kind       better    meaning
 ``run_id``, ``task_id``,   id                   from ``traces.runs`` (categorical; ``seed`` Int64)
 ``seed``, ``arm``,
 ``model``, ``harness``
-``tokens``                 cost       lower     tokens of the run (missing if any step's is)
+``tokens``                 cost       lower     tokens of the run (missing if any step's is,
+                                                or, without steps, if not recorded)
 ``cost_usd``               cost       lower     dollars of the run
 ``latency_s``              cost       lower     wall-clock seconds of the run
 ``passed``                 binary     higher    no check failed (``reasons`` is empty)
@@ -30,8 +34,10 @@ column                     kind       better    meaning
 ``right_result``           binary     higher    outcome true, or a number at or above
                                                 ``success_at``
 ``n_steps``                count      lower     tool calls
-``n_errors``               count      lower     calls whose status is ``"error"``
-``required_missing``       count      lower     ``required`` tools never called
+``n_errors``               count      lower     calls whose status is ``"error"`` (missing: no
+                                                step records a status)
+``required_missing``       count      lower     ``required`` tools never called (missing:
+                                                none required)
 ``tool_recall_required``   continuous higher    share of ``required`` called (missing: none
                                                 required)
 ``reference_match``        binary     higher    the calls match ``reference`` in the ``match``
@@ -45,31 +51,38 @@ column                     kind       better    meaning
 ``cycles``                 count      lower     short cycles (A, B, A, B) found by the loop scan
 ``longest_streak``         count      lower     longest run of identical back-to-back calls
 ``loop``                   binary     lower     any repeat or cycle
-``cap_hit``                binary     lower     a streak reached ``max_repeats``
+``cap_hit``                binary     lower     a streak reached ``max_repeats`` (missing: no
+                                                ``max_repeats``)
 ``over_budget``            binary     lower     more steps than ``step_budget`` (missing: no
                                                 budget)
 ``non_terminated``         binary     lower     reached ``step_cap`` or ``time_limit``, or the
-                                                last call was never answered
+                                                last call was never answered (missing: no
+                                                cap, no time limit with a latency, and no
+                                                step records a status)
 ``premature``              binary     lower     claimed success (``metadata.claimed_success``)
                                                 while the result is not right: wrong, or
                                                 unknown with no state change
                                                 (missing: no claim recorded)
 ``claimed_success``        binary     neither   the agent's own claim, as recorded
-``accidental_recovery``    binary     lower     right result despite errors or loops
+``accidental_recovery``    binary     lower     right result despite errors or loops (missing:
+                                                outcome unknown, or no loop and no status)
 ``error_cascade``          binary     lower     an error whose tool never succeeded later (not
                                                 counting a failed repeat of a call that had
-                                                already succeeded)
+                                                already succeeded; missing: no status)
 ``steps_at_failure``       count      lower     steps of a run with a wrong result (missing:
                                                 right or unknown)
-``forbidden_calls``        count      lower     calls to a ``forbidden`` tool
+``forbidden_calls``        count      lower     calls to a ``forbidden`` tool (missing: nothing
+                                                forbidden)
 ``forbidden_side_effects`` count      lower     terminal-state entries matching ``forbidden``
+                                                (missing: nothing forbidden, or no state)
 ``unexpected_side_effects`` count     lower     terminal-state entries outside
                                                 ``expected_state``
 ``missing_changes``        count      lower     ``expected_state`` entries the run did not make
 ``duplicate_changes``      count      lower     file entries listed more than once
 ``retries``                count      lower     retries after an error, as recorded
 ``backtracks``             count      lower     undone or redone work, as recorded
-``rubric``                 ordinal    higher    0-3 level of :func:`rubric_level`
+``rubric``                 ordinal    higher    0-3 level of :func:`rubric_level` (missing:
+                                                outcome unknown and a valid call made)
 ``reasons``                text                 ``score_run``'s reasons joined by ``"; "``
 ========================== ========== ========= ==================================================
 

@@ -108,7 +108,8 @@ def score(traces: Traces, spec: SpecLike = None, *, default: TrajectorySpec | No
         ``task_id -> dict of TrajectorySpec fields``); or a DataFrame with one
         row per task (``task_id`` column or index, columns named like the
         ``TrajectorySpec`` fields; missing cells take the defaults). ``None``
-        is ``TrajectorySpec()``: loops, errors and the outcome only.
+        is ``TrajectorySpec()``: loops, errors and the outcome only (the
+        checks it does not ask for, such as ``cap_hit``, are missing).
     default : TrajectorySpec, optional
         With a mapping or DataFrame: the spec of tasks it leaves out. Without
         it, such tasks are an error.
@@ -269,6 +270,10 @@ def _columns(runs: pd.DataFrame, steps: _Steps, checks: dict[str, dict[str, Any]
     backtracks = runs["backtracks"].to_numpy(dtype=np.float64, na_value=np.nan)
     corrections = np.nan_to_num(retries) + np.nan_to_num(backtracks)
     wasted = status["n_errors"] + loops["repeats"] + loops["cycles"]
+    statuses = status["_statuses"]
+    # a right result despite errors or loops: unknown without an outcome, or (no loop) without any status
+    accidental_known = known_outcome & (~right | loops["loop"] | statuses)
+    rubric_known = known_outcome | (valid == 0)
     claimed, claim_recorded = _claims(runs)
     changed, state_known = side["_state_changed"]
     premature = claimed & ~right & (wrong | (state_known & ~changed))
@@ -282,8 +287,8 @@ def _columns(runs: pd.DataFrame, steps: _Steps, checks: dict[str, dict[str, Any]
         "outcome": runs["outcome"].array.copy(),
         "right_result": _boolean(right, known_outcome),
         "n_steps": _integer(n),
-        "n_errors": _integer(status["n_errors"]),
-        "required_missing": _integer(required["required_missing"]),
+        "n_errors": _integer(status["n_errors"], statuses),
+        "required_missing": _integer(*required["required_missing"]),
         "tool_recall_required": required["tool_recall_required"],
         "reference_match": _boolean(reference["reference_match"], reference["_has_reference"]),
         "tool_precision": reference["tool_precision"],
@@ -293,19 +298,19 @@ def _columns(runs: pd.DataFrame, steps: _Steps, checks: dict[str, dict[str, Any]
         "cycles": _integer(loops["cycles"]),
         "longest_streak": _integer(loops["longest_streak"]),
         "loop": _boolean(loops["loop"]),
-        "cap_hit": _boolean(loops["cap_hit"]),
+        "cap_hit": _boolean(*loops["cap_hit"]),
         "over_budget": _boolean(status["over_budget"], status["_has_budget"]),
-        "non_terminated": _boolean(status["non_terminated"]),
+        "non_terminated": _boolean(status["non_terminated"], status["_checked"]),
         "premature": _boolean(premature, claim_recorded),
         "claimed_success": _boolean(claimed, claim_recorded),
-        "accidental_recovery": _boolean(right & ((status["n_errors"] > 0) | loops["loop"])),
-        "error_cascade": _boolean(status["error_cascade"]),
+        "accidental_recovery": _boolean(right & ((status["n_errors"] > 0) | loops["loop"]), accidental_known),
+        "error_cascade": _boolean(status["error_cascade"], statuses),
         "steps_at_failure": _integer(n, wrong),
-        "forbidden_calls": _integer(side["forbidden_calls"]),
+        "forbidden_calls": _integer(*side["forbidden_calls"]),
     })
     for name in ("forbidden_side_effects", "unexpected_side_effects", "missing_changes", "duplicate_changes"):
         columns[name] = _integer(*side[name])
     columns["retries"] = runs["retries"].astype("Int64").array
     columns["backtracks"] = runs["backtracks"].astype("Int64").array
-    columns["rubric"] = _integer(rubric_levels(right, valid, wasted, corrections, passed))
+    columns["rubric"] = _integer(rubric_levels(right, valid, wasted, corrections, passed), rubric_known)
     return columns

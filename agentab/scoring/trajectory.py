@@ -166,8 +166,16 @@ class _Run:
 def _run_from(run: Any, outcome: Any, final_state_correct: Any) -> _Run:
     given = outcome if outcome is not None else final_state_correct
     if isinstance(run, Mapping):  # a trace record
-        calls = [Call(s.get("tool"), s.get("args") or {}, (s.get("observation") or {}).get("status"))
-                 for s in run.get("steps", [])]
+        steps = run.get("steps")
+        if not isinstance(steps, list):  # not read as 0 steps: a record without its steps says nothing of them
+            raise ValueError(f"a trace record to score needs `steps`, a list of its calls ([] for none); "
+                             f"got {'none' if steps is None else type(steps).__name__}")
+        bad = next((i for i, s in enumerate(steps) if not isinstance(s, Mapping)), None)
+        if bad is not None:
+            raise TypeError(f"steps[{bad}]: a step must be an object, got {type(steps[bad]).__name__}")
+        calls = [as_call({"tool": s.get("tool"), "args": s.get("args") or {}}, f"steps[{i}]")
+                 for i, s in enumerate(steps)]
+        calls = [Call(c.tool, c.args, (s.get("observation") or {}).get("status")) for c, s in zip(calls, steps)]
         meta = run.get("metadata") or {}
         claim = meta.get("claimed_success")
         return _Run(calls, run.get("outcome") if given is None else given, run.get("terminal_state"),
@@ -226,7 +234,7 @@ def _loops(calls: list[Call], max_repeats: int | None) -> tuple[list[str], dict[
                 break
         i += 1
     return reasons, {"repeats": repeats, "cycles": cycles, "longest_streak": longest, "loop": repeats + cycles > 0,
-                     "cap_hit": cap_hit}
+                     "cap_hit": cap_hit if max_repeats is not None else None}
 
 
 def entry_text(value: Any) -> str:
@@ -271,7 +279,7 @@ def state_effects(state: Mapping[str, Any] | None, spec: TrajectorySpec) -> tupl
                         reasons.append(f"intended change missing ({label}): {entry}")
     expected = known and spec.expected_state is not None
     return reasons, {
-        "forbidden_side_effects": forbidden_effects if known else None,
+        "forbidden_side_effects": forbidden_effects if known and spec.forbidden else None,
         "unexpected_side_effects": unexpected if expected else None,
         "missing_changes": missing if expected else None,
         "duplicate_changes": duplicates if known else None,
@@ -283,7 +291,7 @@ def _side_effects(run: _Run, spec: TrajectorySpec) -> tuple[list[str], dict[str,
     forbidden_calls = [c for c in run.calls if any(fnmatch.fnmatchcase(c.tool, p) for p in spec.forbidden)]
     reasons = [f"forbidden call: {call}" for call in forbidden_calls]
     state_reasons, metrics = state_effects(run.terminal_state, spec)
-    return reasons + state_reasons, {"forbidden_calls": len(forbidden_calls), **metrics}
+    return reasons + state_reasons, {"forbidden_calls": len(forbidden_calls) if spec.forbidden else None, **metrics}
 
 
 def score_run(
@@ -363,7 +371,7 @@ def _required_check(calls: list[Call], spec: TrajectorySpec) -> tuple[list[str],
     if failed_only:
         reasons.append(f"only failed calls to: {', '.join(failed_only)}")
     recall = (len(spec.required) - len(missing)) / len(spec.required) if spec.required else None
-    return reasons, {"required_missing": len(missing), "tool_recall_required": recall}
+    return reasons, {"required_missing": len(missing) if spec.required else None, "tool_recall_required": recall}
 
 
 def _efficiency(run: _Run, spec: TrajectorySpec) -> tuple[list[str], dict[str, Any]]:
@@ -385,8 +393,13 @@ def _efficiency(run: _Run, spec: TrajectorySpec) -> tuple[list[str], dict[str, A
     uncorrected = _uncorrected_error(calls)
     if uncorrected is not None:
         reasons.append(f"failed call never made good: {uncorrected}")
+    # each part is known when its check can be made: a cap, a time limit with a latency, a recorded status
+    statuses = not calls or any(c.status is not None for c in calls)
+    checked = spec.step_cap is not None or (spec.time_limit is not None and run.latency_s is not None) or statuses
+    non_terminated = hit_cap or unanswered or timed_out
     return reasons, {"over_budget": over_budget if spec.step_budget is not None else None,
-                     "non_terminated": hit_cap or unanswered or timed_out, "error_cascade": uncorrected is not None}
+                     "non_terminated": non_terminated if checked else None,
+                     "error_cascade": uncorrected is not None if statuses else None}
 
 
 def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
@@ -405,6 +418,7 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
         reasons.append("no external outcome")
 
     errors = sum(c.status == "error" for c in calls)
+    statuses = not calls or any(c.status is not None for c in calls)  # n_errors is known
     valid = sum(c.status != "error" for c in calls)
     corrections = (run.retries or 0) + (run.backtracks or 0)
     wasted = errors + loops["repeats"] + loops["cycles"]
@@ -414,7 +428,7 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
         "outcome": run.outcome,
         "right_result": right,
         "n_steps": n,
-        "n_errors": errors,
+        "n_errors": errors if statuses else None,
         **required,
         **reference_metrics,
         **loops,
@@ -424,16 +438,26 @@ def _score(run: _Run, spec: TrajectorySpec) -> Verdict:
                       bool(run.claimed_success) and right is not True
                       and (right is False or changed is False)),
         "claimed_success": run.claimed_success,
-        "accidental_recovery": bool(right) and (errors > 0 or loops["loop"]),
+        "accidental_recovery": _accidental(right, errors, statuses, loops["loop"]),
         "error_cascade": status["error_cascade"],
         "steps_at_failure": n if right is False else None,
         **side,
         "retries": run.retries,
         "backtracks": run.backtracks,
-        "rubric": rubric_level(right_result=bool(right), valid_calls=valid, wasted=wasted, corrections=corrections,
-                               checks_passed=not reasons),
+        "rubric": None if right is None and valid else
+        rubric_level(right_result=bool(right), valid_calls=valid, wasted=wasted, corrections=corrections,
+                     checks_passed=not reasons),
     }
     return Verdict(passed=not reasons, reasons=reasons, metrics=metrics)
+
+
+def _accidental(right: bool | None, errors: int, statuses: bool, loop: bool) -> bool | None:
+    """A right result despite errors or loops; None when the outcome, or (without a loop) the errors, are unknown."""
+    if right is None:
+        return None
+    if not right or loop:
+        return bool(right)
+    return errors > 0 if statuses else None
 
 
 def _uncorrected_error(calls: list[Call]) -> Call | None:

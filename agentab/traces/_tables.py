@@ -8,8 +8,11 @@ files into the columns these tables are built from.
     ``run_id``, ``task_id``, ``arm``, ``model``, ``harness`` (categorical);
     ``seed`` (Int64); ``outcome`` (``boolean`` when every outcome is
     true/false, else float64); ``n_steps``, ``n_errors`` (steps whose
-    observation status is ``"error"``), ``tokens_in``, ``tokens_out``,
-    ``tokens`` (sums over steps; missing if any step's count is missing),
+    observation status is ``"error"``; missing when no step records a
+    status), ``tokens_in``, ``tokens_out``, ``tokens`` (sums over steps;
+    missing if any step's count is missing, except a step whose call is
+    counted at another, ``metadata.tokens_with_step``; a run without steps:
+    its ``metadata.tokens_in``/``tokens_out``, else missing, never 0),
     ``retries``, ``backtracks``, ``files_created``, ``files_modified``,
     ``files_deleted``, ``external_calls`` (counts of the terminal-state lists;
     missing when not recorded) as Int64; ``cost_usd``, ``latency_s``

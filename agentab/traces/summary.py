@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from agentab._display import number
 from agentab._vocabulary import quantile, task_weights
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,6 +72,10 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
         ``steps_p50``, ``steps_p95``, ``tokens_p50``, ``tokens_p95``,
         ``cost_p50``, ``cost_p95``, ``step_error_rate`` (error steps / steps)
         and ``runs_with_error`` (share of runs with at least one error step).
+        A figure that cannot be computed is NaN (shown "n/a"), never 0:
+        quantiles over the runs whose value is recorded (none: NaN, e.g. no
+        token counts at all), error rates over the runs that record a step
+        status (or have no step).
 
     Examples
     --------
@@ -88,7 +93,9 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
     for key, group in runs.groupby(keys, sort=False):
         per_task = group.groupby("task_id", observed=True)["outcome"].mean()
         seeds = group.groupby("task_id", observed=True).size()
+        known = group["n_errors"].notna()  # missing: steps, none with a recorded status
         n_steps = group["n_steps"].astype("float64")
+        errors, stepped = group["n_errors"][known].astype("float64"), n_steps[known]
         tasks = group["task_id"].astype(object)
         rows[key] = {
             "model": labels(group["model"]),
@@ -103,8 +110,8 @@ def summarize(traces: Traces | pd.DataFrame, by: str = "arm") -> pd.DataFrame:
             "tokens_p95": _quantile(group["tokens"].astype("float64"), 0.95, tasks),
             "cost_p50": _quantile(group["cost_usd"], 0.50, tasks),
             "cost_p95": _quantile(group["cost_usd"], 0.95, tasks),
-            "step_error_rate": float(group["n_errors"].sum() / n_steps.sum()) if n_steps.sum() else float("nan"),
-            "runs_with_error": float((group["n_errors"] > 0).mean()),
+            "step_error_rate": float(errors.sum() / stepped.sum()) if stepped.sum() else float("nan"),
+            "runs_with_error": float((errors > 0).mean()) if len(errors) else float("nan"),
         }
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = by
@@ -223,13 +230,7 @@ def format_summary(table: pd.DataFrame) -> str:
     for column in table.columns:
         fmt = _FORMATS.get(column, "{}")
         label = _LABELS.get(column, column)
-        cells = []
-        for value in table[column]:
-            if isinstance(value, float) and np.isnan(value):
-                cells.append("-")
-            else:
-                cells.append(fmt.format(value))
-        lines[label] = cells
+        lines[label] = [number(value, fmt) for value in table[column]]
     width_label = max(len(k) for k in lines)
     widths = [
         max(len(str(name)), *(len(cells[i]) for cells in lines.values())) for i, name in enumerate(table.index)

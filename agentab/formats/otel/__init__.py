@@ -92,8 +92,11 @@ usage; a sub-agent's total is likewise replaced by its model calls'. Each
 counted usage goes to one step: the innermost step whose span contains it
 (a model call made inside a tool, e.g. an agent used as a tool), else the
 first step that starts at or after it starts (the model call that chose the
-tool), else the last step (the final answer after the last tool call). Steps
-that receive none get 0, so the steps' sum is the run's total. A run where
+tool), else the last step (the final answer after the last tool call). A
+step that receives none (e.g. the second of parallel tool calls) has no
+counts of its own (unknown, not 0): ``metadata.tokens_with_step`` names the
+step its model call is counted at (the nearest before that received some,
+else after), so the steps' known counts sum to the run's total. A run where
 no span records usage of a kind has that kind unknown (``null``) on every
 step. A run without steps cannot hold its tokens in steps: its totals are
 kept in ``metadata.tokens_in``/``tokens_out`` (given on every run whose

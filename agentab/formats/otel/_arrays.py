@@ -366,18 +366,20 @@ def _run_of(s: Spans, parent: np.ndarray, has_parent: np.ndarray, mapping: Mappi
 # ---------------------------------------------------------------- tokens
 
 
-def usage(s: Spans, at: Layout, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens of one kind per step, and per run (-1: no span of the run records them), by the rule of
+def usage(s: Spans, at: Layout, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tokens of one kind per step, per run (-1: no span of the run records them), and which steps received
+    a count, by the rule of
     :func:`agentab.formats.otel._span_runs._usage`: a span's count is used if no span below it in the run
     records one; it goes to the innermost step containing it, else the first step starting at or after it,
     else the last step."""
     n, parent, run_of, run_rank = s.n, at.parent, at.run_of, at.run_rank
     count = _counts(s.attrs, names, n)
     per_step = np.zeros(len(at.steps), np.int64)
+    received = np.zeros(len(at.steps), bool)
     totals = np.full(len(at.first_step), -1, np.int64)
     recorded = (count >= 0) & (run_of >= 0)
     if not recorded.any():
-        return per_step, totals
+        return per_step, totals, received
     if count.max() >= INT64_MAX // max(int(recorded.sum()), 1):
         raise Unhandled  # sums that may not fit in 64 bits: the decoder words that rejection
     index = np.arange(n)
@@ -405,7 +407,8 @@ def usage(s: Spans, at: Layout, names: tuple[str, ...]) -> tuple[np.ndarray, np.
     if loose.any():
         target[loose] = _first_at_or_after(s.starts, at, used[loose], used_runs[loose])
     np.add.at(per_step, target, count[used])
-    return per_step, totals
+    received[target] = True
+    return per_step, totals, received
 
 
 def _counts(attrs: Attrs, names: tuple[str, ...], n: int) -> np.ndarray:

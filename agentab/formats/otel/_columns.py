@@ -169,14 +169,18 @@ class _Steps:
     tokens_out: list[int]
     total_in: list[int]
     total_out: list[int]
+    received: list[bool]
 
     def of(self, lo: int, hi: int, total_in: int, total_out: int) -> PreparedSteps:
-        """The steps ``lo`` to ``hi`` (one run's), their tokens unknown when the run's total is."""
+        """The steps ``lo`` to ``hi`` (one run's), their tokens unknown when the run's total is, and on the
+        steps whose model call is counted at another (:func:`._rules.counted_elsewhere`)."""
         unknown = [None] * (hi - lo)
-        return PreparedSteps(self.tool[lo:hi], self.args[lo:hi], self.observation[lo:hi],
-                             unknown if total_in < 0 else self.tokens_in[lo:hi],
-                             unknown if total_out < 0 else self.tokens_out[lo:hi],
-                             self.started_ns[lo:hi], self.ended_ns[lo:hi], self.metadata[lo:hi])
+        metadata = self.metadata[lo:hi]
+        tokens_in, tokens_out = _rules.counted_elsewhere(unknown if total_in < 0 else self.tokens_in[lo:hi],
+                                                         unknown if total_out < 0 else self.tokens_out[lo:hi],
+                                                         self.received[lo:hi], metadata)
+        return PreparedSteps(self.tool[lo:hi], self.args[lo:hi], self.observation[lo:hi], tokens_in, tokens_out,
+                             self.started_ns[lo:hi], self.ended_ns[lo:hi], metadata)
 
 
 def _steps(s: Spans, at: Layout) -> _Steps:
@@ -187,15 +191,15 @@ def _steps(s: Spans, at: Layout) -> _Steps:
     for k, i in enumerate(steps.tolist()) if call_ids else ():
         if i in call_ids:
             step_meta[k]["tool_call_id"] = str(call_ids[i])
-    tokens_in, total_in = _arrays.usage(s, at, _rules.TOKENS_IN)
-    tokens_out, total_out = _arrays.usage(s, at, _rules.TOKENS_OUT)
+    tokens_in, total_in, got_in = _arrays.usage(s, at, _rules.TOKENS_IN)
+    tokens_out, total_out, got_out = _arrays.usage(s, at, _rules.TOKENS_OUT)
     return _Steps(
         tool=_tool_names(attrs, s.names, steps, n), args=_arguments(attrs, steps, n),
         observation=_observations(attrs, steps, n, s.ends, s.failed, s.messages), metadata=step_meta,
         started_ns=[None if t < 0 else t for t in s.starts[steps].tolist()],
         ended_ns=[None if t < 0 else t for t in s.ends[steps].tolist()],
         tokens_in=tokens_in.tolist(), tokens_out=tokens_out.tolist(),
-        total_in=total_in.tolist(), total_out=total_out.tolist())
+        total_in=total_in.tolist(), total_out=total_out.tolist(), received=(got_in | got_out).tolist())
 
 
 # ---------------------------------------------------------------- runs

@@ -24,7 +24,7 @@ from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap
 from agentab.formats._base import Reject as _Reject
 from agentab.formats.decode import Prepared
-from agentab.formats.record import INT64_MAX
+from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
 #: An attribute found: (its name, its value).
 Hit = tuple[str, Any]
@@ -357,3 +357,33 @@ def qualified(record: Prepared, source: str | None, trace_id: str, span_id: str,
 def part_keys(trace_ids: Iterable[str], run_ids: Iterable[str]) -> frozenset[str]:
     """The keys of part of a file (:class:`~agentab.formats._base.Part`): its trace ids and default run ids."""
     return frozenset([*(f"trace:{trace_id}" for trace_id in trace_ids), *(f"run:{run_id}" for run_id in run_ids)])
+
+
+def counted_elsewhere(tokens_in: list[int | None], tokens_out: list[int | None], got: list[bool],
+                      metadata: list[dict[str, Any]]) -> tuple[list[int | None], list[int | None]]:
+    """One run's step counts with the steps that received no usage (``got`` false) made unknown (None):
+    their model call is counted at another step, the nearest before them that received some (else the
+    nearest after), which ``metadata[k]["tokens_with_step"]`` names; the run's total stays known. A kind
+    the run does not record (every count None) stays as it is.
+
+    Examples
+    --------
+    >>> meta = [{}, {}, {}]
+    >>> counted_elsewhere([10, 0, 5], [2, 0, 1], [True, False, True], meta), meta[1]
+    (([10, None, 5], [2, None, 1]), {'tokens_with_step': 0})
+    """
+    if all(got) or not any(got):
+        return tokens_in, tokens_out
+    receiving = [k for k, g in enumerate(got) if g]
+    tokens_in, tokens_out = list(tokens_in), list(tokens_out)
+    at = -1
+    for k, g in enumerate(got):
+        if g:
+            at = k
+            continue
+        metadata[k][TOKENS_WITH_STEP] = at if at >= 0 else receiving[0]
+        if tokens_in[k] is not None:
+            tokens_in[k] = None
+        if tokens_out[k] is not None:
+            tokens_out[k] = None
+    return tokens_in, tokens_out

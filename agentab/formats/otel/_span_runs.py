@@ -224,14 +224,17 @@ def _steps(run: Span, tree: list[Span]) -> tuple[PreparedSteps, int | None, int 
         starts_ns.append(start)
         ends_ns.append(end)
     unknown = [None] * len(tools)
-    tokens_in, tokens_out, total_in, total_out = _usage(run, tree, tools)
-    return (PreparedSteps(names, arguments, observations, unknown if total_in is None else tokens_in,
-                          unknown if total_out is None else tokens_out, starts_ns, ends_ns, step_metadata),
+    tokens_in, tokens_out, total_in, total_out, got = _usage(run, tree, tools)
+    tokens_in, tokens_out = _rules.counted_elsewhere(unknown if total_in is None else tokens_in,
+                                                     unknown if total_out is None else tokens_out, got, step_metadata)
+    return (PreparedSteps(names, arguments, observations, tokens_in, tokens_out, starts_ns, ends_ns, step_metadata),
             total_in, total_out)
 
 
-def _usage(run: Span, tree: list[Span], tools: list[Span]) -> tuple[list[int], list[int], int | None, int | None]:
-    """Input and output tokens per step, and the run's totals (None: no span records them).
+def _usage(run: Span, tree: list[Span],
+           tools: list[Span]) -> tuple[list[int], list[int], int | None, int | None, list[bool]]:
+    """Input and output tokens per step, the run's totals (None: no span records them), and which steps
+    received a count.
 
     Usage at the lowest level: a span's count is used only if no span below
     it (in the run) records one. Descendants come before their ancestors
@@ -244,9 +247,10 @@ def _usage(run: Span, tree: list[Span], tools: list[Span]) -> tuple[list[int], l
     n_steps = len(tools)
     per_in = [0] * n_steps
     per_out = [0] * n_steps
+    got = [False] * n_steps
     usage = [span for span in reversed(tree) if not USAGE.isdisjoint(span.attrs)]
     if not usage:
-        return per_in, per_out, None, None
+        return per_in, per_out, None, None, got
     last = n_steps - 1
     starts = [span.at for span in tools]
     total_in: int | None = None
@@ -291,11 +295,12 @@ def _usage(run: Span, tree: list[Span], tools: list[Span]) -> tuple[list[int], l
             node = node.up
         if at is None:
             at = last if span.start is None else min(bisect.bisect_left(starts, span.start), last)
+        got[at] = True
         if count_in is not None:
             per_in[at] += count_in
         if count_out is not None:
             per_out[at] += count_out
-    return per_in, per_out, total_in, total_out
+    return per_in, per_out, total_in, total_out, got
 
 
 def _step(span: Span) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
