@@ -19,7 +19,8 @@ from agentab.cli import _commands as run
 from agentab.cli._inputs import positive_int
 from agentab.cli._output import FAIL_ON
 
-__all__ = ["add_format", "add_lenient", "add_power_settings", "add_seed", "add_spec", "add_traces", "build_parser"]
+__all__ = ["add_arm_column", "add_field", "add_format", "add_lenient", "add_power_settings", "add_seed", "add_spec",
+           "add_traces", "add_where", "build_parser"]
 
 _EPILOG = """\
 examples:
@@ -113,8 +114,10 @@ def _command(commands: Any, name: str, func: Any, *, quiet: bool, **options: Any
 
 
 def add_traces(parser: argparse.ArgumentParser) -> None:
-    """TRACES..., --lenient, --format and --field: the commands that read traces and nothing else."""
-    parser.add_argument("traces", nargs="+", type=Path, help="trace files or folders of them (any format: see --format)")
+    """TRACES..., --lenient, --format, --field and --where: the commands that read traces or results tables."""
+    parser.add_argument("traces", nargs="+", type=Path, metavar="SOURCE",
+                        help="trace files or folders of them (any format: see --format), or results tables (.csv, "
+                        ".tsv, .parquet, .jsonl of flat records: one row per run)")
     add_lenient(parser, "load the valid runs and list the rejected records, instead of stopping at the first problem")
     add_format(parser)
 
@@ -125,12 +128,32 @@ def add_lenient(parser: Any, help: str) -> None:
 
 
 def add_format(parser: Any) -> None:
-    """--format and --field, for every command that reads traces."""
+    """--format, --field and --where, for every command that reads traces or results tables."""
     parser.add_argument("--format", default="auto", metavar="FORMAT",
                         help="the traces' format: auto (default: detected per file), or one of `agentab formats`")
+    add_field(parser)
+    add_where(parser)
+
+
+def add_field(parser: Any) -> None:
+    """--field NAME=KEY: agentab's name for a column of a results table, or a field of a converted trace format."""
     parser.add_argument("--field", action="append", metavar="NAME=KEY",
-                        help="converted formats: read a run-level field (task_id, seed, arm, outcome, ...) from KEY "
-                        "(an attribute, key or dotted path; repeatable), e.g. --field outcome=reward")
+                        help="read agentab's NAME (task_id, arm, outcome, seed, cost_usd, ...) from KEY: a column of a "
+                        "results table, or a converted format's attribute, key or dotted path (repeatable), e.g. "
+                        "--field task_id=instance_id --field outcome=is_resolved")
+
+
+def add_where(parser: Any) -> None:
+    """--where EXPR: keep the rows of a results table (or of the scores) for which EXPR holds."""
+    parser.add_argument("--where", action="append", metavar="EXPR",
+                        help="keep only the rows for which EXPR holds (pandas DataFrame.query syntax; repeatable, "
+                        "applied in order after --field), e.g. --where \"agent == 'Droid'\"; a results table's "
+                        "rows, or the scores of traces")
+
+
+def add_arm_column(parser: Any, help: str) -> None:
+    """--arm-column COL: the column naming each run's arm."""
+    parser.add_argument("--arm-column", metavar="COL", help=help)
 
 
 def add_spec(parser: Any, help: str = _SPEC_HELP) -> None:
@@ -220,6 +243,7 @@ def _add_summary(commands: Any) -> None:
     )
     add_traces(summary)
     summary.add_argument("--by", default="arm", help="runs column to group by (default: arm)")
+    add_arm_column(summary, "the column naming each run's arm, to group by (the same as --by)")
 
 
 def _add_score(commands: Any) -> None:
@@ -273,8 +297,8 @@ def _add_compare(commands: Any) -> None:
     data = cmd.add_argument_group("arms and data")
     data.add_argument("--names", nargs=2, metavar=("BASELINE", "CANDIDATE"),
                       help="the arms' names (two sources), or which two arms of --arm-column to compare")
-    data.add_argument("--arm-column", metavar="COL",
-                      help="take the arms from this runs column or metadata key (default for one source: arm)")
+    add_arm_column(data, "take the arms from this column (of a results table, the runs, or a metadata key; default "
+                   "for one source: arm); two arms need --names unless one is named baseline")
     add_spec(data)
     add_format(data)
     add_lenient(data, "leave out invalid records (listed on stderr) instead of stopping at the first")
@@ -334,9 +358,10 @@ def _add_power(commands: Any) -> None:
     power.add_argument("--effect", help="the effect to detect (not with --mde); a negative percentage as --effect=-20%%")
     power.add_argument("--baseline", help="baseline rate, level shares, or a file with a pilot sample")
     power.add_argument("--column", help="column of --baseline's .csv/.parquet file (cost, count)")
-    power.add_argument("--arm-column",
-                       help="column of --baseline's table naming each run's arm (default: arm, when the table has it); "
-                       "a table with two or more arms is split, never pooled")
+    add_arm_column(power, "column of --baseline's table naming each run's arm (default: arm, when the table has it); "
+                   "a table with two or more arms is split, never pooled")
+    add_field(power)
+    add_where(power)
     power.add_argument("--baseline-arm", metavar="NAME",
                        help="the arm of --baseline's table to read (default: the arm named baseline)")
     power.add_argument("--paired", action="store_true",
@@ -378,7 +403,10 @@ def _add_plan(commands: Any) -> None:
     plan.add_argument("--max-tasks", type=positive_int, help="tasks available")
     add_spec(plan)
     plan.add_argument("--cluster", default="task_id", help="task column (default task_id)")
-    plan.add_argument("--baseline-arm", help="the pilot's baseline arm (default: 'baseline' or the first)")
+    add_arm_column(plan, "the pilot's column naming each run's arm (default: arm)")
+    plan.add_argument("--baseline-arm", metavar="NAME",
+                      help="the pilot's baseline arm (default: the arm named baseline; with other arms and none "
+                      "named baseline, required)")
     plan.add_argument("--simulate", type=positive_int, metavar="N",
                       help="also check the recommendation on N simulated experiments")
     plan.add_argument("--heterogeneity", metavar="H",
