@@ -33,6 +33,7 @@ from agentab.cli._inputs import (
     read_spec,
     read_table,
     score,
+    write_spec,
 )
 from agentab.cli._output import (
     EXIT_OK,
@@ -110,6 +111,8 @@ def run_example(args: argparse.Namespace) -> int:
     paths = agentab.datasets.write_example(args.out, seed=args.seed, n_tasks=args.tasks, n_seeds=args.seeds)
     for arm, path in paths.items():
         say(f"{arm}: {path}")
+    spec = write_spec(args.out / "spec.json", agentab.datasets.example_specs(seed=args.seed, n_tasks=args.tasks))
+    say(f"spec: {spec}  (agentab compare {paths['baseline']} {paths['candidate']} --spec {spec})")
     return EXIT_OK
 
 
@@ -172,12 +175,12 @@ def _summarize_table(table: pd.DataFrame, by: str) -> pd.DataFrame:
 def run_score(args: argparse.Namespace) -> int:
     """``agentab score``: every run scored; the per-run table written, or its per-arm summary printed."""
     progress = Progress.for_args(args)
-    spec = read_spec(args.spec)
     suffix = None if args.out is None else args.out.suffix.lower()
     if suffix not in (None, *TABLE_SUFFIXES):
         raise SpecError(f"{args.out}: the output must end in .csv or .parquet")
     if _tables(args.traces):
         return _score_table(args)
+    spec = read_spec(args.spec)
     traces = load(list(args.traces), args, progress)
     scores = filter_rows(score(traces, spec, progress), args)
     if args.out is None:

@@ -8,6 +8,7 @@ with the parameter named as its flag (``--n-resamples must be ...``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import warnings
 from collections.abc import Callable, Sequence
@@ -19,12 +20,13 @@ import pandas as pd
 
 import agentab
 from agentab._vocabulary import DIRECTIONS, KINDS
+from agentab._write import atomic_text
 from agentab.cli._output import Progress, note
 from agentab.errors import PowerError, SpecError, TraceError, TraceWarning
 
 __all__ = ["TABLE_SUFFIXES", "InputError", "checked", "fields", "filter_rows", "is_table", "load", "need_column", "number",
            "parse_guardrails", "parse_metrics", "positive_int", "read_spec", "read_table", "require_file", "score",
-           "where"]
+           "spec_record", "where", "write_spec"]
 
 #: The endings of a scores table (``agentab score -o``).
 TABLE_SUFFIXES = (".csv", ".parquet")
@@ -163,6 +165,30 @@ def read_spec(path: Path | None) -> agentab.TrajectorySpec | dict[str, agentab.T
         return agentab.TrajectorySpec(**data)
     except (TypeError, ValueError, AttributeError) as err:
         raise SpecError(f"{path}: {err}") from err
+
+
+def spec_record(spec: agentab.TrajectorySpec) -> dict[str, Any]:
+    """One spec as the JSON object :func:`read_spec` reads back: its fields that differ from the defaults."""
+    default = agentab.TrajectorySpec()
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(spec):
+        value = getattr(spec, field.name)
+        if value == getattr(default, field.name):
+            continue
+        if callable(value) or (isinstance(value, dict) and any(callable(v) for v in value.values())):
+            raise SpecError(f"spec field {field.name}: a Python function cannot be written to a spec file")
+        if field.name == "reference":
+            value = [{k: v for k, v in (("tool", c.tool), ("args", c.args), ("status", c.status)) if v is not None}
+                     for c in value]
+        out[field.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def write_spec(path: Path, specs: agentab.TrajectorySpec | dict[str, agentab.TrajectorySpec]) -> Path:
+    """Write a spec file (one spec, or ``{"tasks": {task_id: spec}}``) that ``--spec`` reads back, atomically."""
+    data = ({"tasks": {str(task): spec_record(spec) for task, spec in specs.items()}} if isinstance(specs, dict)
+            else spec_record(specs))
+    return atomic_text(path, json.dumps(data, indent=1) + "\n")
 
 
 def read_table(paths: Path | Sequence[Path], args: argparse.Namespace) -> pd.DataFrame:

@@ -25,7 +25,7 @@ __all__ = ["add_arm_column", "add_field", "add_format", "add_lenient", "add_powe
 _EPILOG = """\
 examples:
   agentab demo                         the embedded example experiment: summary, scores, findings, decision
-  agentab example --out runs/          write the example as runs/baseline.jsonl, runs/candidate.jsonl
+  agentab example --out runs/          write the example as runs/baseline.jsonl, runs/candidate.jsonl, runs/spec.json
   agentab summary runs/                per-arm summary of every .jsonl/.json(.gz) file under runs/
   agentab formats                      the trace formats --format takes, with an example of each
   agentab summary a.jsonl b.jsonl --lenient
@@ -215,8 +215,10 @@ def _add_demo(commands: Any) -> None:
 def _add_example(commands: Any) -> None:
     example = _command(
         commands, "example", run.run_example, quiet=False,
-        help="write the example experiment as JSONL, one file per arm",
-        description="Write the embedded example experiment as OUT/baseline.jsonl and OUT/candidate.jsonl.",
+        help="write the example experiment as JSONL, one file per arm, and its spec.json",
+        description="Write the embedded example experiment as OUT/baseline.jsonl and OUT/candidate.jsonl, and its "
+        "trajectory specs as OUT/spec.json: agentab compare OUT/baseline.jsonl OUT/candidate.jsonl --spec OUT/spec.json "
+        "reproduces the demo's comparison.",
     )
     example.add_argument("--out", required=True, type=Path, help="output directory (created if missing)")
     add_seed(example, "seed of the generator (default 0)")
