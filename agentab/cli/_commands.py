@@ -139,7 +139,9 @@ def run_summary(args: argparse.Namespace) -> int:
     traces = load(list(args.traces), args, Progress.for_args(args))
     runs = filter_rows(traces.runs, args)
     if by not in runs.columns:
-        raise InputError(f"--arm-column {by}: not a runs column (columns: {', '.join(map(str, runs.columns))})")
+        flag = "--arm-column" if args.arm_column else "--by"
+        raise InputError(f"{flag} {by}: cannot group by {by!r}, not a runs column "
+                         f"(columns: {', '.join(map(str, runs.columns))})")
     say(format_summary(agentab.summarize(runs, by=by)))
     print_rejected(traces, quiet=args.quiet)
     return EXIT_OK

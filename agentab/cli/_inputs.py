@@ -236,8 +236,32 @@ def filter_rows(frame: pd.DataFrame, args: argparse.Namespace, what: str = "runs
     return out
 
 
+#: The spec file ``agentab example`` writes beside the traces; a folder's own is not read as traces.
+SPEC_NAME = "spec.json"
+
+
+def without_spec(sources: Sequence[Any]) -> list[Any]:
+    """The sources, a folder holding a ``spec.json`` replaced by its other entries (the trace files and folders)."""
+    out: list[Any] = []
+    for source in sources:
+        folder = Path(source)
+        if not (isinstance(source, (str, Path)) and folder.is_dir() and (folder / SPEC_NAME).is_file()):
+            out.append(source)
+            continue
+        entries = sorted(p for p in folder.iterdir() if p.name != SPEC_NAME and (
+            (p.is_dir() and not p.is_symlink()) or p.name.lower().endswith(tuple(agentab.traces.SUFFIXES))))
+        if not entries:
+            raise TraceError(f"no trace files in this directory (only its {SPEC_NAME})", source=str(folder))
+        out.extend(entries)
+    return out
+
+
 def load(source: Any, args: argparse.Namespace, progress: Progress) -> agentab.Traces:
-    """:func:`agentab.load_traces` with the command's --format, --field and --lenient, and a loading bar."""
+    """:func:`agentab.load_traces` with the command's --format, --field and --lenient, and a loading bar.
+
+    A folder's ``spec.json`` (as ``agentab example`` writes) is the spec, not a trace file: it is skipped.
+    """
+    source = without_spec(source) if isinstance(source, list) else source
     field_map = fields(args)
     try:
         with progress.phase("loading", unit=" files") as tick:
