@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -159,12 +160,27 @@ def read_spec(path: Path | None) -> agentab.TrajectorySpec | dict[str, agentab.T
         raise SpecError(f"{path}: not a UTF-8 text file ({err.reason})") from err
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    if set(data) == {"tasks"}:
+        if not isinstance(data["tasks"], dict):
+            raise SpecError(f"{path}: \"tasks\" must map each task id to a spec object")
+        return {str(task): _spec(spec, f"{path}, task {task}") for task, spec in data["tasks"].items()}
+    return _spec(data, str(path))
+
+
+def _spec(data: Any, where_: str) -> agentab.TrajectorySpec:
+    """One spec object of a spec file; its errors name the file's keys, not Python's keywords."""
+    keys = [f.name for f in dataclasses.fields(agentab.TrajectorySpec)]
+    if not isinstance(data, dict):
+        raise SpecError(f"{where_}: expected a spec object {{key: value}}, got {type(data).__name__}")
+    unknown = [str(k) for k in data if k not in keys]
+    if unknown:
+        tasks = ' (a file of per-task specs is {"tasks": {TASK_ID: spec}})' if "tasks" in unknown else ""
+        raise SpecError(f"{where_}: unknown spec key {unknown[0]!r}{tasks}; keys: {', '.join(keys)}")
     try:
-        if set(data) == {"tasks"}:
-            return {str(task): agentab.TrajectorySpec(**spec) for task, spec in data["tasks"].items()}
         return agentab.TrajectorySpec(**data)
     except (TypeError, ValueError, AttributeError) as err:
-        raise SpecError(f"{path}: {err}") from err
+        message = re.sub(r"`(\w+)`", r'key "\1"', re.sub(r"`(\w+)` ==", r'key "\1" is', str(err)))
+        raise SpecError(f"{where_}: {message}") from err
 
 
 def spec_record(spec: agentab.TrajectorySpec) -> dict[str, Any]:
