@@ -155,8 +155,8 @@ def load_results(
     Returns
     -------
     pandas.DataFrame
-        One row per run. Columns of True/False (``True``/``False``, ``true``/``false`` or 0/1 with blanks)
-        are nullable booleans (``boolean``) whose blanks are missing (``pd.NA``), never False. ``attrs``
+        One row per run. Columns of True/False (``True``/``False``, ``true``/``false``, or numbers 0 and 1
+        with blanks; not text "0"/"1" alone, nor a numeric column of one value) are nullable booleans (``boolean``) whose blanks are missing (``pd.NA``), never False. ``attrs``
         records ``"missing"`` ({column: blank count} of the booleans and the ``fields`` columns, a mapped
         column under its agentab name),
         ``"where"`` ([(expression, rows before, rows after)]) and ``"source"``.
@@ -240,6 +240,8 @@ def _read(item: Any, *, strict: bool) -> pd.DataFrame:
         if name.endswith((".csv", ".tsv")):
             return pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",",
                                on_bad_lines="error" if strict else "warn")
+    except TraceError:
+        raise
     except (ValueError, OSError, ImportError, UnicodeDecodeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise TraceError(f"cannot read the table: {first}", source=str(path)) from err
@@ -253,6 +255,7 @@ def _read_jsonl(path: Path, *, strict: bool) -> pd.DataFrame:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
+            field = None
             try:
                 record = json.loads(line)
                 problem = None if isinstance(record, dict) else f"expected a JSON object, got {type(record).__name__}"
@@ -261,11 +264,11 @@ def _read_jsonl(path: Path, *, strict: bool) -> pd.DataFrame:
             if problem is None:
                 nested = [k for k, v in record.items() if not _scalar(v)]
                 if nested:
-                    problem = (f"field {nested[0]}: a results table's records are flat (scalar values); "
-                               "runs with steps are traces (agentab.load_traces)")
+                    field, problem = str(nested[0]), ("a results table's records are flat (scalar values); runs "
+                                                      "with steps are traces (agentab.load_traces)")
             if problem is not None:
                 if strict:
-                    raise TraceError(problem, source=str(path), line=number)
+                    raise TraceError(problem, source=str(path), line=number, field=field)
                 skipped.append(number)
                 continue
             records.append(record)
@@ -285,20 +288,22 @@ def _binary(column: pd.Series) -> pd.Series:
     if values.empty:
         return column
     if pd.api.types.is_numeric_dtype(column):
-        if not column.isna().any() or not values.isin([0, 1]).all():
-            return column  # 0/1 without blanks stays numeric: compare reads it as binary or asks for the kind
+        if not column.isna().any() or not values.isin([0, 1]).all() or values.nunique() < 2:
+            return column  # 0/1 without blanks (or all 0: a count) stays numeric; compare asks for its kind
         return column.astype("boolean")
     if column.dtype != object and not pd.api.types.is_string_dtype(column):
         return column
     words = values.map(lambda v: str(v).strip().lower())
-    if not words.isin(_TRUE | _FALSE).all() or not words.isin({"true", "false"}).any():
+    words = words[words != ""]  # an empty cell is a blank
+    if words.empty or not words.isin(_TRUE | _FALSE).all() or not words.isin({"true", "false"}).any():
         return column  # text of 0/1 alone is read as text: ids can look like that
     flags = column.map(lambda v: pd.NA if _blank(v) else str(v).strip().lower() in _TRUE)
     return flags.astype("boolean")
 
 
 def _blank(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+    return (value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+            or (isinstance(value, str) and not value.strip()))
 
 
 def _map_fields(table: pd.DataFrame, fields: Mapping[str, str] | None, label: str) -> pd.DataFrame:
