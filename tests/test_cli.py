@@ -178,8 +178,8 @@ def test_score_and_diagnose_commands(tmp_path, capsys):
 
 def test_bad_spec_files_exit_2(tmp_path, capsys):
     traces = write_jsonl(tmp_path / "runs.jsonl", [make_record("a")])
-    for text, message in [('{"match": "fuzzy", "reference": ["a"]}', "`match` == 'fuzzy'"),
-                          ('{"budget": 3}', "unexpected keyword argument 'budget'"),
+    for text, message in [('{"match": "fuzzy", "reference": ["a"]}', "key \"match\" is 'fuzzy'"),
+                          ('{"budget": 3}', "unknown spec key 'budget'; keys: required, reference"),
                           ("[1]", "expected a JSON object, got list"),
                           ("{oops", "line 1: malformed JSON")]:
         spec = tmp_path / "spec.json"
