@@ -40,6 +40,9 @@ examples:
                                        a CI gate: exit 3 on "don't ship", an HTML report either way
   agentab compare runs/ --arm-column model --names gpt-4o sonnet-4 --json > result.json
                                        arms from a column (or metadata key); the result as JSON
+  agentab compare trials.csv --arm-column submission --names A B --field outcome=is_resolved --where "agent == 'Droid'"
+                                       a results table (one row per run: .csv, .tsv, .parquet, flat .jsonl);
+                                       --field maps agentab's names to its columns, --where keeps rows
   agentab power --metric binary --baseline 0.5 --effect 0.05 --seeds 3 --icc 0.2
                                        runs and tasks per arm to detect +5 points of success
   agentab power --metric ordinal --baseline 0.2,0.3,0.3,0.2 --effect 1.5 --n 100 200 400
@@ -61,13 +64,21 @@ Progress bars are drawn on stderr only when it is a terminal.
 
 _COMPARE_EPILOG = """\
 arms:
-  BASELINE CANDIDATE  two trace files/folders (or two scores tables); each arm is named after its file
-                      (without .jsonl/.json/.gz/.csv/.parquet) or folder, or its parent folder when both
+  BASELINE CANDIDATE  two trace files/folders (or two results tables); each arm is named after its file
+                      (without .jsonl/.json/.gz/.csv/.tsv/.parquet) or folder, or its parent folder when both
                       have the same name (runs/a/traces.jsonl vs runs/b/traces.jsonl: a and b); --names
-                      names them. Records carrying an `arm` field must agree with that name.
+                      names them. The position decides which is the baseline: records whose own `arm` field
+                      names one arm per file give the names (said in a note), and records saying "candidate"
+                      in BASELINE's file (or "baseline" in CANDIDATE's) are an error.
   SOURCE...           with --arm-column COL (default for a single source: the records' `arm`), the arms are
-                      the values of COL: a runs column (arm, model, harness, source) or a key of the
-                      runs' metadata; --names BASE CAND picks the two to compare when there are more.
+                      the values of COL: a column of a results table, a runs column (arm, model, harness,
+                      source) or a key of the runs' metadata; --names BASE CAND picks the two to compare.
+                      Two arms need --names unless one is named baseline: never chosen by row order.
+
+results tables (one row per run: .csv, .tsv, .parquet, .jsonl of flat records): --field NAME=COL gives
+agentab's name to a column (--field task_id=instance_id --field outcome=is_resolved); --where EXPR keeps
+the rows for which EXPR holds (pandas DataFrame.query syntax, repeatable: --where "agent == 'Droid'").
+True/False columns with blanks are binary; the blanks are counted and left out, never read as False.
 
 metrics (default: those of outcome, rubric, tokens, cost_usd, n_steps, loop, cap_hit, non_terminated,
 arg_accuracy, n_errors the scores have): --metric tokens=cost, --metric latency_s=continuous:lower,
@@ -239,9 +250,10 @@ def _add_formats(commands: Any) -> None:
 def _add_summary(commands: Any) -> None:
     summary = _command(
         commands, "summary", run.run_summary, quiet=True,
-        help="per-arm summary of trace files",
-        description="Load trace files or folders (arms from each record's `arm` field) and print a "
-        "per-arm summary: runs, tasks, success rate, steps/tokens/cost p50 and p95, error rates.",
+        help="per-arm summary of trace files or results tables",
+        description="Load trace files or folders (arms from each record's `arm` field), or results tables (one row "
+        "per run; --field task_id=COL --field outcome=COL name their columns), and print a per-arm summary: runs, "
+        "tasks, success rate, steps/tokens/cost p50 and p95, error rates (n/a where the data has no such column).",
     )
     add_traces(summary)
     summary.add_argument("--by", default="arm", help="runs column to group by (default: arm)")
@@ -255,7 +267,9 @@ def _add_score(commands: Any) -> None:
         description="Load traces and score every run against a trajectory spec (loops, budget, match "
         "against a reference, side effects, the 0-3 rubric). SPEC.json holds one spec object (the fields "
         "of agentab.TrajectorySpec, references as [{\"tool\": ..., \"args\": {...}}]) or "
-        "{\"tasks\": {TASK_ID: spec, ...}}. Without -o, prints a per-arm summary of the scores.",
+        "{\"tasks\": {TASK_ID: spec, ...}}. Without -o, prints a per-arm summary of the scores. A results table "
+        "(one row per run, no steps) has no trajectory to score: it passes through (-o writes it, with --field and "
+        "--where applied), and --spec is an error.",
     )
     add_traces(score)
     add_spec(score, "trajectory spec (JSON); default: an empty spec")
@@ -271,7 +285,8 @@ def _add_diagnose(commands: Any) -> None:
         help="find failure shapes across an experiment",
         description="Load and score traces, then report findings with their evidence: success by step "
         "count (context exhaustion), loops and cap hits, non-termination, error cascades, accidental "
-        "recovery, tool selection vs argument correctness, tool choice by arm.",
+        "recovery, tool selection vs argument correctness, tool choice by arm. It needs traces (each run's "
+        "steps): a results table is refused, naming what is missing.",
     )
     add_traces(diagnose)
     add_spec(diagnose)
@@ -285,7 +300,7 @@ def _add_compare(commands: Any) -> None:
         usage="agentab compare BASELINE CANDIDATE [options]\n"
         "       agentab compare SOURCE... --arm-column COL [--names BASELINE CANDIDATE] [options]",
         description=textwrap.fill(
-            "Load two arms' traces (or scores tables), score every run against --spec, compare every metric with "
+            "Load two arms' traces (or results tables), score every run against --spec, compare every metric with "
             "the test its kind calls for (tasks as the unit: paired by task when both arms ran the same tasks; "
             "permutation p-values, bootstrap intervals; secondary metrics Holm-adjusted), check the guardrails and "
             "print the verdict with its reasons and the table (or, with --json, the result as JSON). Outcome "
@@ -294,8 +309,8 @@ def _add_compare(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cmd.add_argument("sources", nargs="+", type=Path, metavar="SOURCE",
-                     help="BASELINE CANDIDATE: trace files/folders or scores tables (.csv/.parquet), arms by "
-                     "position; or SOURCE... with --arm-column")
+                     help="BASELINE CANDIDATE: trace files/folders or results tables (.csv/.tsv/.parquet/flat "
+                     ".jsonl), arms by position; or SOURCE... with --arm-column")
     data = cmd.add_argument_group("arms and data")
     data.add_argument("--names", nargs=2, metavar=("BASELINE", "CANDIDATE"),
                       help="the arms' names (two sources), or which two arms of --arm-column to compare")
@@ -359,7 +374,7 @@ def _add_power(commands: Any) -> None:
     power.add_argument("--metric", required=True, choices=list(KINDS), help="the metric's kind")
     power.add_argument("--effect", help="the effect to detect (not with --mde); a negative percentage as --effect=-20%%")
     power.add_argument("--baseline", help="baseline rate, level shares, or a file with a pilot sample")
-    power.add_argument("--column", help="column of --baseline's .csv/.parquet file (cost, count)")
+    power.add_argument("--column", help="column of --baseline's results table (.csv, .tsv, .parquet, flat .jsonl; cost, count)")
     add_arm_column(power, "column of --baseline's table naming each run's arm (default: arm, when the table has it); "
                    "a table with two or more arms is split, never pooled")
     add_field(power)
@@ -386,12 +401,13 @@ def _add_plan(commands: Any) -> None:
     plan = _command(
         commands, "plan", run.run_plan, quiet=True,
         help="tasks x seeds per task from pilot runs",
-        description="Read pilot runs (trace files or folders, scored with --spec; or a scores table .csv/.parquet "
-        "from `agentab score -o`), measure the metric's distribution and intra-task correlation, and list designs "
+        description="Read pilot runs (trace files or folders, scored with --spec; or a results table: .csv, .tsv, "
+        ".parquet, flat .jsonl, such as `agentab score -o` writes, with --field, --where and --arm-column), measure the metric's distribution and intra-task correlation, and list designs "
         "(tasks x seeds per task) with their power; the cheapest reaching the target is recommended. A pilot "
         "with only the baseline arm is the usual case.",
     )
-    plan.add_argument("pilot", nargs="+", type=Path, help="trace files/folders, or one scores .csv/.parquet")
+    plan.add_argument("pilot", nargs="+", type=Path,
+                      help="trace files/folders, or results tables (.csv, .tsv, .parquet, flat .jsonl)")
     plan.add_argument("--metric", required=True, help="the metric's column (e.g. outcome, rubric, tokens)")
     plan.add_argument("--effect", required=True,
                       help="binary: change of rate (0.05 or 5%%); ordinal: odds ratio; continuous: Cohen's d; "
