@@ -105,7 +105,7 @@ def test_outcome_candidates_in_the_hint():
     assert column_hint(table, "outcome", cli=True).startswith(
         "no column 'outcome'; candidates: resolved (binary); map one with --field outcome=COL (columns: ")
     metr = quiet_load(METR)
-    assert "candidates: score (numeric)" in column_hint(metr, "outcome")
+    assert "candidates: score (numeric), score_binarized (numeric);" in column_hint(metr, "outcome")
     assert 'fields={"outcome": COL}' in column_hint(metr, "outcome")
 
 

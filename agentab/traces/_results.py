@@ -93,6 +93,10 @@ def _columns(columns: Any) -> str:
 def column_hint(table: pd.DataFrame, name: str, *, cli: bool = False) -> str:
     """Why ``name`` is needed and absent: the candidate columns, the columns and the fix, in one sentence.
 
+    For ``outcome``, the candidates are the columns named as in :data:`OUTCOME_CANDIDATES` (``resolved``,
+    ``is_resolved``, ``success``, ``passed``, ``reward``, ``score``) or starting with one of them and ``_``
+    (``score_binarized``), each with its kind.
+
     Parameters
     ----------
     table : pandas.DataFrame
@@ -115,7 +119,9 @@ def column_hint(table: pd.DataFrame, name: str, *, cli: bool = False) -> str:
     "no column 'outcome'; candidates: resolved (binary); map one with --field outcome=COL (columns: instance_id, resolved, cost)"
     """
     names = OUTCOME_CANDIDATES if name == "outcome" else ()
-    found = [f"{c} ({_kind_word(table[c])})" for c in names if c in table.columns]
+    columns = [str(c) for c in table.columns]
+    offered = [c for n in names for c in columns if c == n or c.startswith(f"{n}_")]  # score, score_binarized, ...
+    found = [f"{c} ({_kind_word(table[c])})" for c in dict.fromkeys(offered)]
     fix = f"--field {name}=COL" if cli else f'fields={{"{name}": COL}}'
     offered = f"candidates: {', '.join(found)}; " if found else ""
     return f"no column {name!r}; {offered}map one with {fix} (columns: {_columns(table.columns)})"
