@@ -267,3 +267,15 @@ def test_example_spec_json_reproduces_the_demo_comparison(tmp_path, capsys):
     # And the folder with its spec.json still reads as traces.
     code, out, err = run(capsys, "summary", tmp_path)
     assert code == 0, err
+
+
+def test_where_filters_the_scores_of_traces_too(tmp_path, capsys):
+    assert main(["example", "--out", str(tmp_path), "--tasks", "8", "--seeds", "2"]) == 0
+    code, out, err = run(capsys, "compare", tmp_path / "baseline.jsonl", tmp_path / "candidate.jsonl",
+                         "--where", "task_id not in ['t000', 't001']", *FAST)
+    assert code == 0, err
+    assert "paired by task (6 tasks)" in out and "--where \"task_id not in ['t000', 't001']\": 24 of 32 runs kept" in err
+    code, out, err = run(capsys, "summary", tmp_path, "--where", "seed == 0")
+    assert code == 0 and "16 of 32 runs kept" in err
+    code, _, err = run(capsys, "diagnose", tmp_path, "--where", "seed == 0")
+    assert code == EXIT_BAD_INPUT and "--where filters results tables and scores" in err
