@@ -279,3 +279,10 @@ def test_where_filters_the_scores_of_traces_too(tmp_path, capsys):
     assert code == 0 and "16 of 32 runs kept" in err
     code, _, err = run(capsys, "diagnose", tmp_path, "--where", "seed == 0")
     assert code == EXIT_BAD_INPUT and "--where filters results tables and scores" in err
+
+
+def test_the_example_spec_file_reads_back_as_the_same_specs(tmp_path):
+    from agentab.cli._inputs import read_spec, write_spec
+
+    specs = agentab.datasets.example_specs(seed=1, n_tasks=5)
+    assert read_spec(write_spec(tmp_path / "spec.json", specs)) == specs
