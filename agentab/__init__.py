@@ -42,7 +42,7 @@ from agentab.errors import CompareError, PowerError, ReportError, SpecError, Sta
 from agentab.reporting.report import report, task_profile
 from agentab.scoring.score import SpecWarning, metric_kinds, score
 from agentab.traces.summary import summarize, summarize_scores
-from agentab.traces import Traces, load_traces, read_traces
+from agentab.traces import Traces, load_results, load_traces, read_traces
 from agentab.scoring.trajectory import Call, TrajectorySpec, Verdict, score_run
 
 from agentab._version import __version__
@@ -86,6 +86,7 @@ __all__ = [
     "TraceWarning",
     "datasets",
     "formats",
+    "load_results",
     "load_traces",
     "read_traces",
     "summarize",

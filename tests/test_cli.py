@@ -62,21 +62,25 @@ def test_the_commands_and_their_flags_are_frozen():
         "demo": ["--debug", "--help", "--quiet", "--seed", "-h", "-q"],
         "example": ["--debug", "--help", "--out", "--seed", "--seeds", "--tasks", "-h"],
         "formats": ["--debug", "--help", "-h"],
-        "summary": ["--by", "--debug", "--field", "--format", "--help", "--lenient", "--quiet", "-h", "-q"],
-        "score": ["--debug", "--field", "--format", "--help", "--lenient", "--out", "--quiet", "--raw-csv", "--spec", "-h",
-                  "-o", "-q"],
-        "diagnose": ["--by", "--debug", "--field", "--format", "--help", "--lenient", "--quiet", "--spec", "-h",
-                     "-q"],
+        "summary": ["--arm-column", "--by", "--debug", "--field", "--format", "--help", "--lenient", "--quiet",
+                    "--where", "-h", "-q"],
+        "score": ["--debug", "--field", "--format", "--help", "--lenient", "--out", "--quiet", "--raw-csv", "--spec",
+                  "--where", "-h", "-o", "-q"],
+        "diagnose": ["--by", "--debug", "--field", "--format", "--help", "--lenient", "--quiet", "--spec", "--where",
+                     "-h", "-q"],
         "compare": ["--alpha", "--arm-column", "--cluster", "--debug", "--fail-on", "--field", "--format",
                     "--guardrail", "--help", "--json", "--lenient", "--metric", "--min-effect", "--n-resamples",
-                    "--names", "--paired", "--primary", "--quiet", "--report", "--seed", "--spec", "-h", "-q"],
+                    "--names", "--paired", "--primary", "--quiet", "--report", "--seed", "--spec", "--where", "-h",
+                    "-q"],
         "power": ["--alpha", "--alternative", "--arm-column", "--baseline", "--baseline-arm", "--column",
-                  "--correlation", "--debug", "--discordant", "--effect", "--help", "--icc", "--mde", "--method",
-                  "--metric", "--n", "--paired", "--power", "--quantile", "--seed", "--seeds", "-h"],
-        "plan": ["--alpha", "--alternative", "--baseline-arm", "--cluster", "--cost-ratio", "--debug", "--design",
+                  "--correlation", "--debug", "--discordant", "--effect", "--field", "--help", "--icc", "--mde",
+                  "--method", "--metric", "--n", "--paired", "--power", "--quantile", "--seed", "--seeds", "--where",
+                  "-h"],
+        "plan": ["--alpha", "--alternative", "--arm-column", "--baseline-arm", "--cluster", "--cost-ratio", "--debug", "--design",
                  "--effect", "--field", "--format", "--help", "--heterogeneity", "--kind", "--lenient", "--max-tasks",
                  "--metric", "--n-boot",
-                 "--power", "--quantile", "--quiet", "--seed", "--seeds", "--simulate", "--spec", "-h", "-q"],
+                 "--power", "--quantile", "--quiet", "--seed", "--seeds", "--simulate", "--spec", "--where", "-h",
+                 "-q"],
     }
 
 
@@ -174,8 +178,8 @@ def test_score_and_diagnose_commands(tmp_path, capsys):
 
 def test_bad_spec_files_exit_2(tmp_path, capsys):
     traces = write_jsonl(tmp_path / "runs.jsonl", [make_record("a")])
-    for text, message in [('{"match": "fuzzy", "reference": ["a"]}', "`match` == 'fuzzy'"),
-                          ('{"budget": 3}', "unexpected keyword argument 'budget'"),
+    for text, message in [('{"match": "fuzzy", "reference": ["a"]}', "key \"match\" is 'fuzzy'"),
+                          ('{"budget": 3}', "unknown spec key 'budget'; keys: required, reference"),
                           ("[1]", "expected a JSON object, got list"),
                           ("{oops", "line 1: malformed JSON")]:
         spec = tmp_path / "spec.json"
@@ -262,7 +266,7 @@ def test_plan_from_traces_and_from_a_scores_table(tmp_path, capsys):
 def test_plan_bad_input(tmp_path, capsys):
     run(capsys, "example", "--out", str(tmp_path), "--tasks", "4", "--seeds", "2")
     code, _, err = run(capsys, "plan", str(tmp_path), "--metric", "nope", "--effect", "0.1")
-    assert code == EXIT_BAD_INPUT and "no metric column 'nope'" in err
+    assert code == EXIT_BAD_INPUT and "--metric nope: no column 'nope'" in err and "(columns: run_id, task_id" in err
     code, _, err = run(capsys, "plan", str(tmp_path), "--metric", "outcome", "--effect", "0.1")
     assert code == EXIT_BAD_INPUT and "at least 5" in err  # 4 tasks cannot give an ICC
     code, _, err = run(capsys, "plan", str(tmp_path / "nothing.csv"), "--metric", "outcome", "--effect", "0.1")
@@ -443,6 +447,11 @@ def test_compare_scores_tables(example_runs, tmp_path, capsys):
     assert code == 0, err
     assert "candidate (sonnet-4 + react-v2) vs baseline" in out and "rubric" in out
     code, out, err = run(capsys, "compare", str(both), "--arm-column", "harness", *FAST)
+    # Two arms, neither named baseline: never chosen by row order.
+    assert code == EXIT_BAD_INPUT and "has two arms, react-v1 and react-v2, and neither is named baseline" in err
+    assert "--names BASELINE CANDIDATE" in err and "never chosen by row order" in err
+    code, out, err = run(capsys, "compare", str(both), "--arm-column", "harness", "--names", "react-v1", "react-v2",
+                         *FAST)
     assert code == 0 and out.startswith("agentab comparison: react-v2")
     base, cand = tmp_path / "base.parquet", tmp_path / "cand.csv"
     run(capsys, "score", str(example_runs / "baseline.jsonl"), "-o", str(base))
@@ -507,7 +516,7 @@ def test_compare_names_arms_after_the_records_when_they_carry_one_arm_each(examp
     assert code == 0, err
     result = json.loads(out)
     assert (result["baseline"], result["candidate"]) == ("baseline", "candidate")
-    assert "named as their records name them: 'baseline' and 'candidate'" in err
+    assert "the file order decides: baseline 'baseline'" in err and "named as their records name them" in err
     # --names wins, with a note that the records' arms were replaced; the order is the sources' order.
     code, out, err = run(capsys, "compare", str(tmp_path / "new"), str(tmp_path / "old"), "--names", "v2", "v1", "--json", *FAST)
     assert code == 0, err

@@ -2,11 +2,14 @@
 
 Two ways in:
 
-- ``BASELINE CANDIDATE``: two trace files/folders (or two scores tables), arms by position, named
+- ``BASELINE CANDIDATE``: two trace files/folders (or two results tables), arms by position, named
   by ``--names``, else by the records' own ``arm`` field (one per source), else after the files or
-  folders (their parents when both have the same name);
+  folders (their parents when both have the same name). The position decides the role: records whose
+  own arm says the other role ("candidate" in the first file, "baseline" in the second) are an error;
+  other record names are used, and the choice is printed;
 - ``SOURCE... --arm-column COL`` (the default for one source: the records' ``arm``): the arms are the
-  values of a runs column or a metadata key; ``--names`` picks two when there are more.
+  values of a runs column or a metadata key; ``--names`` picks two when there are more, and must be
+  given for two arms unless one is named "baseline" (never by row order).
 
 :func:`compare_data` returns the scores with an arm column, ready for :func:`agentab.compare`.
 """
@@ -25,6 +28,8 @@ import agentab
 from agentab.cli._inputs import (
     TABLE_SUFFIXES,
     InputError,
+    filter_rows,
+    is_table,
     load,
     read_spec,
     read_table,
@@ -34,7 +39,7 @@ from agentab.cli._output import Progress, note
 from agentab.errors import where
 from agentab.traces import SUFFIXES
 
-__all__ = ["Arms", "arm_name", "compare_data"]
+__all__ = ["Arms", "arm_name", "check_arms", "compare_data"]
 
 _TRACE_SUFFIXES = tuple(sorted(SUFFIXES, key=len, reverse=True))  # the longest ending first
 
@@ -52,7 +57,7 @@ class Arms(NamedTuple):
 def arm_name(path: Path) -> str:
     """runs/base.jsonl.gz -> "base"; a folder -> its name."""
     name = path.name
-    for suffix in (*_TRACE_SUFFIXES, *TABLE_SUFFIXES):
+    for suffix in (*_TRACE_SUFFIXES, *TABLE_SUFFIXES, ".tsv"):
         if name.lower().endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
@@ -61,9 +66,10 @@ def arm_name(path: Path) -> str:
 def compare_data(args: argparse.Namespace, progress: Progress) -> Arms:
     """The runs to compare, with their arms, from the command's sources, --names and --arm-column."""
     sources = list(args.sources)
-    tables = [p.suffix.lower() in TABLE_SUFFIXES for p in sources]
+    tables = [is_table(p) for p in sources]
     if any(tables) and not all(tables):
-        raise InputError("give trace files/folders or scores tables (.csv/.parquet), not both")
+        kinds = "; ".join(f"{p}: {'a results table' if t else 'traces'}" for p, t in zip(sources, tables))
+        raise InputError(f"give trace files/folders or results tables (.csv/.tsv/.parquet/flat .jsonl), not both ({kinds})")
     names = tuple(args.names) if args.names else None
     if names and names[0] == names[1]:
         raise InputError(f"--names: baseline and candidate must differ, got {names[0]!r} twice")
@@ -86,23 +92,31 @@ def _by_column(args: argparse.Namespace, sources: list[Path], tables: bool, name
     column = args.arm_column or "arm"
     where_ = ", ".join(map(str, sources))
     if tables:
-        frames = [read_table(p) for p in sources]
-        data, traces = (frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)), None
+        _no_spec(args, sources)
+        data, traces = read_table(sources, args), None
     else:
         spec = read_spec(args.spec)
         traces = load(sources, args, progress)
-        data = _runs_column(score(traces, spec, progress), traces, column, where_)
-    _check_arms(data, column, names, where_)
-    return Arms(data, traces, column, *(names or (None, None)))
+        data = filter_rows(_runs_column(score(traces, spec, progress), traces, column, where_), args)
+    names = check_arms(data, column, names, where_)
+    return Arms(data, traces, column, *names)
+
+
+def _no_spec(args: argparse.Namespace, sources: Sequence[Path]) -> None:
+    """A results table has no steps: --spec (a trajectory score) cannot apply to it."""
+    if getattr(args, "spec", None) is not None:
+        raise InputError(f"--spec scores trajectories (runs with their steps), and {', '.join(map(str, sources))} "
+                         "is a results table (one row per run, no steps): leave out --spec, or give trace files")
 
 
 def _tables_by_position(args: argparse.Namespace, sources: list[Path], names: tuple[str, str] | None) -> Arms:
     """BASELINE CANDIDATE as two scores tables, whose own arm column (if any) must agree with the arm's name."""
     names = names or _default_names(args, *sources)
     named_by = "by --names" if args.names else "after the files or folders"
+    _no_spec(args, sources)
     frames = []
     for path, name in zip(sources, names):
-        frame = read_table(path)
+        frame = read_table(path, args)
         if "arm" in frame.columns and frame["arm"].notna().any():
             own = [str(a) for a in pd.unique(frame["arm"].dropna())]
             if own != [name]:
@@ -131,7 +145,7 @@ def _traces_by_position(args: argparse.Namespace, sources: list[Path], progress:
     scores = score(traces, spec, progress)
     arm_of = pd.Series([names[i] for i in position], index=traces.runs["run_id"].astype(str).to_numpy())
     scores["arm"] = arm_of.reindex(scores["run_id"].astype(str)).to_numpy()
-    return Arms(scores, traces, "arm", *names)
+    return Arms(filter_rows(scores, args), traces, "arm", *names)
 
 
 def _default_names(args: argparse.Namespace, baseline: Path, candidate: Path) -> tuple[str, str]:
@@ -170,10 +184,12 @@ def _runs_column(scores: pd.DataFrame, traces: agentab.Traces, column: str, wher
     return scores
 
 
-def _check_arms(data: pd.DataFrame, column: str, names: Sequence[str] | None, where_: str) -> None:
-    """Every run has an arm; --names are arms of the column; without them, exactly two arms."""
+def check_arms(data: pd.DataFrame, column: str, names: Sequence[str] | None, where_: str,
+               flag: str = "--names BASELINE CANDIDATE") -> tuple[str, str]:
+    """The baseline and candidate arms of ``column``: --names; or two arms, one named baseline. Never by row order."""
     if column not in data.columns:
-        raise InputError(f"{where_}: no column {column!r} (columns: {', '.join(map(str, data.columns))})")
+        raise InputError(f"{where_}: no column {column!r} for the arms (columns: {', '.join(map(str, data.columns))}); "
+                         "name it with --arm-column COL")
     missing = data[column].isna()
     if missing.all():
         hint = (" (the records have no `arm` field): give two sources, BASELINE CANDIDATE, or the column holding "
@@ -186,15 +202,18 @@ def _check_arms(data: pd.DataFrame, column: str, names: Sequence[str] | None, wh
         for name in names:
             if name not in arms:
                 raise InputError(f"--names: no arm {name!r} in column {column!r} (arms: {', '.join(arms)})")
-    elif len(arms) < 2:
+        return names[0], names[1]
+    if len(arms) < 2:
         raise InputError(
             f"{where_}: column {column!r} has one arm ({arms[0]}); give two sources, BASELINE CANDIDATE, or an "
             "--arm-column with two arms"
         )
-    elif len(arms) > 2:
-        raise InputError(
-            f"{where_}: column {column!r} has {len(arms)} arms ({', '.join(arms)}); pick two with --names BASELINE CANDIDATE"
-        )
+    if len(arms) > 2:
+        raise InputError(f"{where_}: column {column!r} has {len(arms)} arms ({', '.join(arms)}); pick two with {flag}")
+    if "baseline" in arms:
+        return "baseline", next(a for a in arms if a != "baseline")
+    raise InputError(f"{where_}: column {column!r} has two arms, {arms[0]} and {arms[1]}, and neither is named "
+                     f"baseline: say which is with {flag} (the arms are never chosen by row order)")
 
 
 def _source_positions(files: pd.Series, sources: Sequence[Path]) -> np.ndarray:
@@ -229,6 +248,13 @@ def _position_names(args: argparse.Namespace, arms: pd.Series, position: Any, so
     if own[0] == own[1]:
         raise InputError(f"{sources[0]} and {sources[1]}: the records of both name the arm {own[0][0]!r}; {hint}")
     names = own[0][0], own[1][0]
+    if names[0] == "candidate" or names[1] == "baseline":  # the records' roles contradict the positions
+        raise InputError(
+            f"{sources[0]} is in the BASELINE position but its records say arm {names[0]!r}, and {sources[1]} (CANDIDATE) "
+            f"says {names[1]!r}: swap the files (agentab compare {sources[1]} {sources[0]}), or keep this order and "
+            f"name the arms with --names BASELINE CANDIDATE"
+        )
     if names != (arm_name(sources[0]), arm_name(sources[1])):
-        note(args, f"the arms are named as their records name them: {names[0]!r} and {names[1]!r} (--names to rename)")
+        note(args, f"the file order decides: baseline {names[0]!r} ({sources[0]}), candidate {names[1]!r} "
+                   f"({sources[1]}), named as their records name them (--names to rename)")
     return names

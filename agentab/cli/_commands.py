@@ -12,23 +12,28 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 import agentab
 from agentab._checks import MIN_DECISION_RESAMPLES, check_alpha, check_alternative, check_n_resamples, check_whole
 from agentab._write import write_table
-from agentab.cli._arms import compare_data
+from agentab.cli._arms import check_arms, compare_data
 from agentab.cli._inputs import (
     TABLE_SUFFIXES,
     InputError,
     checked,
+    filter_rows,
+    is_table,
     load,
+    need_column,
     number,
     parse_guardrails,
     parse_metrics,
     read_spec,
     read_table,
     score,
+    write_spec,
 )
 from agentab.cli._output import (
     EXIT_OK,
@@ -106,6 +111,8 @@ def run_example(args: argparse.Namespace) -> int:
     paths = agentab.datasets.write_example(args.out, seed=args.seed, n_tasks=args.tasks, n_seeds=args.seeds)
     for arm, path in paths.items():
         say(f"{arm}: {path}")
+    spec = write_spec(args.out / "spec.json", agentab.datasets.example_specs(seed=args.seed, n_tasks=args.tasks))
+    say(f"spec: {spec}  (agentab compare {paths['baseline']} {paths['candidate']} --spec {spec})")
     return EXIT_OK
 
 
@@ -123,22 +130,61 @@ def run_formats(args: argparse.Namespace) -> int:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    """``agentab summary``: the per-arm summary of trace files."""
+    """``agentab summary``: the per-arm summary of trace files or results tables."""
+    by = args.arm_column or args.by
+    if _tables(args.traces):
+        table = read_table(list(args.traces), args)
+        say(format_summary(_summarize_table(table, by)))
+        return EXIT_OK
     traces = load(list(args.traces), args, Progress.for_args(args))
-    say(format_summary(agentab.summarize(traces, by=args.by)))
+    runs = filter_rows(traces.runs, args)
+    if by not in runs.columns:
+        flag = "--arm-column" if args.arm_column else "--by"
+        raise InputError(f"{flag} {by}: cannot group by {by!r}, not a runs column "
+                         f"(columns: {', '.join(map(str, runs.columns))})")
+    say(format_summary(agentab.summarize(runs, by=by)))
     print_rejected(traces, quiet=args.quiet)
     return EXIT_OK
+
+
+def _tables(sources: list[Path]) -> bool:
+    """Whether the sources are results tables (all of them); a mixture is an error."""
+    tables = [is_table(p) for p in sources]
+    if any(tables) and not all(tables):
+        raise InputError("give trace files/folders or results tables (.csv/.tsv/.parquet/flat .jsonl), not both")
+    return bool(tables) and all(tables)
+
+
+#: The runs-table columns agentab.summarize reads that a results table may lack (shown as n/a).
+_SUMMARY_COLUMNS = {"model": object, "harness": object, "n_steps": float, "tokens": float, "cost_usd": float,
+                    "n_errors": float}
+
+
+def _summarize_table(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """agentab.summarize of a results table: the columns it lacks are missing (n/a), never 0."""
+    for name in ("task_id", "outcome"):
+        need_column(table, name, "agentab summary")
+    if by not in table.columns:
+        raise InputError(f"--arm-column {by}: no such column (columns: {', '.join(map(str, table.columns))})")
+    absent = [c for c in _SUMMARY_COLUMNS if c not in table.columns]
+    filled = table.assign(**{c: pd.Series(np.nan, index=table.index, dtype=_SUMMARY_COLUMNS[c]) for c in absent})
+    summary = agentab.summarize(filled, by=by)
+    if "n_errors" in absent:
+        summary[["step_error_rate", "runs_with_error"]] = np.nan
+    return summary
 
 
 def run_score(args: argparse.Namespace) -> int:
     """``agentab score``: every run scored; the per-run table written, or its per-arm summary printed."""
     progress = Progress.for_args(args)
-    spec = read_spec(args.spec)
     suffix = None if args.out is None else args.out.suffix.lower()
     if suffix not in (None, *TABLE_SUFFIXES):
         raise SpecError(f"{args.out}: the output must end in .csv or .parquet")
+    if _tables(args.traces):
+        return _score_table(args)
+    spec = read_spec(args.spec)
     traces = load(list(args.traces), args, progress)
-    scores = score(traces, spec, progress)
+    scores = filter_rows(score(traces, spec, progress), args)
     if args.out is None:
         say(format_summary(agentab.summarize_scores(scores)))
     else:
@@ -148,9 +194,40 @@ def run_score(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_TRAJECTORY_NEEDS = ("a trajectory score needs each run's steps (tool, args, observation status, in order), which a "
+                     "results table (one row per run) does not have")
+
+
+def _score_table(args: argparse.Namespace) -> int:
+    """``agentab score TABLE``: a results table passes through (no --spec), its columns' kinds shown."""
+    sources = ", ".join(map(str, args.traces))
+    if args.spec is not None:
+        raise InputError(f"--spec: {_TRAJECTORY_NEEDS} ({sources}); give trace files, or leave out --spec to "
+                         "pass the table through")
+    table = read_table(list(args.traces), args)
+    if args.out is not None:
+        write_table(table, args.out, raw_csv=args.raw_csv)
+        say(f"{len(table):,} runs (a results table, passed through): {args.out}")
+        return EXIT_OK
+    say(f"{sources}: a results table of {len(table):,} runs, passed through as it is (no trajectories to score)")
+    for column in table.columns:
+        values = table[column]
+        kind = ("binary" if isinstance(values.dtype, pd.BooleanDtype) else
+                "numeric" if pd.api.types.is_numeric_dtype(values) else "text")
+        blank = int(values.isna().sum())
+        say(f"  {column}: {kind}" + (f", {blank:,} missing" if blank else ""))
+    return EXIT_OK
+
+
 def run_diagnose(args: argparse.Namespace) -> int:
     """``agentab diagnose``: failure shapes across an experiment."""
     progress = Progress.for_args(args)
+    if _tables(args.traces):
+        raise InputError(f"agentab diagnose reads trace files: {_TRAJECTORY_NEEDS} ({', '.join(map(str, args.traces))}); "
+                         "compare the table's metrics with agentab compare")
+    if args.where:
+        raise InputError("--where filters results tables and scores; agentab diagnose reads whole traces: "
+                         "write the runs you want with agentab score -o, or filter the trace files")
     spec = read_spec(args.spec)
     traces = load(list(args.traces), args, progress)
     with progress.phase(f"diagnosing {len(traces.runs):,} runs", total=1):
@@ -176,8 +253,8 @@ def _power_baseline(args: argparse.Namespace) -> object:
     path = Path(text)
     if not path.exists():
         raise PowerError(f"--baseline {text}: no such file (cost/count take a pilot sample file)")
-    if path.suffix in TABLE_SUFFIXES:
-        table = _baseline_arm(args, path, read_table(path))
+    if is_table(path):
+        table = _baseline_arm(args, path, read_table(path, args))
         if args.column is None or args.column not in table.columns:
             raise PowerError(f"{path}: say --column (columns: {', '.join(map(str, table.columns))})")
         try:
@@ -261,14 +338,29 @@ def run_power(args: argparse.Namespace) -> int:
 
 
 def _read_pilot(args: argparse.Namespace, progress: Progress) -> pd.DataFrame:
-    """``agentab plan``'s pilot: one scores table, or traces scored with --spec."""
+    """``agentab plan``'s pilot: results or scores tables, or traces scored with --spec; its baseline arm checked."""
     paths = list(args.pilot)
-    if len(paths) == 1 and paths[0].suffix.lower() in TABLE_SUFFIXES:
-        return read_table(paths[0])
-    spec = read_spec(args.spec)
-    traces = load(paths, args, progress)
-    print_rejected(traces, quiet=args.quiet)
-    return score(traces, spec, progress)
+    if _tables(paths):
+        if args.spec is not None:
+            raise InputError(f"--spec: {_TRAJECTORY_NEEDS} ({', '.join(map(str, paths))}); leave out --spec")
+        pilot = read_table(paths, args)
+    else:
+        spec = read_spec(args.spec)
+        traces = load(paths, args, progress)
+        print_rejected(traces, quiet=args.quiet)
+        pilot = filter_rows(score(traces, spec, progress), args)
+    need_column(pilot, args.metric, f"--metric {args.metric}")
+    column = args.arm_column or "arm"
+    if args.arm_column is not None and column not in pilot.columns:
+        raise InputError(f"--arm-column {column}: no such column (columns: {', '.join(map(str, pilot.columns))})")
+    if column in pilot.columns and pilot[column].nunique() > 1 and args.baseline_arm is None:
+        arms = [str(a) for a in pd.unique(pilot[column].dropna())]
+        if len(arms) > 2:
+            raise InputError(f"{', '.join(map(str, paths))}: column {column!r} has {len(arms)} arms ({', '.join(arms)}); "
+                             "name the baseline with --baseline-arm NAME (and keep one other arm with --where, "
+                             "for a paired plan)")
+        check_arms(pilot, column, None, ", ".join(map(str, paths)), flag="--baseline-arm NAME")
+    return pilot
 
 
 def _heterogeneity(text: str | None) -> float | str | None:
@@ -284,7 +376,8 @@ def run_plan(args: argparse.Namespace) -> int:
     pilot = _read_pilot(args, Progress.for_args(args))
     result = agentab.power.plan(
         pilot, args.metric, effect, kind=args.kind, alpha=args.alpha, power=args.power, design=args.design,
-        seeds_per_task=args.seeds, cost_ratio=args.cost_ratio, cluster=args.cluster, baseline=args.baseline_arm,
+        seeds_per_task=args.seeds, cost_ratio=args.cost_ratio, cluster=args.cluster, arm=args.arm_column or "arm",
+        baseline=args.baseline_arm,
         quantile=args.quantile, alternative=_alternative(args), max_tasks=args.max_tasks, n_boot=args.n_boot or 0,
         heterogeneity=_heterogeneity(args.heterogeneity),
     )
@@ -339,6 +432,7 @@ def run_compare(args: argparse.Namespace) -> int:
     arms = compare_data(args, progress)
     if arms.traces is not None:
         print_rejected(arms.traces, quiet=args.quiet, file=sys.stderr)
+    need_column(arms.data, args.primary.split()[0], f"--primary {args.primary}")
     if metrics is None:
         metrics = _default_metrics(arms.data, arms.column, arms.baseline, arms.candidate)
     for name in metrics:

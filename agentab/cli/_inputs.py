@@ -8,23 +8,31 @@ with the parameter named as its flag (``--n-resamples must be ...``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import re
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
 import agentab
 from agentab._vocabulary import DIRECTIONS, KINDS
+from agentab._write import atomic_text
 from agentab.cli._output import Progress, note
-from agentab.errors import PowerError, SpecError, TraceError
+from agentab.errors import PowerError, SpecError, TraceError, TraceWarning
 
-__all__ = ["TABLE_SUFFIXES", "InputError", "checked", "fields", "load", "number", "parse_guardrails",
-           "parse_metrics", "positive_int", "read_spec", "read_table", "require_file", "score"]
+__all__ = ["TABLE_SUFFIXES", "InputError", "checked", "fields", "filter_rows", "is_table", "load", "need_column", "number",
+           "parse_guardrails", "parse_metrics", "positive_int", "read_spec", "read_table", "require_file", "score",
+           "spec_record", "where", "write_spec"]
 
 #: The endings of a scores table (``agentab score -o``).
 TABLE_SUFFIXES = (".csv", ".parquet")
+#: Columns that may hold the task when a table has no ``task_id`` (offered in a note).
+TASK_CANDIDATES = ("instance_id", "task", "task_name", "problem_id", "sample_id", "instance")
 
 T = TypeVar("T")
 
@@ -78,6 +86,22 @@ def fields(args: argparse.Namespace) -> dict[str, str] | None:
             raise InputError(f"--field {item!r}: expected NAME=KEY, e.g. --field outcome=reward")
         out[name] = key
     return out
+
+
+def where(args: argparse.Namespace) -> list[str]:
+    """``--where EXPR ...``: the row filters, in order."""
+    return list(getattr(args, "where", None) or [])
+
+
+def is_table(path: Path) -> bool:
+    """A results table (.csv, .tsv, .parquet, or .jsonl of flat records), not a trace file or folder."""
+    return agentab.traces.is_results_table(path)
+
+
+def need_column(table: pd.DataFrame, name: str, flag: str) -> None:
+    """A column the command needs (the primary metric, --metric), else the error listing candidates and the fix."""
+    if name not in table.columns:
+        raise InputError(f"{flag}: {agentab.traces.column_hint(table, name, cli=True)}")
 
 
 def parse_metrics(items: Sequence[str] | None) -> dict[str, Any] | None:
@@ -136,26 +160,124 @@ def read_spec(path: Path | None) -> agentab.TrajectorySpec | dict[str, agentab.T
         raise SpecError(f"{path}: not a UTF-8 text file ({err.reason})") from err
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    if set(data) == {"tasks"}:
+        if not isinstance(data["tasks"], dict):
+            raise SpecError(f"{path}: \"tasks\" must map each task id to a spec object")
+        return {str(task): _spec(spec, f"{path}, task {task}") for task, spec in data["tasks"].items()}
+    return _spec(data, str(path))
+
+
+def _spec(data: Any, where_: str) -> agentab.TrajectorySpec:
+    """One spec object of a spec file; its errors name the file's keys, not Python's keywords."""
+    keys = [f.name for f in dataclasses.fields(agentab.TrajectorySpec)]
+    if not isinstance(data, dict):
+        raise SpecError(f"{where_}: expected a spec object {{key: value}}, got {type(data).__name__}")
+    unknown = [str(k) for k in data if k not in keys]
+    if unknown:
+        tasks = ' (a file of per-task specs is {"tasks": {TASK_ID: spec}})' if "tasks" in unknown else ""
+        raise SpecError(f"{where_}: unknown spec key {unknown[0]!r}{tasks}; keys: {', '.join(keys)}")
     try:
-        if set(data) == {"tasks"}:
-            return {str(task): agentab.TrajectorySpec(**spec) for task, spec in data["tasks"].items()}
         return agentab.TrajectorySpec(**data)
     except (TypeError, ValueError, AttributeError) as err:
-        raise SpecError(f"{path}: {err}") from err
+        message = re.sub(r"`(\w+)`", r'key "\1"', re.sub(r"`(\w+)` ==", r'key "\1" is', str(err)))
+        raise SpecError(f"{where_}: {message}") from err
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    """A scores table (.csv or .parquet), with a one-line error when it cannot be read."""
-    require_file(path)
+def spec_record(spec: agentab.TrajectorySpec) -> dict[str, Any]:
+    """One spec as the JSON object :func:`read_spec` reads back: its fields that differ from the defaults."""
+    default = agentab.TrajectorySpec()
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(spec):
+        value = getattr(spec, field.name)
+        if value == getattr(default, field.name):
+            continue
+        if callable(value) or (isinstance(value, dict) and any(callable(v) for v in value.values())):
+            raise SpecError(f"spec field {field.name}: a Python function cannot be written to a spec file")
+        if field.name == "reference":
+            value = [{k: v for k, v in (("tool", c.tool), ("args", c.args), ("status", c.status)) if v is not None}
+                     for c in value]
+        out[field.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def write_spec(path: Path, specs: agentab.TrajectorySpec | dict[str, agentab.TrajectorySpec]) -> Path:
+    """Write a spec file (one spec, or ``{"tasks": {task_id: spec}}``) that ``--spec`` reads back, atomically."""
+    data = ({"tasks": {str(task): spec_record(spec) for task, spec in specs.items()}} if isinstance(specs, dict)
+            else spec_record(specs))
+    return atomic_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def read_table(paths: Path | Sequence[Path], args: argparse.Namespace) -> pd.DataFrame:
+    """Results or scores tables through :func:`agentab.load_results`, with --field, --where and --lenient."""
+    paths = [paths] if isinstance(paths, Path) else list(paths)
+    for path in paths:
+        require_file(path)
+    table = _results(paths, args, fields(args))
+    for expression, before, after in table.attrs.get("where", []):
+        note(args, f"--where {expression!r}: {after:,} of {before:,} rows kept")
+    if "task_id" not in table.columns:
+        found = [c for c in TASK_CANDIDATES if c in table.columns]
+        if found:
+            note(args, f"no task_id column: if {found[0]} names the task, --field task_id={found[0]}")
+    return table
+
+
+def _results(source: Any, args: argparse.Namespace, field_map: dict[str, str] | None) -> pd.DataFrame:
+    """:func:`agentab.load_results`, its errors naming the flags (--field, --where) instead of its parameters."""
     try:
-        return pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
-    except (ValueError, OSError, ImportError) as err:  # ParserError, EmptyDataError, ArrowInvalid are ValueErrors
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"{path}: cannot read the table: {first}") from err
+        return agentab.load_results(source, fields=field_map, where=where(args),
+                                    strict=not getattr(args, "lenient", False))
+    except TraceError as err:
+        reason = err.reason
+        if reason.startswith("where "):
+            reason = "--" + reason
+        elif reason.startswith("field ") and field_map:
+            name = reason[len("field "):].split(":", 1)[0]
+            reason = reason.replace(f"field {name}:", f"--field {name}={field_map.get(name, '')}:", 1)
+        source_name = None if err.source == "<DataFrame>" else err.source
+        raise TraceError(reason, source=source_name, line=err.line) from None
+
+
+def filter_rows(frame: pd.DataFrame, args: argparse.Namespace, what: str = "runs") -> pd.DataFrame:
+    """The rows of a scores or runs table that every --where keeps (its columns and attrs unchanged)."""
+    if not where(args):
+        return frame
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceWarning)  # only the rows are taken from the filtered copy
+        kept = _results(frame.assign(_agentab_row=np.arange(len(frame))), args, None)
+    out = frame.iloc[kept["_agentab_row"].to_numpy()].reset_index(drop=True)
+    out.attrs = dict(frame.attrs)
+    for expression, before, after in kept.attrs.get("where", []):
+        note(args, f"--where {expression!r}: {after:,} of {before:,} {what} kept")
+    return out
+
+
+#: The spec file ``agentab example`` writes beside the traces; a folder's own is not read as traces.
+SPEC_NAME = "spec.json"
+
+
+def without_spec(sources: Sequence[Any]) -> list[Any]:
+    """The sources, a folder holding a ``spec.json`` replaced by its other entries (the trace files and folders)."""
+    out: list[Any] = []
+    for source in sources:
+        folder = Path(source)
+        if not (isinstance(source, (str, Path)) and folder.is_dir() and (folder / SPEC_NAME).is_file()):
+            out.append(source)
+            continue
+        entries = sorted(p for p in folder.iterdir() if p.name != SPEC_NAME and (
+            (p.is_dir() and not p.is_symlink()) or p.name.lower().endswith(tuple(agentab.traces.SUFFIXES))))
+        if not entries:
+            raise TraceError(f"no trace files in this directory (only its {SPEC_NAME})", source=str(folder))
+        out.extend(entries)
+    return out
 
 
 def load(source: Any, args: argparse.Namespace, progress: Progress) -> agentab.Traces:
-    """:func:`agentab.load_traces` with the command's --format, --field and --lenient, and a loading bar."""
+    """:func:`agentab.load_traces` with the command's --format, --field and --lenient, and a loading bar.
+
+    A folder's ``spec.json`` (as ``agentab example`` writes) is the spec, not a trace file: it is skipped.
+    """
+    source = without_spec(source) if isinstance(source, list) else source
     field_map = fields(args)
     try:
         with progress.phase("loading", unit=" files") as tick:

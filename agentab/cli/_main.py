@@ -9,6 +9,7 @@ go to stderr.
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -36,7 +37,8 @@ from agentab.errors import (
     TraceWarning,
 )
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_DONT_SHIP", "EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_DONT_SHIP", "EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "cli_words",
+           "main"]
 
 #: The errors that are bad input (exit 2, one line): the library's, the CLI's own, files that cannot be read.
 _BAD_INPUT = (TraceError, SpecError, CompareError, PowerError, ReportError, InputError, OSError, KeyError,
@@ -50,6 +52,49 @@ def _message(err: BaseException) -> str:
     if isinstance(err, OSError) and err.filename is not None and err.strerror:
         return f"{err.filename}: {err.strerror[0].lower()}{err.strerror[1:]}"
     return " ".join(str(err).split()) or type(err).__name__
+
+
+#: The library's Python words and the command line's flags, for every command: (pattern, replacement).
+_FLAGS = (
+    (r"power\(\.\.\., method='simulation'\)", "agentab power --n N --method simulation"),
+    (r"method='(\w+)'", r"--method \1"),
+    (r"format='(\w+)'", r"--format \1"),
+    (r"\(got kind='(\w+)', design='(\w+)'\)", r"(got \1, --design \2)"),
+    (r"cluster=None", "--cluster none"),
+    (r"\(cluster=\)", "(--cluster COL)"),
+    (r"paired=True", "--paired yes"),
+    (r"seeds_per_task=(\d+)", r"--seeds \1"),
+    (r"alternative='([\w-]+)'", r"--alternative \1"),
+    (r"`(heterogeneity|alpha|n_resamples|seed|quantile|power|format|primary|cluster|alternative|effect|fields|metrics|"
+     r"guardrails)`", lambda m: "--" + {"fields": "field", "metrics": "metric", "guardrails": "guardrail"}.get(
+         m.group(1), m.group(1)).replace("_", "-")),
+    (r"\bcorrelation=", "--correlation"),
+    (r"\bdiscordant=", "--discordant"),
+)
+#: Words whose flag depends on the command: {command: ((pattern, replacement), ...)}.
+_COMMAND_FLAGS = {
+    "compare": ((r"baseline= and candidate=", "the two arms with --names BASELINE CANDIDATE"),),
+    "plan": ((r"design='paired'", "--design paired"), (r"baseline=('[^']*') given", r"--baseline-arm \1 given"),
+             (r"say kind=", "say --kind"), (r"pass baseline=", "give --baseline-arm NAME"),
+             (r"^baseline arm ", "--baseline-arm ")),
+    "power": ((r"design='paired'", "--paired"), (r"give baseline=,", "give --baseline,"), (r"baseline= is", "--baseline is"),
+              (r"give (\w+)=,", r"give --\1,"), (r"kind=", "--metric ")),
+}
+
+
+def cli_words(text: str, command: str | None) -> str:
+    """A library message in the command line's words: flags, not Python keywords.
+
+    Examples
+    --------
+    >>> cli_words("binary: give baseline=, the baseline success rate", "power")
+    'binary: give --baseline, the baseline success rate'
+    >>> cli_words("seeds_per_task=3 cannot be planned; `heterogeneity` must be a ratio", "plan")
+    '--seeds 3 cannot be planned; --heterogeneity must be a ratio'
+    """
+    for pattern, replacement in (*_COMMAND_FLAGS.get(command or "", ()), *_FLAGS):
+        text = re.sub(pattern, replacement, text)
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _BAD_INPUT as err:
         if args.debug:
             raise
-        error(f"error: {_message(err)}")
+        error(f"error: {cli_words(_message(err), getattr(args, 'command', None))}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         if args.debug:

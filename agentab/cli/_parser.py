@@ -19,12 +19,13 @@ from agentab.cli import _commands as run
 from agentab.cli._inputs import positive_int
 from agentab.cli._output import FAIL_ON
 
-__all__ = ["add_format", "add_lenient", "add_power_settings", "add_seed", "add_spec", "add_traces", "build_parser"]
+__all__ = ["add_arm_column", "add_field", "add_format", "add_lenient", "add_power_settings", "add_seed", "add_spec",
+           "add_traces", "add_where", "build_parser"]
 
 _EPILOG = """\
 examples:
   agentab demo                         the embedded example experiment: summary, scores, findings, decision
-  agentab example --out runs/          write the example as runs/baseline.jsonl, runs/candidate.jsonl
+  agentab example --out runs/          write the example as runs/baseline.jsonl, runs/candidate.jsonl, runs/spec.json
   agentab summary runs/                per-arm summary of every .jsonl/.json(.gz) file under runs/
   agentab formats                      the trace formats --format takes, with an example of each
   agentab summary a.jsonl b.jsonl --lenient
@@ -39,6 +40,9 @@ examples:
                                        a CI gate: exit 3 on "don't ship", an HTML report either way
   agentab compare runs/ --arm-column model --names gpt-4o sonnet-4 --json > result.json
                                        arms from a column (or metadata key); the result as JSON
+  agentab compare trials.csv --arm-column submission --names A B --field outcome=is_resolved --where "agent == 'Droid'"
+                                       a results table (one row per run: .csv, .tsv, .parquet, flat .jsonl);
+                                       --field maps agentab's names to its columns, --where keeps rows
   agentab power --metric binary --baseline 0.5 --effect 0.05 --seeds 3 --icc 0.2
                                        runs and tasks per arm to detect +5 points of success
   agentab power --metric ordinal --baseline 0.2,0.3,0.3,0.2 --effect 1.5 --n 100 200 400
@@ -60,13 +64,21 @@ Progress bars are drawn on stderr only when it is a terminal.
 
 _COMPARE_EPILOG = """\
 arms:
-  BASELINE CANDIDATE  two trace files/folders (or two scores tables); each arm is named after its file
-                      (without .jsonl/.json/.gz/.csv/.parquet) or folder, or its parent folder when both
+  BASELINE CANDIDATE  two trace files/folders (or two results tables); each arm is named after its file
+                      (without .jsonl/.json/.gz/.csv/.tsv/.parquet) or folder, or its parent folder when both
                       have the same name (runs/a/traces.jsonl vs runs/b/traces.jsonl: a and b); --names
-                      names them. Records carrying an `arm` field must agree with that name.
+                      names them. The position decides which is the baseline: records whose own `arm` field
+                      names one arm per file give the names (said in a note), and records saying "candidate"
+                      in BASELINE's file (or "baseline" in CANDIDATE's) are an error.
   SOURCE...           with --arm-column COL (default for a single source: the records' `arm`), the arms are
-                      the values of COL: a runs column (arm, model, harness, source) or a key of the
-                      runs' metadata; --names BASE CAND picks the two to compare when there are more.
+                      the values of COL: a column of a results table, a runs column (arm, model, harness,
+                      source) or a key of the runs' metadata; --names BASE CAND picks the two to compare.
+                      Two arms need --names unless one is named baseline: never chosen by row order.
+
+results tables (one row per run: .csv, .tsv, .parquet, .jsonl of flat records): --field NAME=COL gives
+agentab's name to a column (--field task_id=instance_id --field outcome=is_resolved); --where EXPR keeps
+the rows for which EXPR holds (pandas DataFrame.query syntax, repeatable: --where "agent == 'Droid'").
+True/False columns with blanks are binary; the blanks are counted and left out, never read as False.
 
 metrics (default: those of outcome, rubric, tokens, cost_usd, n_steps, loop, cap_hit, non_terminated,
 arg_accuracy, n_errors the scores have): --metric tokens=cost, --metric latency_s=continuous:lower,
@@ -113,8 +125,10 @@ def _command(commands: Any, name: str, func: Any, *, quiet: bool, **options: Any
 
 
 def add_traces(parser: argparse.ArgumentParser) -> None:
-    """TRACES..., --lenient, --format and --field: the commands that read traces and nothing else."""
-    parser.add_argument("traces", nargs="+", type=Path, help="trace files or folders of them (any format: see --format)")
+    """TRACES..., --lenient, --format, --field and --where: the commands that read traces or results tables."""
+    parser.add_argument("traces", nargs="+", type=Path, metavar="SOURCE",
+                        help="trace files or folders of them (any format: see --format), or results tables (.csv, "
+                        ".tsv, .parquet, .jsonl of flat records: one row per run)")
     add_lenient(parser, "load the valid runs and list the rejected records, instead of stopping at the first problem")
     add_format(parser)
 
@@ -125,12 +139,32 @@ def add_lenient(parser: Any, help: str) -> None:
 
 
 def add_format(parser: Any) -> None:
-    """--format and --field, for every command that reads traces."""
+    """--format, --field and --where, for every command that reads traces or results tables."""
     parser.add_argument("--format", default="auto", metavar="FORMAT",
                         help="the traces' format: auto (default: detected per file), or one of `agentab formats`")
+    add_field(parser)
+    add_where(parser)
+
+
+def add_field(parser: Any) -> None:
+    """--field NAME=KEY: agentab's name for a column of a results table, or a field of a converted trace format."""
     parser.add_argument("--field", action="append", metavar="NAME=KEY",
-                        help="converted formats: read a run-level field (task_id, seed, arm, outcome, ...) from KEY "
-                        "(an attribute, key or dotted path; repeatable), e.g. --field outcome=reward")
+                        help="read agentab's NAME (task_id, arm, outcome, seed, cost_usd, ...) from KEY: a column of a "
+                        "results table, or a converted format's attribute, key or dotted path (repeatable), e.g. "
+                        "--field task_id=instance_id --field outcome=is_resolved")
+
+
+def add_where(parser: Any) -> None:
+    """--where EXPR: keep the rows of a results table (or of the scores) for which EXPR holds."""
+    parser.add_argument("--where", action="append", metavar="EXPR",
+                        help="keep only the rows for which EXPR holds (pandas DataFrame.query syntax; repeatable, "
+                        "applied in order after --field), e.g. --where \"agent == 'Droid'\"; a results table's "
+                        "rows, or the scores of traces")
+
+
+def add_arm_column(parser: Any, help: str) -> None:
+    """--arm-column COL: the column naming each run's arm."""
+    parser.add_argument("--arm-column", metavar="COL", help=help)
 
 
 def add_spec(parser: Any, help: str = _SPEC_HELP) -> None:
@@ -192,8 +226,10 @@ def _add_demo(commands: Any) -> None:
 def _add_example(commands: Any) -> None:
     example = _command(
         commands, "example", run.run_example, quiet=False,
-        help="write the example experiment as JSONL, one file per arm",
-        description="Write the embedded example experiment as OUT/baseline.jsonl and OUT/candidate.jsonl.",
+        help="write the example experiment as JSONL, one file per arm, and its spec.json",
+        description="Write the embedded example experiment as OUT/baseline.jsonl and OUT/candidate.jsonl, and its "
+        "trajectory specs as OUT/spec.json: agentab compare OUT/baseline.jsonl OUT/candidate.jsonl --spec OUT/spec.json "
+        "reproduces the demo's comparison.",
     )
     example.add_argument("--out", required=True, type=Path, help="output directory (created if missing)")
     add_seed(example, "seed of the generator (default 0)")
@@ -214,12 +250,14 @@ def _add_formats(commands: Any) -> None:
 def _add_summary(commands: Any) -> None:
     summary = _command(
         commands, "summary", run.run_summary, quiet=True,
-        help="per-arm summary of trace files",
-        description="Load trace files or folders (arms from each record's `arm` field) and print a "
-        "per-arm summary: runs, tasks, success rate, steps/tokens/cost p50 and p95, error rates.",
+        help="per-arm summary of trace files or results tables",
+        description="Load trace files or folders (arms from each record's `arm` field), or results tables (one row "
+        "per run; --field task_id=COL --field outcome=COL name their columns), and print a per-arm summary: runs, "
+        "tasks, success rate, steps/tokens/cost p50 and p95, error rates (n/a where the data has no such column).",
     )
     add_traces(summary)
     summary.add_argument("--by", default="arm", help="runs column to group by (default: arm)")
+    add_arm_column(summary, "the column naming each run's arm, to group by (the same as --by)")
 
 
 def _add_score(commands: Any) -> None:
@@ -229,7 +267,9 @@ def _add_score(commands: Any) -> None:
         description="Load traces and score every run against a trajectory spec (loops, budget, match "
         "against a reference, side effects, the 0-3 rubric). SPEC.json holds one spec object (the fields "
         "of agentab.TrajectorySpec, references as [{\"tool\": ..., \"args\": {...}}]) or "
-        "{\"tasks\": {TASK_ID: spec, ...}}. Without -o, prints a per-arm summary of the scores.",
+        "{\"tasks\": {TASK_ID: spec, ...}}. Without -o, prints a per-arm summary of the scores. A results table "
+        "(one row per run, no steps) has no trajectory to score: it passes through (-o writes it, with --field and "
+        "--where applied), and --spec is an error.",
     )
     add_traces(score)
     add_spec(score, "trajectory spec (JSON); default: an empty spec")
@@ -245,7 +285,8 @@ def _add_diagnose(commands: Any) -> None:
         help="find failure shapes across an experiment",
         description="Load and score traces, then report findings with their evidence: success by step "
         "count (context exhaustion), loops and cap hits, non-termination, error cascades, accidental "
-        "recovery, tool selection vs argument correctness, tool choice by arm.",
+        "recovery, tool selection vs argument correctness, tool choice by arm. It needs traces (each run's "
+        "steps): a results table is refused, naming what is missing.",
     )
     add_traces(diagnose)
     add_spec(diagnose)
@@ -259,7 +300,7 @@ def _add_compare(commands: Any) -> None:
         usage="agentab compare BASELINE CANDIDATE [options]\n"
         "       agentab compare SOURCE... --arm-column COL [--names BASELINE CANDIDATE] [options]",
         description=textwrap.fill(
-            "Load two arms' traces (or scores tables), score every run against --spec, compare every metric with "
+            "Load two arms' traces (or results tables), score every run against --spec, compare every metric with "
             "the test its kind calls for (tasks as the unit: paired by task when both arms ran the same tasks; "
             "permutation p-values, bootstrap intervals; secondary metrics Holm-adjusted), check the guardrails and "
             "print the verdict with its reasons and the table (or, with --json, the result as JSON). Outcome "
@@ -268,13 +309,13 @@ def _add_compare(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cmd.add_argument("sources", nargs="+", type=Path, metavar="SOURCE",
-                     help="BASELINE CANDIDATE: trace files/folders or scores tables (.csv/.parquet), arms by "
-                     "position; or SOURCE... with --arm-column")
+                     help="BASELINE CANDIDATE: trace files/folders or results tables (.csv/.tsv/.parquet/flat "
+                     ".jsonl), arms by position; or SOURCE... with --arm-column")
     data = cmd.add_argument_group("arms and data")
     data.add_argument("--names", nargs=2, metavar=("BASELINE", "CANDIDATE"),
                       help="the arms' names (two sources), or which two arms of --arm-column to compare")
-    data.add_argument("--arm-column", metavar="COL",
-                      help="take the arms from this runs column or metadata key (default for one source: arm)")
+    add_arm_column(data, "take the arms from this column (of a results table, the runs, or a metadata key; default "
+                   "for one source: arm); two arms need --names unless one is named baseline")
     add_spec(data)
     add_format(data)
     add_lenient(data, "leave out invalid records (listed on stderr) instead of stopping at the first")
@@ -333,10 +374,11 @@ def _add_power(commands: Any) -> None:
     power.add_argument("--metric", required=True, choices=list(KINDS), help="the metric's kind")
     power.add_argument("--effect", help="the effect to detect (not with --mde); a negative percentage as --effect=-20%%")
     power.add_argument("--baseline", help="baseline rate, level shares, or a file with a pilot sample")
-    power.add_argument("--column", help="column of --baseline's .csv/.parquet file (cost, count)")
-    power.add_argument("--arm-column",
-                       help="column of --baseline's table naming each run's arm (default: arm, when the table has it); "
-                       "a table with two or more arms is split, never pooled")
+    power.add_argument("--column", help="column of --baseline's results table (.csv, .tsv, .parquet, flat .jsonl; cost, count)")
+    add_arm_column(power, "column of --baseline's table naming each run's arm (default: arm, when the table has it); "
+                   "a table with two or more arms is split, never pooled")
+    add_field(power)
+    add_where(power)
     power.add_argument("--baseline-arm", metavar="NAME",
                        help="the arm of --baseline's table to read (default: the arm named baseline)")
     power.add_argument("--paired", action="store_true",
@@ -359,12 +401,13 @@ def _add_plan(commands: Any) -> None:
     plan = _command(
         commands, "plan", run.run_plan, quiet=True,
         help="tasks x seeds per task from pilot runs",
-        description="Read pilot runs (trace files or folders, scored with --spec; or a scores table .csv/.parquet "
-        "from `agentab score -o`), measure the metric's distribution and intra-task correlation, and list designs "
+        description="Read pilot runs (trace files or folders, scored with --spec; or a results table: .csv, .tsv, "
+        ".parquet, flat .jsonl, such as `agentab score -o` writes, with --field, --where and --arm-column), measure the metric's distribution and intra-task correlation, and list designs "
         "(tasks x seeds per task) with their power; the cheapest reaching the target is recommended. A pilot "
         "with only the baseline arm is the usual case.",
     )
-    plan.add_argument("pilot", nargs="+", type=Path, help="trace files/folders, or one scores .csv/.parquet")
+    plan.add_argument("pilot", nargs="+", type=Path,
+                      help="trace files/folders, or results tables (.csv, .tsv, .parquet, flat .jsonl)")
     plan.add_argument("--metric", required=True, help="the metric's column (e.g. outcome, rubric, tokens)")
     plan.add_argument("--effect", required=True,
                       help="binary: change of rate (0.05 or 5%%); ordinal: odds ratio; continuous: Cohen's d; "
@@ -378,7 +421,10 @@ def _add_plan(commands: Any) -> None:
     plan.add_argument("--max-tasks", type=positive_int, help="tasks available")
     add_spec(plan)
     plan.add_argument("--cluster", default="task_id", help="task column (default task_id)")
-    plan.add_argument("--baseline-arm", help="the pilot's baseline arm (default: 'baseline' or the first)")
+    add_arm_column(plan, "the pilot's column naming each run's arm (default: arm)")
+    plan.add_argument("--baseline-arm", metavar="NAME",
+                      help="the pilot's baseline arm (default: the arm named baseline; with other arms and none "
+                      "named baseline, required)")
     plan.add_argument("--simulate", type=positive_int, metavar="N",
                       help="also check the recommendation on N simulated experiments")
     plan.add_argument("--heterogeneity", metavar="H",
