@@ -286,3 +286,21 @@ def test_the_example_spec_file_reads_back_as_the_same_specs(tmp_path):
 
     specs = agentab.datasets.example_specs(seed=1, n_tasks=5)
     assert read_spec(write_spec(tmp_path / "spec.json", specs)) == specs
+
+
+def test_load_traces_sends_a_results_table_to_load_results():
+    """METR's runs file is flat records: load_traces names the reader that takes it, instead of
+    rejecting its first field as an unknown trace field."""
+    with pytest.raises(TraceError, match="results table .*agentab.load_results") as info:
+        agentab.load_traces(METR)
+    assert str(METR) in str(info.value) and "unknown field" not in str(info.value)
+
+
+def test_a_folder_written_by_agentab_example_loads_without_its_spec(tmp_path):
+    """`agentab example` writes spec.json beside the traces; loading the folder skips it."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    write_jsonl(folder / "baseline.jsonl", [make_record(run_id="r1", task_id="t1", seed=0, arm="baseline")])
+    (folder / "spec.json").write_text(json.dumps({"required": ["search"]}))
+    traces = agentab.load_traces(folder)
+    assert len(traces.runs) == 1 and traces.rejected.empty

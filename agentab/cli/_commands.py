@@ -388,17 +388,17 @@ def run_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _default_metrics(data: pd.DataFrame, column: str, baseline: str | None, candidate: str | None) -> list[str]:
-    """The default metrics the scores have, with values in both arms (arg_accuracy needs a reference, say)."""
+def _default_metrics(data: pd.DataFrame, column: str, baseline: str | None,
+                     candidate: str | None) -> tuple[list[str], list[str]]:
+    """The default metrics with values in both arms, and those without (not computed: arg_accuracy needs a reference)."""
     arms = data[column].astype(str)
     compared = arms.isin([baseline, candidate]) if baseline and candidate else pd.Series(True, index=data.index)
-    out = []
+    out, empty = [], []
     for name in DEFAULT_METRICS:
         if name in data.columns:
             present = data.loc[compared, name].notna().groupby(arms[compared]).any()
-            if len(present) and present.all():
-                out.append(name)
-    return out
+            (out if len(present) and present.all() else empty).append(name)
+    return out, empty
 
 
 def _check_report_path(path: Path | None) -> None:
@@ -433,8 +433,9 @@ def run_compare(args: argparse.Namespace) -> int:
     if arms.traces is not None:
         print_rejected(arms.traces, quiet=args.quiet, file=sys.stderr)
     need_column(arms.data, args.primary.split()[0], f"--primary {args.primary}")
+    empty: list[str] = []
     if metrics is None:
-        metrics = _default_metrics(arms.data, arms.column, arms.baseline, arms.candidate)
+        metrics, empty = _default_metrics(arms.data, arms.column, arms.baseline, arms.candidate)
     for name in metrics:
         if name not in arms.data.columns:
             known = [str(c) for c in agentab.metric_kinds(arms.data).index if c != arms.column]
@@ -447,6 +448,9 @@ def run_compare(args: argparse.Namespace) -> int:
             n_resamples=args.n_resamples, seed=args.seed, min_effect=min_effect, progress=tick,
         )
     say_result(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else str(result))
+    if empty:
+        note(args, f"not compared, no values in an arm (not computed: checks the spec does not ask for, or no "
+                   f"--spec): {', '.join(empty)}")
     if args.report is not None:
         with progress.phase("writing the report", total=1):
             written = agentab.report(result, args.report, traces=arms.traces, seed=args.seed)

@@ -25,6 +25,7 @@ from agentab.formats.files import BOM, JSON_SPACE, InflateLimit, open_trace_file
 from agentab.traces._arrays import locate as _locate
 from agentab.traces._arrays import resync_array as _resync_array
 from agentab.traces._arrays import split_array as _split_array
+from agentab.traces._results import is_results_table
 from agentab.traces._parallel import (
     PARALLEL_MIN_BYTES,
     default_workers,
@@ -53,7 +54,9 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
         One of: a path to a ``.jsonl`` / ``.ndjson`` file (one record per
         line), a ``.json`` file (an array of records, or one record), either
         gzip-compressed (``.jsonl.gz``, ``.json.gz``); a directory (every such
-        file under it, recursively, in sorted order); a list of paths; a list
+        file under it, recursively, in sorted order, except a ``spec.json``,
+        the trajectory spec ``agentab example`` writes beside its traces); a
+        list of paths; a list
         of record dicts; or a dict ``{arm_name: source}`` giving each source's
         arm. The record format is documented in :mod:`agentab.formats.record`.
     format : str
@@ -257,6 +260,10 @@ class _Reader:
             with open_trace_file(path) as fh:
                 head = fh.read(formats.HEAD_BYTES)
             detected = formats.detect(head, path.name)
+            if detected is None and is_results_table(path):
+                raise TraceError("a per-run results table (flat records, no steps), not traces: read it with "
+                                 "agentab.load_results (on the command line, every command takes it as it is)",
+                                 source=str(path))
             if detected is None and head.lstrip(BOM + JSON_SPACE)[:1] in (b"", b"{", b"["):
                 detected = "record"  # empty, or JSON that fits no other format: our decoder says what is wrong
             if detected is None:
@@ -402,7 +409,7 @@ def _walk(folder: Path) -> Iterator[Path]:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(Path(entry.path))
                     continue
-                if _kind(Path(entry.name)) is None:
+                if _kind(Path(entry.name)) is None or entry.name == "spec.json":  # `agentab example` writes one
                     continue
                 regular = stat.S_ISREG(entry.stat().st_mode)  # follows a link to a file
             except OSError as err:  # a broken link, or no permission to look
