@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     print("-" * len(header))
     summary = {"one arm": [], "two arms": [], "bracketed": []}
+    per_pair: dict[tuple[str, str, str], list[float]] = {}
     for pair_index, (a, b) in enumerate(PAIRS):
         base, cand = runs_by_task(trials, a, tasks), runs_by_task(trials, b, tasks)
         effect = float(cand.mean(axis=1).mean() - base.mean(axis=1).mean())
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 n, m = plan.tasks, plan.seeds_per_task
                 power = realised_power(base, cand, n, m, args.experiments, args.resamples, rng)
                 summary[label].append(power)
+                per_pair.setdefault((a, b, label), []).append(power)
                 sens, bracket = "", ""
                 found = next((SENSITIVITY.search(w) for w in plan.notes if SENSITIVITY.search(w)), None)
                 if found:
@@ -193,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(values):
             print(f"{label}: realised power at a planned 0.80, median {np.median(values):.3f} "
                   f"(range {values.min():.3f}-{values.max():.3f}, {len(values)} plans)")
+    print("median realised power per pair (target 0.72-0.88):")
+    for (a, b, label), values in per_pair.items():
+        inside = 0.72 <= float(np.median(values)) <= 0.88
+        print(f"  {a + ' -> ' + b:<70.70} {label:<9} {np.median(values):.3f} over {len(values)} pilots"
+              f"{'' if inside else '  (outside)'}")
     if summary["bracketed"]:
         print(f"one-arm sensitivity (double .. half) brackets the realised power in "
               f"{int(np.sum(summary['bracketed']))} of {len(summary['bracketed'])} plans")

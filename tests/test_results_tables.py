@@ -304,3 +304,15 @@ def test_a_folder_written_by_agentab_example_loads_without_its_spec(tmp_path):
     (folder / "spec.json").write_text(json.dumps({"required": ["search"]}))
     traces = agentab.load_traces(folder)
     assert len(traces.runs) == 1 and traces.rejected.empty
+
+
+def test_plan_reads_a_results_table_with_fields_and_where_and_never_picks_the_baseline_by_row_order():
+    """Python's plan takes the same mapping as the CLI; with three arms and no baseline named it stops."""
+    arms = sorted(pd.read_csv(TB)["submission"].unique())
+    with pytest.warns(TraceWarning, match="kept as missing"):
+        p = agentab.power.plan(TB, "outcome", 0.1, kind="binary", fields={"outcome": "is_resolved"}, arm="submission",
+                               baseline=arms[1], where=f"submission in {arms[:2]!r}")
+    assert p.tasks > 20 and not any("ignored" in n for n in p.notes)  # the filter left the two arms only
+    with pytest.warns(TraceWarning), pytest.raises(agentab.PowerError, match="none is named 'baseline'") as info:
+        agentab.power.plan(TB, "outcome", 0.1, kind="binary", fields={"outcome": "is_resolved"}, arm="submission")
+    assert all(a in str(info.value) for a in arms)

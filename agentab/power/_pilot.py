@@ -1,7 +1,8 @@
 """Reading a pilot for :func:`~agentab.power.plan`: the baseline arm's values by task, and the other arm's.
 
 :func:`read_pilot` takes runs (a DataFrame, e.g. from :func:`agentab.score`, or Traces, scored first),
-picks the baseline arm (an arm named "baseline", else the first; a second arm is kept for a paired plan's
+picks the baseline arm (``baseline=``, or an arm named "baseline"; with several arms and neither, an error:
+never by row order; a second arm is kept for a paired plan's
 task-to-task variation of the effect), reads the metric as numbers (an ordered categorical as its codes),
 works out its kind as :func:`agentab.compare` does, and refuses a pilot that cannot give an ICC.
 """
@@ -96,9 +97,10 @@ def _arms(pilot: pd.DataFrame, arm: str, baseline: Any) -> tuple[pd.DataFrame, p
         raise PowerError(f"baseline arm {baseline!r} not in column {arm!r} (arms: {', '.join(arms)})")
     if baseline is None:
         lowered = [a.lower() for a in arms]
+        if len(arms) > 1 and "baseline" not in lowered:  # never by row order: the plan reads the baseline's runs
+            raise PowerError(f"the pilot has {len(arms)} arms in column {arm!r} ({', '.join(arms)}) and none is named "
+                             "'baseline': say which is the baseline with baseline=")
         base = arms[lowered.index("baseline")] if "baseline" in lowered else arms[0]
-        if len(arms) > 1 and "baseline" not in lowered:
-            notes.append(f"baseline arm taken to be {base!r} (first in the pilot); pass baseline= to choose")
     else:
         base = str(baseline)
     labels = pilot[arm].astype(str)

@@ -62,6 +62,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -85,6 +87,7 @@ from agentab.power._pilot import Pilot, read_pilot
 from agentab.power._plan import Plan, SimulatedPower
 from agentab.power._uncertainty import tail_warnings, tasks_interval
 from agentab.stats import power as core
+from agentab.traces import load_results
 
 __all__ = ["Plan", "SimulatedPower", "plan"]
 
@@ -115,17 +118,22 @@ def plan(
     seed: Any = 12345,
     n_boot: int = 0,
     heterogeneity: float | str | None = None,
+    fields: Mapping[str, str] | None = None,
+    where: str | Sequence[str] | None = None,
 ) -> Plan:
     """How many tasks and seeds per task an experiment needs, from pilot runs.
 
     Parameters
     ----------
-    pilot : pandas.DataFrame or agentab.Traces
+    pilot : pandas.DataFrame, agentab.Traces, or a results table's path
         Pilot runs: one row per run with the ``cluster`` (task) column and
         the ``metric`` column, e.g. from :func:`agentab.score` (Traces are
-        scored first). With an ``arm`` column the ``baseline`` arm is read
-        (default: an arm named "baseline", else the first); a second arm
-        lets a paired plan measure how the effect varies across tasks.
+        scored first), or a per-run results table (a path: read by
+        :func:`agentab.load_results`). With an ``arm`` column the
+        ``baseline`` arm is read (default: an arm named "baseline"; with
+        several arms and neither, an error: never the first by row order);
+        a second arm lets a paired plan measure how the effect varies
+        across tasks.
     metric : str
         The metric's column.
     effect : float
@@ -182,6 +190,13 @@ def plan(
         Re-plan on this many resamples of the pilot's tasks (each with all its runs, both arms) at the
         recommended seeds per task, and report the 80% interval of the tasks needed
         (``Plan.tasks_interval``); 0 (the default) skips it (each resample costs one plan).
+    fields : mapping, optional
+        agentab's names -> the table's columns (``{"task_id": "instance_id",
+        "outcome": "is_resolved"}``), as in :func:`agentab.load_results`
+        and the CLI's ``--field NAME=KEY``.
+    where : str or list of str, optional
+        Row filters in :meth:`pandas.DataFrame.query` syntax, applied in
+        order (``"agent == 'Droid'"``), as the CLI's ``--where``.
 
     Returns
     -------
@@ -207,6 +222,8 @@ def plan(
     alpha, target, cost_ratio, quantile, alternative, seeds, max_tasks = _settings(
         alpha, power, design, seeds_per_task, cost_ratio, max_tasks, max_seeds, alternative, quantile)
     sequence = seed_sequence(seed, PowerError)
+    if fields is not None or where is not None or isinstance(pilot, (str, os.PathLike)):
+        pilot = load_results(pilot, fields=fields, where=where)
     data, kind = read_pilot(pilot, metric, kind, cluster, arm, baseline)
     effect = _plan_effect(kind, effect)
     paired = design == "paired"
