@@ -282,3 +282,9 @@ def test_a_diagnosis_without_a_spec_is_strict_json_with_null_for_what_it_cannot_
     assert any(row.get("cap_hit", 0) is None for row in rows)
     page = diagnosis._repr_html_()
     assert "NaN" not in page and "&lt;NA&gt;" not in page and f">{MISSING}<" in page
+
+
+def test_plan_on_a_check_without_its_spec_says_why_it_has_no_values():
+    runs = agentab.score(agentab.datasets.example_experiment(seed=1, n_tasks=10, n_seeds=2))
+    with pytest.raises(agentab.PowerError, match="no values .*spec"):
+        agentab.power.plan(runs[runs["arm"] == "baseline"], "cap_hit", 0.1)

@@ -120,6 +120,9 @@ def _check_values(values: np.ndarray, tasks: np.ndarray, kind: str, metric: str)
     if kind in ("cost", "count") and np.any(values < 0):
         raise PowerError(f"column {metric!r} has negative values; cost and counts are >= 0")
     n_tasks = len(np.unique(tasks))
+    if n_tasks == 0:
+        raise PowerError(f"column {metric!r} has no values in the pilot's baseline arm (a trajectory check the spec "
+                         "does not ask for is not computed: give its spec, or plan another metric)")
     if n_tasks < MIN_TASKS:
         raise PowerError(
             f"the pilot has {n_tasks} task(s) with a value of {metric!r}; at least {MIN_TASKS} are needed to estimate "
