@@ -17,12 +17,38 @@ pairs (``heterogeneity="typical"``) and gives its design's power at half and at 
 table shows whether those powers bracket the realised one.
 
 Run: ``python benchmarks/validate_power_real.py [--pilots 5] [--experiments 200] [--resamples 499]``
-(under a minute on 2 cores). Seeds derive from ``--seed``; the same call prints the same table.
+(about 2 minutes at 5 pilots on 2 shared cores). Seeds derive from ``--seed``; the same call prints the same table.
 
 Then the same for **one run per instance**: SWE-bench Verified bash-only pairs
 (``../shared/data/swebench-verified-bash-only``, 500 instances, one run each; the data README's
 same-scaffold pairs), two-arm pilots of 100 instances, paired plans (one seed per task: the ICC
 cannot be measured), realised power on designs drawn from the 500 instances.
+
+Last run
+--------
+2026-12-01, ``python benchmarks/validate_power_real.py --pilots 15`` (6 min on 2 shared cores; the
+output is ``benchmarks/results/validate_power_real.txt``), after two-arm pilots started to subtract
+each arm's own seed noise from the task-by-arm variance and ``Plan.simulate`` to draw it::
+
+    one arm: realised power at a planned 0.80, median 0.805 (range 0.520-0.955, 59 plans)
+    two arms: realised power at a planned 0.80, median 0.775 (range 0.310-0.960, 59 plans)
+    median realised power per pair (target 0.72-0.88):
+      droid_claude-4-sonnet -> droid_claude-4-1-opus               one arm   0.890 (outside)
+      droid_claude-4-sonnet -> droid_claude-4-1-opus               two arms  0.745
+      cursor-cli_claude-4-sonnet -> openhands_claude-4-sonnet      one arm   0.790
+      cursor-cli_claude-4-sonnet -> openhands_claude-4-sonnet      two arms  0.805
+      orchestrator_qwen-3-coder-480B -> orchestrator_claude-4-son  one arm   0.770
+      orchestrator_qwen-3-coder-480B -> orchestrator_claude-4-son  two arms  0.780
+      openhands_claude-4-sonnet -> chaterm_claude-4-sonnet         one arm   0.808 (14 pilots)
+      openhands_claude-4-sonnet -> chaterm_claude-4-sonnet         two arms  0.772 (14 pilots)
+    one-arm sensitivity (double .. half) brackets the realised power in 56 of 59 plans
+    one run per instance: realised power at a planned 0.80, median 0.785 (range 0.400-0.890, 45 plans)
+
+The Droid pair is a model change under one agent; its one-arm plans assume the typical heterogeneity
+(0.83) where ``heterogeneity="model change"`` (0.52) is the named assumption for it, so they ask for
+more tasks than needed (0.89). One pilot of the last pair drew only all-success or all-failure tasks
+and was refused with its reason. Single plans from 25-task pilots range widely (0.31-0.96): that
+spread is what ``plan(..., n_boot=)`` reports (``benchmarks/validate_plan_interval.py``).
 """
 
 from __future__ import annotations
