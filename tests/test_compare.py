@@ -180,7 +180,11 @@ def test_designs_detected_and_overridable():
     assert "outcome pass^4" not in set(none.table["metric"])  # pass^k needs tasks
     no_column = compare(data.drop(columns="task_id"), metrics=KINDS, n_resamples=B, seed=0)
     assert no_column.design["kind"] == "independent"
-    assert any("no task_id column" in n for n in no_column.notes)
+    assert no_column.design.warning.startswith("runs treated as independent: the data has no task column 'task_id'")
+    assert not any("task column" in n for n in no_column.notes)  # said first, not among the notes at the end
+    assert str(no_column).splitlines()[2] == f"WARNING: {no_column.design.warning}"
+    assert no_column.to_dict()["design"]["warning"] == no_column.design.warning
+    assert none.design.warning == ""  # cluster=None is the caller's own choice
     with pytest.raises(CompareError, match="no cluster column 'task'"):
         compare(data, metrics=KINDS, cluster="task", n_resamples=B, seed=0)
     with pytest.raises(CompareError, match="never paired by row order"):
@@ -456,9 +460,9 @@ def test_display_shows_levels_warnings_and_notes():
     data = synthetic(n_tasks=12, seeds=2, seed=18).drop(columns="task_id")
     result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
     html = result._repr_html_()
-    assert "rubric level shares" in html and "no task_id column" in html
+    assert "rubric level shares" in html and "no task column" in html
     text = str(result)
-    assert "rubric level shares: 0:" in text and "note: no task_id column" in text
+    assert "rubric level shares: 0:" in text and "WARNING: runs treated as independent" in text
     assert "agentab comparison: candidate vs baseline" in text  # no model/harness columns: just the arm names
 
 
@@ -537,6 +541,6 @@ def test_settings_and_design_are_typed_and_read_as_mappings():
     assert result.settings.alpha == result.settings["alpha"] == 0.05
     assert dict(result.settings) == result.to_dict()["settings"]
     assert result.design.kind == result.design["kind"] == "paired"
-    assert set(dict(result.design)) == {"kind", "label", "seeds", "dropped_tasks", "dropped_runs"}
+    assert set(dict(result.design)) == {"kind", "label", "seeds", "dropped_tasks", "dropped_runs", "warning"}
     with pytest.raises(KeyError):
         result.settings["nope"]

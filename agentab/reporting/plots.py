@@ -203,7 +203,7 @@ def forest(comparison: Any) -> Figure:
                 color=colour)
     title = f"Effects: {comparison.candidate} minus {comparison.baseline}, with {1 - comparison.settings.alpha:.0%} CI"
     left = 0.37 * fig.get_figwidth()  # the title starts near the figure's edge, not the axes'
-    axes[0].set_title(_wrap(title, 84), loc="left", x=-(left - 0.15) / (0.49 * fig.get_figwidth()))
+    axes[0].set_title(_wrap(title, 84), ha="left", x=-(left - 0.15) / (0.49 * fig.get_figwidth()))
     axes[-1].set_xlabel("effect, each row on its own scale (line: no change)")
     fig.subplots_adjust(hspace=0.9, left=0.37, right=0.86, top=1 - 0.55 / fig.get_figheight(),
                         bottom=0.45 / fig.get_figheight())
