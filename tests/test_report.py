@@ -1149,3 +1149,16 @@ def test_report_with_long_names_and_many_metrics_fits_the_page(wide_report, tmp_
     assert out["page"] <= out["width"]
     if window[0] >= 1000:
         assert out["shrunk"] == []
+
+
+def test_independent_runs_for_want_of_a_task_column_are_announced_first(scores, tmp_path):
+    result = agentab.compare(scores.drop(columns="task_id"), metrics=["outcome", "tokens"], n_resamples=199, seed=0)
+    assert result.design.warning
+    page = Page(agentab.report(result, tmp_path / "r.html").read_text(encoding="utf-8"))
+    visible = [t.strip() for t in page.text if t.strip()]
+    title = visible.index("agentab: candidate vs baseline", 1)  # the <title>, then the <h1>
+    assert visible[title + 1] == f"Warning: {result.design.warning}."
+    markdown = agentab.report(result, tmp_path / "r.md").read_text(encoding="utf-8")
+    assert markdown.split("\n\n")[1].startswith("**Warning: runs treated as independent")
+    with_tasks = agentab.report(agentab.compare(scores, metrics=["outcome"], n_resamples=199, seed=0), tmp_path / "t.md")
+    assert "Warning:" not in with_tasks.read_text(encoding="utf-8")
