@@ -1162,3 +1162,12 @@ def test_independent_runs_for_want_of_a_task_column_are_announced_first(scores, 
     assert markdown.split("\n\n")[1].startswith("**Warning: runs treated as independent")
     with_tasks = agentab.report(agentab.compare(scores, metrics=["outcome"], n_resamples=199, seed=0), tmp_path / "t.md")
     assert "Warning:" not in with_tasks.read_text(encoding="utf-8")
+
+
+def test_a_long_holm_family_is_listed_in_its_own_details(wide, wide_report):
+    page = wide_report.read_text(encoding="utf-8")
+    n = len(wide.holm_family)
+    assert n > 8
+    assert f"Holm family: {n} rows adjusted together" in page
+    listed = page.split(f"<summary>The {n} rows of the Holm family</summary>")[1].split("</details>")[0]
+    assert listed.count("<li>") == n

@@ -104,12 +104,14 @@ def _literal(figure: Figure) -> Figure:
     return figure
 
 
-def _wrap(text: str, width: int, max_lines: int | None = None) -> str:
+def _wrap(text: str, width: int, max_lines: int = 4) -> str:
     """``text`` broken into lines of at most ``width`` characters (long words too), at most ``max_lines`` of them
-    (the last one then ends in an ellipsis): long metric and arm names never run into their neighbours."""
-    lines = [part for line in str(text).split("\n")
-             for part in (textwrap.wrap(line, width, break_long_words=True, break_on_hyphens=True) or [""])]
-    if max_lines is not None and len(lines) > max_lines:
+    (the last one then ends in an ellipsis): long metric and arm names never run into their neighbours, and a
+    name of any length costs a few lines."""
+    lines = [part for line in str(text).split("\n")[:max_lines]
+             for part in (textwrap.wrap(line[: width * max_lines + 1], width, break_long_words=True,
+                                        break_on_hyphens=True) or [""])]
+    if len(lines) > max_lines:
         lines = lines[:max_lines]
         lines[-1] = lines[-1][: width - 1] + "\u2026"
     return "\n".join(lines)

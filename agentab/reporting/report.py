@@ -162,12 +162,22 @@ def _effects(comparison: Any, plots: Any) -> list[_Block]:
         _Block("h2", "Effects"),
         _Block("p", "Every metric's effect (candidate minus baseline) with its confidence interval, primary first. "
                     "The primary metric is tested alone; the others (trajectory and cost) explain and are Holm-adjusted."),
-        _Block("p", comparison.family_note() + "."),
+        *_family(comparison),
         _Block("p", ASSESSMENT_RULE[0].upper() + ASSESSMENT_RULE[1:] + "."),
         _Block("figure", "Forest plot of every metric's effect", figure=plots.forest(comparison)),
         _Block("details", "The comparison table", children=[_Block("table", table=table)]
                + [_Block("p", f"({n})") for n in comparison.footnotes()]),
     ]
+
+
+def _family(comparison: Any) -> list[_Block]:
+    """Which rows were Holm-adjusted together: a sentence, and the rows listed when they are many."""
+    family = list(comparison.holm_family)
+    if len(family) <= 8:
+        return [_Block("p", comparison.family_note() + ".")]
+    return [_Block("p", f"Holm family: {len(family)} rows adjusted together (the primary metric is tested alone); a "
+                        "secondary's adjusted p-value, and so its assessment, changes with the metrics compared."),
+            _Block("details", f"The {len(family)} rows of the Holm family", children=[_Block("list", items=family)])]
 
 
 def _levels(comparison: Any, plots: Any) -> list[_Block]:
