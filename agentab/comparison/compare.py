@@ -38,8 +38,8 @@ from agentab.comparison._routing import (
     _levels_table,
     _runs_per_task,
 )
-from agentab.comparison.decide import Decision, check_guardrail, decide
 from agentab.comparison._dropped import collapse
+from agentab.comparison.decide import Decision, check_guardrail, decide
 from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
 from agentab.errors import CompareError, StatsWarning
 from agentab.traces import labels
@@ -267,7 +267,8 @@ def compare(
     rows, results, levels, drops = _test_metrics(inp, progress)
     table, family = _table(rows, inp)
     decision, next_plan = _decision(inp, table, results[inp.primary_metric], min_effect)
-    return _result(inp, table, decision, results, levels, collapse(drops, [m.name for m in inp.metrics if m.name in results]), family, next_plan)
+    dropped = collapse(drops, [m.name for m in inp.metrics if m.name in results])
+    return _result(inp, table, decision, results, levels, dropped, family, next_plan)
 
 
 def _result(inp: _CompareInput, table: pd.DataFrame, decision: Decision, results: dict[str, Any],
