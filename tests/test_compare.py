@@ -606,8 +606,10 @@ def test_dropped_runs_and_tasks_are_counted_and_named(tmp_path):
     assert {"reason": "missing value", "arm": "baseline", "runs": 2, "tasks": 1, "ids": ["t003"],
             "metrics": ["outcome"], "n_ids": 1} in out
     page = agentab.report(result, tmp_path / "r.html").read_text(encoding="utf-8")
+    markdown = agentab.report(result, tmp_path / "r.md").read_text(encoding="utf-8")
     for d in result.dropped:
         assert html.escape(str(d)) in page
+        assert f"- {d}" in markdown
 
 
 def test_dropped_runs_without_tasks_are_named_by_run_id_first_few():

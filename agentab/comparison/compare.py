@@ -29,6 +29,7 @@ import pandas as pd
 
 from agentab._checks import recorded_seed
 from agentab._vocabulary import DEFAULT_DIRECTION, KINDS
+from agentab.comparison._dropped import collapse
 from agentab.comparison._inputs import _compare_iv, _CompareInput, _min_effect_iv
 from agentab.comparison._routing import (
     QUANTILES,
@@ -38,7 +39,6 @@ from agentab.comparison._routing import (
     _levels_table,
     _runs_per_task,
 )
-from agentab.comparison._dropped import collapse
 from agentab.comparison.decide import Decision, check_guardrail, decide
 from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
 from agentab.errors import CompareError, StatsWarning
