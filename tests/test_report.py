@@ -1171,3 +1171,13 @@ def test_a_long_holm_family_is_listed_in_its_own_details(wide, wide_report):
     assert f"Holm family: {n} rows adjusted together" in page
     listed = page.split(f"<summary>The {n} rows of the Holm family</summary>")[1].split("</details>")[0]
     assert listed.count("<li>") == n
+
+
+def test_a_primary_outcome_of_another_name_gets_its_diagnosis(scores, tmp_path):
+    renamed = scores.rename(columns={"outcome": "resolved"})
+    result = agentab.compare(renamed, metrics={"resolved": "binary", "tokens": "cost"}, primary="resolved",
+                             n_resamples=199, seed=0)
+    text = agentab.report(result, tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "## Trajectory" in text and "No diagnosis" not in text
+    assert "Success rate by step-count bucket" in text
+    assert "outcome" not in result.data  # the comparison's own runs are not changed

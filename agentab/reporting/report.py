@@ -122,6 +122,16 @@ def _primary_metric(comparison: Any) -> str:
     return primary if primary in comparison.metrics.index else primary.rsplit(" p", 1)[0]
 
 
+def _outcome_named(comparison: Any) -> pd.DataFrame:
+    """The compared runs with a binary primary metric of another name read as the outcome (diagnose reads
+    "outcome"), so a results table's ``resolved`` or ``passed`` gets its trajectory section."""
+    data, primary = comparison.data, _primary_metric(comparison)
+    kinds = comparison.metrics["kind"]
+    if "outcome" not in data and primary in kinds.index and kinds[primary] == "binary":
+        return data.rename(columns={primary: "outcome"})
+    return data
+
+
 def _profile_metric(comparison: Any) -> str | None:
     primary = _primary_metric(comparison)
     kinds = comparison.metrics["kind"]
@@ -463,7 +473,7 @@ def report(
     blocks += _cost(comparison, plots, seed)
     if diagnosis is None:
         try:
-            diagnosis = diagnose(comparison.data, by=comparison.settings.arm, traces=traces)
+            diagnosis = diagnose(_outcome_named(comparison), by=comparison.settings.arm, traces=traces)
         except KeyError as err:
             blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: the runs have no {err.args[0]!r} column "
                                                                "(agentab.score's table has it).")]
