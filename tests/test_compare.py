@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -180,7 +182,11 @@ def test_designs_detected_and_overridable():
     assert "outcome pass^4" not in set(none.table["metric"])  # pass^k needs tasks
     no_column = compare(data.drop(columns="task_id"), metrics=KINDS, n_resamples=B, seed=0)
     assert no_column.design["kind"] == "independent"
-    assert any("no task_id column" in n for n in no_column.notes)
+    assert no_column.design.warning.startswith("runs treated as independent: the data has no task column 'task_id'")
+    assert not any("task column" in n for n in no_column.notes)  # said first, not among the notes at the end
+    assert str(no_column).splitlines()[2] == f"WARNING: {no_column.design.warning}"
+    assert no_column.to_dict()["design"]["warning"] == no_column.design.warning
+    assert none.design.warning == ""  # cluster=None is the caller's own choice
     with pytest.raises(CompareError, match="no cluster column 'task'"):
         compare(data, metrics=KINDS, cluster="task", n_resamples=B, seed=0)
     with pytest.raises(CompareError, match="never paired by row order"):
@@ -456,9 +462,9 @@ def test_display_shows_levels_warnings_and_notes():
     data = synthetic(n_tasks=12, seeds=2, seed=18).drop(columns="task_id")
     result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
     html = result._repr_html_()
-    assert "rubric level shares" in html and "no task_id column" in html
+    assert "rubric level shares" in html and "no task column" in html
     text = str(result)
-    assert "rubric level shares: 0:" in text and "note: no task_id column" in text
+    assert "rubric level shares: 0:" in text and "WARNING: runs treated as independent" in text
     assert "agentab comparison: candidate vs baseline" in text  # no model/harness columns: just the arm names
 
 
@@ -537,6 +543,81 @@ def test_settings_and_design_are_typed_and_read_as_mappings():
     assert result.settings.alpha == result.settings["alpha"] == 0.05
     assert dict(result.settings) == result.to_dict()["settings"]
     assert result.design.kind == result.design["kind"] == "paired"
-    assert set(dict(result.design)) == {"kind", "label", "seeds", "dropped_tasks", "dropped_runs"}
+    assert set(dict(result.design)) == {"kind", "label", "seeds", "dropped_tasks", "dropped_runs", "warning"}
     with pytest.raises(KeyError):
         result.settings["nope"]
+
+
+# --------------------------------------------------------------------------- #
+# No silent defaults: the baseline never from row order; what was left out, named
+# --------------------------------------------------------------------------- #
+def test_the_baseline_is_never_taken_from_row_order():
+    data = synthetic(n_tasks=10, seeds=2, lift=0.5)
+    data["arm"] = data["arm"].map({"baseline": "v1", "candidate": "v2"})
+    for frame in (data, data.iloc[::-1]):
+        with pytest.raises(CompareError, match=r"two arms, 'v1' and 'v2', and neither is named 'baseline' or "
+                                               r"'candidate': say which is the baseline, e.g. baseline='v1'"):
+            compare(frame, metrics=KINDS, n_resamples=B, seed=0)
+    one = compare(data, metrics=KINDS, baseline="v1", n_resamples=B, seed=0)
+    two = compare(data.iloc[::-1], metrics=KINDS, candidate="v2", n_resamples=B, seed=0)
+    assert (one.baseline, one.candidate) == (two.baseline, two.candidate) == ("v1", "v2")
+    pd.testing.assert_frame_equal(one.table[["effect", "p_value"]], two.table[["effect", "p_value"]])
+    assert not any("first in the data" in n for n in one.notes)
+
+
+def test_an_arm_named_candidate_makes_the_other_the_baseline_in_any_row_order():
+    data = synthetic(n_tasks=10, seeds=2, lift=0.5)
+    data["arm"] = data["arm"].map({"baseline": "control", "candidate": "Candidate"})
+    one = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    two = compare(data.iloc[::-1], metrics=KINDS, n_resamples=B, seed=0)
+    assert (one.baseline, one.candidate) == (two.baseline, two.candidate) == ("control", "Candidate")
+    pd.testing.assert_frame_equal(one.table[["effect", "p_value"]], two.table[["effect", "p_value"]])
+    data["arm"] = data["arm"].map({"control": "baseline", "Candidate": "Baseline"})  # two arms claim the role
+    with pytest.raises(CompareError, match="neither is named 'baseline' or 'candidate'"):
+        compare(data, metrics=KINDS, n_resamples=B, seed=0)
+
+
+def test_dropped_runs_and_tasks_are_counted_and_named(tmp_path):
+    data = synthetic(n_tasks=20, seeds=2, lift=0.5)
+    data["outcome"] = data["outcome"].astype(float)
+    data.loc[(data["arm"] == "baseline") & (data["task_id"] == "t003"), "outcome"] = np.nan  # every outcome missing
+    data.loc[(data["arm"] == "candidate") & (data["task_id"] == "t011"), "outcome"] = [np.nan, 1.0]  # one of two
+    data = data[~((data["arm"] == "candidate") & (data["task_id"] == "t007"))]  # a task the candidate never ran
+    result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    assert result.design.label == "paired by task (18 tasks)"
+    drops = {(d.reason, d.arm, d.metrics): d for d in result.dropped}
+    missing = drops[("missing value", "baseline", ("outcome",))]
+    assert (missing.runs, missing.tasks, missing.ids) == (2, 1, ("t003",))
+    partial = drops[("missing value", "candidate", ("outcome",))]
+    assert (partial.runs, partial.tasks, partial.ids) == (1, 0, ("t011",))
+    alone = drops[("task in one arm only", "baseline", ())]  # every metric
+    assert (alone.runs, alone.tasks, alone.ids) == (2, 1, ("t007",))
+    orphan = drops[("task in one arm only", "candidate", ("outcome",))]  # t003's candidate runs have no partner
+    assert (orphan.runs, orphan.tasks, orphan.ids) == (2, 1, ("t003",))
+    assert len(result.dropped) == 4
+    # in the first lines of the text, in the JSON and in the report
+    head = str(result).split("VERDICT")[0]
+    for d in result.dropped:
+        assert f"left out: {d}" in head
+    assert str(alone) == ("every metric: 1 task run by baseline only, left out of the paired comparison (2 runs of "
+                          "baseline): t007")
+    assert str(missing) == "outcome: 2 runs of baseline left out (missing value); 1 task with no value at all in baseline: t003"
+    out = result.to_dict()["dropped"]
+    assert {"reason": "missing value", "arm": "baseline", "runs": 2, "tasks": 1, "ids": ["t003"],
+            "metrics": ["outcome"], "n_ids": 1} in out
+    page = agentab.report(result, tmp_path / "r.html").read_text(encoding="utf-8")
+    markdown = agentab.report(result, tmp_path / "r.md").read_text(encoding="utf-8")
+    for d in result.dropped:
+        assert html.escape(str(d)) in page
+        assert f"- {d}" in markdown
+
+
+def test_dropped_runs_without_tasks_are_named_by_run_id_first_few():
+    data = synthetic(n_tasks=20, seeds=2, lift=0.5).drop(columns="task_id")
+    data["score"] = data["score"].where(~data["run_id"].str.startswith("candidate-1"), np.nan)  # 11 tasks' runs
+    result = compare(data, metrics=KINDS, n_resamples=B, seed=0)
+    (drop,) = result.dropped
+    assert (drop.reason, drop.arm, drop.metrics, drop.tasks) == ("missing value", "candidate", ("score",), 0)
+    assert drop.runs == drop.n_ids == 22 and len(drop.ids) == 5
+    assert str(drop).endswith("and 17 more")
+    assert result.design.warning and str(result).splitlines()[2].startswith("WARNING: runs treated as independent")

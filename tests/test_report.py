@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 from PIL import Image
 
 import agentab
@@ -363,19 +364,26 @@ def _browser() -> str:
     return found
 
 
-def _render(page: Path, profile: Path) -> tuple[dict[str, str], list[str]]:
-    """Open a page in headless Chromium: the <body> attributes after load, and the console lines it logged."""
+def _chromium(page: Path, profile: Path, window: tuple[int, int] = (1280, 1000)) -> tuple[str, list[str]]:
+    """Open a page in headless Chromium with a window of ``window`` pixels: the DOM after load, and the console
+    lines it logged."""
     command = [
         _browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-        "--dump-dom", page.resolve().as_uri(),
+        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+        f"--window-size={window[0]},{window[1]}", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+        "--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri(),
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    body = Page(done.stdout).all("body")
-    assert len(body) == 1, done.stdout[:500]
     console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console
+
+
+def _render(page: Path, profile: Path) -> tuple[dict[str, str], list[str]]:
+    """Open a page in headless Chromium: the <body> attributes after load, and the console lines it logged."""
+    dom, console = _chromium(page, profile)
+    body = Page(dom).all("body")
+    assert len(body) == 1, dom[:500]
     return body[0], console
 
 
@@ -486,7 +494,7 @@ def test_forest_one_row_per_statistic_primary_first(small, figures):
     assert len(axes) == len(table)
     assert table.iloc[0]["role"] == "primary"
     for ax, metric in zip(axes, table["metric"]):
-        assert ax.get_ylabel().startswith(f"{metric}  (")
+        assert " ".join(ax.get_ylabel().split()).startswith(f"{metric} (")  # wrapped when long
     assert axes[0].yaxis.label.get_fontweight() == "bold"
     assert all(ax.yaxis.label.get_fontweight() == "normal" for ax in axes[1:])
     markers = [[line.get_marker() for line in ax.get_lines() if line.get_marker() not in (None, "None", "")] for ax in axes]
@@ -919,3 +927,257 @@ def test_to_dict_carries_the_plan_of_an_inconclusive_verdict(small, ship):
     assert out["plan"]["tasks"] == small.plan.tasks and out["plan"]["seeds_per_task"] == small.plan.seeds_per_task
     assert ship.to_dict()["plan"] is None
     json.dumps(out, allow_nan=False)
+
+
+# --------------------------------------------------------------------------- #
+# 5. Layout: long metric and arm names, many metrics (boxes measured, in matplotlib and in Chromium)
+# --------------------------------------------------------------------------- #
+LONG_BASE = "baseline agent: claude-sonnet-4 with the react-v1 harness, a 200k context window"
+LONG_CAND = "candidate agent: claude-sonnet-4 with the react-v2 harness, a 200k context window"
+
+
+def _long(name: str) -> str:
+    return f"{name} measured over every step of the trajectory of the run (agentab layout test)"
+
+
+@pytest.fixture(scope="module")
+def wide(scores):
+    """20+ metrics with 60+ character names and long arm names: the report's layout under stress."""
+    rng = np.random.default_rng(3)
+    data = scores.copy()
+    data["arm"] = data["arm"].astype(str).map({"baseline": LONG_BASE, "candidate": LONG_CAND})
+    metrics: dict[str, object] = {"outcome": "binary", "rubric": "ordinal", _long("tokens"): "cost"}
+    data[_long("tokens")] = data["tokens"]
+    for i in range(8):
+        data[_long(f"binary check {i}")] = rng.random(len(data)) < 0.3 + 0.05 * i
+        metrics[_long(f"binary check {i}")] = "binary"
+    for i in range(6):
+        data[_long(f"step count {i}")] = rng.poisson(5 + 3 * i, len(data))
+        metrics[_long(f"step count {i}")] = "count"
+    for i in range(6):
+        data[_long(f"score {i}")] = rng.normal(0.5, 0.2, len(data))
+        metrics[_long(f"score {i}")] = "continuous"
+    assert len(metrics) >= 20 and all(len(m) >= 60 for m in list(metrics)[2:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", agentab.StatsWarning)
+        return agentab.compare(data, metrics=metrics, baseline=LONG_BASE, guardrails={_long("tokens"): "p95 <= +10%"},
+                               n_resamples=199, seed=0)
+
+
+def _boxes(fig) -> list[tuple[str, object]]:
+    """Every visible text of a drawn figure (titles, labels, tick labels, annotations, legends) and every data
+    marker, as display-space boxes with a description."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    out = []
+    legends = fig.findobj(lambda a: type(a).__name__ == "Legend")
+    inside = {id(t) for legend in legends for t in (*legend.get_texts(), legend.get_title())}  # boxed by their legend
+    for ax in fig.axes:  # tick labels beyond the axis limits exist but are not drawn
+        for axis in (ax.xaxis, ax.yaxis):
+            drawn = {id(t) for tick in axis._update_ticks() for t in (tick.label1, tick.label2)}
+            inside |= {id(t) for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks())
+                       for t in (tick.label1, tick.label2) if id(t) not in drawn}
+    for text in fig.findobj(Text):
+        if text.get_visible() and text.get_text().strip() and id(text) not in inside:
+            box = text.get_window_extent(renderer)
+            if box.width > 0 and box.height > 0:
+                out.append((f"text {text.get_text()[:40]!r}", box))
+    for legend in legends:
+        out.append(("legend", legend.get_window_extent(renderer)))
+    for line in fig.findobj(Line2D):
+        if line.get_visible() and line.get_marker() not in (None, "None", "", " ") and line.axes is not None:
+            half = line.get_markersize() * fig.dpi / 72 / 2
+            for x, y in line.get_transform().transform(line.get_xydata()):
+                if np.isfinite(x) and np.isfinite(y):
+                    out.append((f"marker {line.get_marker()}", Bbox([[x - half, y - half], [x + half, y + half]])))
+    return out
+
+
+def _overlaps(fig) -> list[str]:
+    """Pairs of boxes that overlap (an ECDF's p50/p95 label may touch a marker, nothing else may), and boxes
+    beyond the figure's width."""
+    boxes = _boxes(fig)
+    width = fig.get_size_inches()[0] * fig.dpi
+    problems = []
+    for name, box in boxes:  # a taller figure is saved taller (bbox_inches="tight"); a wider one is shrunk to fit
+        if box.x0 < -1 or box.x1 > width + 1:
+            problems.append(f"{name} beyond the figure's width ({box.x0:.0f}..{box.x1:.0f} of {width:.0f} px)")
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1:]:
+            if a.startswith("marker") and b.startswith("marker"):
+                continue  # data markers may touch each other
+            if a.startswith("marker") and b.startswith("text") or a.startswith("text") and b.startswith("marker"):
+                if "'p50'" in a + b or "'p95'" in a + b:
+                    continue  # an ECDF's quantile label sits beside its marker
+            inter = Bbox.intersection(box_a, box_b)
+            if inter is not None and inter.width > 1 and inter.height > 1:
+                problems.append(f"{a} overlaps {b}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def wide_figures(wide, traces):
+    diagnosis = agentab.diagnose(wide.data, traces=traces, by="arm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", agentab.StatsWarning)
+        made = {
+            "forest": plots.forest(wide),
+            "level_shares": plots.level_shares(wide, "rubric"),
+            "ecdf": plots.ecdf(wide, _long("tokens")),
+            "quantile_shift": plots.quantile_shift(wide, _long("tokens")),
+            "step_buckets": plots.step_buckets(diagnosis, baseline=LONG_BASE, candidate=LONG_CAND),
+            "failure_rates": plots.failure_rates(diagnosis, baseline=LONG_BASE, candidate=LONG_CAND),
+            "task_outcomes": plots.task_outcomes(agentab.task_profile(wide), baseline=LONG_BASE, candidate=LONG_CAND),
+        }
+        if wide.plan is not None:
+            made["power_curve"] = plots.power_curve(wide.plan)
+    return made
+
+
+def test_boxes_catch_overlapping_labels():
+    """The check can fail: a title written over a tick label, a label beyond the figure."""
+    fig = Figure(figsize=(3, 2))
+    ax = fig.subplots()
+    ax.set_title("a title")
+    ax.text(0.5, 1.02, "written over the title", transform=ax.transAxes, ha="center")
+    problems = _overlaps(fig)
+    assert any("overlaps" in p for p in problems)
+    ax.set_xlabel("an x label far wider than the figure, so that the saved image would have to be shrunk to fit")
+    assert any("beyond the figure's width" in p for p in _overlaps(fig))
+
+
+@pytest.mark.parametrize("name", ["forest", "level_shares", "ecdf", "quantile_shift", "step_buckets", "failure_rates",
+                                  "task_outcomes", "power_curve"])
+def test_figures_with_long_names_have_no_overlapping_or_cut_labels(wide_figures, name):
+    if name not in wide_figures:
+        pytest.skip(f"no {name} figure for this comparison")
+    assert _overlaps(wide_figures[name]) == []
+
+
+#: Measures the laid-out page (every details opened): boxes of text and figures that overlap (neither inside the
+#: other), boxes beyond the viewport, content wider than its box (cut off or spilling), images shown shrunk.
+LAYOUT_PROBE = """<script>
+window.addEventListener("load", function () {
+  document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+  var width = document.documentElement.clientWidth;
+  var selector = "h1,h2,h3,p,li,th,td,img,pre,summary,footer,.verdict";
+  var els = Array.prototype.slice.call(document.querySelectorAll(selector));
+  var boxes = els.map(function (e) {
+    var r = e.getBoundingClientRect();
+    return {e: e, l: r.left + window.scrollX, r: r.right + window.scrollX, t: r.top + window.scrollY,
+            b: r.bottom + window.scrollY};
+  });
+  function name(e) { return e.tagName + " " + (e.getAttribute("alt") || e.textContent).slice(0, 70); }
+  var out = {width: width, page: document.documentElement.scrollWidth, measured: boxes.length, overlaps: [],
+             beyond: [], spilling: [], shrunk: []};
+  boxes.forEach(function (a, i) {
+    if (a.r > width + 0.5 || a.l < -0.5) out.beyond.push(name(a.e) + " [" + Math.round(a.l) + ", " + Math.round(a.r) + "]");
+    if (a.e.tagName !== "IMG" && a.e.scrollWidth > a.e.clientWidth + 1 && a.e.clientWidth > 0)
+      out.spilling.push(name(a.e) + " (" + a.e.scrollWidth + " > " + a.e.clientWidth + " px)");
+    if (a.e.tagName === "IMG" && a.e.naturalWidth > a.e.width + 1) out.shrunk.push(name(a.e));
+    for (var j = i + 1; j < boxes.length; j++) {
+      var b = boxes[j];
+      if (a.e.contains(b.e) || b.e.contains(a.e)) continue;
+      if (Math.min(a.r, b.r) - Math.max(a.l, b.l) > 0.5 && Math.min(a.b, b.b) - Math.max(a.t, b.t) > 0.5)
+        out.overlaps.push(name(a.e) + " | " + name(b.e));
+    }
+  });
+  var pre = document.createElement("pre");
+  pre.id = "agentab-layout";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def _layout(report: Path, tmp_path: Path, window: tuple[int, int]) -> dict:
+    text = report.read_text(encoding="utf-8")
+    probed = tmp_path / f"layout-{window[0]}.html"
+    probed.write_text(text.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    dom, console = _chromium(probed, tmp_path / f"profile-{window[0]}", window)
+    assert console == []
+    found = re.search(r"<pre id=\"agentab-layout\">(.*?)</pre>", dom, re.S)
+    assert found, dom[-500:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+def test_layout_probe_catches_overlap_overflow_and_shrinking(tmp_path):
+    page = tmp_path / "bad.html"
+    wide_png = base64.b64encode(_png_of_width(2000)).decode("ascii")
+    page.write_text(
+        "<!DOCTYPE html><html><head><style>body{width:600px} .up{margin-top:-2em}</style></head><body>"
+        "<p>first paragraph</p><p class='up'>second paragraph, drawn over the first</p>"
+        "<table><tr><td>" + "x" * 300 + "</td></tr></table>"
+        f"<img alt='too wide' style='max-width:100%' src='data:image/png;base64,{wide_png}'>"
+        "</body></html>", encoding="utf-8")
+    out = _layout(page, tmp_path, (800, 600))
+    assert out["measured"] >= 4
+    assert any("first paragraph" in o and "second paragraph" in o for o in out["overlaps"]), out
+    assert any("xxxx" in b for b in out["beyond"]), out
+    assert out["shrunk"] == ["IMG too wide"], out
+
+
+def _png_of_width(width: int) -> bytes:
+    buffer = BytesIO()
+    Image.new("RGB", (width, 20), "white").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def wide_report(wide, traces, tmp_path_factory):
+    path = tmp_path_factory.mktemp("wide") / "wide.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", agentab.StatsWarning)
+        agentab.report(wide, path, traces=traces)
+    return path
+
+
+@pytest.mark.parametrize("window", [(1280, 1000), (760, 1000)])
+def test_report_with_long_names_and_many_metrics_fits_the_page(wide_report, tmp_path, window):
+    """No two text or figure boxes overlap, none reaches beyond the window, no content spills out of its box,
+    and on a wide screen no figure is shown shrunk (its labels would be too small to read)."""
+    out = _layout(wide_report, tmp_path, window)
+    assert out["measured"] > 200  # every table opened: the per-task and comparison tables are measured
+    assert out["overlaps"] == []
+    assert out["beyond"] == []
+    assert out["spilling"] == []
+    assert out["page"] <= out["width"]
+    if window[0] >= 1000:
+        assert out["shrunk"] == []
+
+
+def test_independent_runs_for_want_of_a_task_column_are_announced_first(scores, tmp_path):
+    result = agentab.compare(scores.drop(columns="task_id"), metrics=["outcome", "tokens"], n_resamples=199, seed=0)
+    assert result.design.warning
+    page = Page(agentab.report(result, tmp_path / "r.html").read_text(encoding="utf-8"))
+    visible = [t.strip() for t in page.text if t.strip()]
+    title = visible.index("agentab: candidate vs baseline", 1)  # the <title>, then the <h1>
+    assert visible[title + 1] == f"Warning: {result.design.warning}."
+    markdown = agentab.report(result, tmp_path / "r.md").read_text(encoding="utf-8")
+    assert markdown.split("\n\n")[1].startswith("**Warning: runs treated as independent")
+    with_tasks = agentab.report(agentab.compare(scores, metrics=["outcome"], n_resamples=199, seed=0), tmp_path / "t.md")
+    assert "Warning:" not in with_tasks.read_text(encoding="utf-8")
+
+
+def test_a_long_holm_family_is_listed_in_its_own_details(wide, wide_report):
+    page = wide_report.read_text(encoding="utf-8")
+    n = len(wide.holm_family)
+    assert n > 8
+    assert f"Holm family: {n} rows adjusted together" in page
+    listed = page.split(f"<summary>The {n} rows of the Holm family</summary>")[1].split("</details>")[0]
+    assert listed.count("<li>") == n
+
+
+def test_a_primary_outcome_of_another_name_gets_its_diagnosis(scores, tmp_path):
+    renamed = scores.rename(columns={"outcome": "resolved"})
+    result = agentab.compare(renamed, metrics={"resolved": "binary", "tokens": "cost"}, primary="resolved",
+                             n_resamples=199, seed=0)
+    text = agentab.report(result, tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "## Trajectory" in text and "No diagnosis" not in text
+    assert "Success rate by step-count bucket" in text
+    assert "outcome" not in result.data  # the comparison's own runs are not changed

@@ -31,6 +31,12 @@ from agentab.scoring import infer_kind, metric_kinds
 _NOT_METRICS = {"run_id", "task_id", "seed", "arm", "model", "harness", "reasons", "metadata", "terminal_state"}
 
 
+#: The warning of a comparison that found no task column (shown first, not in the notes at the end).
+NO_TASKS = ("runs treated as independent: the data has no task column 'task_id', so runs of one task count as "
+            "separate evidence (too confident if tasks differ in difficulty); name the task column: cluster= in "
+            "Python, --cluster on the command line")
+
+
 @dataclass(frozen=True)
 class _Metric:
     name: str
@@ -62,8 +68,13 @@ class _CompareInput:
     seed: np.random.SeedSequence  # every metric's stream is derived from it
     notes: list[str]
 
+    @property
+    def design_warning(self) -> str:
+        """What the header must say first about the design ("" when nothing)."""
+        return NO_TASKS if NO_TASKS in self.notes else ""
 
-def _resolve_arms(data: pd.DataFrame, arm: str, baseline: Any, candidate: Any, notes: list[str]) -> tuple[str, str]:
+
+def _resolve_arms(data: pd.DataFrame, arm: str, baseline: Any, candidate: Any) -> tuple[str, str]:
     if arm not in data.columns:
         raise CompareError(f"no arm column {arm!r} in the data (columns: {', '.join(map(str, data.columns))})")
     labels = data[arm]
@@ -90,15 +101,26 @@ def _resolve_arms(data: pd.DataFrame, arm: str, baseline: Any, candidate: Any, n
         return str(baseline), next(a for a in present if a != str(baseline))
     if candidate is not None:
         return next(a for a in present if a != str(candidate)), str(candidate)
+    return _default_roles(present, arm)
+
+
+def _default_roles(present: list[str], arm: str) -> tuple[str, str]:
+    """The roles of two arms when neither was given: only from their names, never from row order.
+
+    An arm named "baseline" is the baseline; an arm named "candidate" makes the other one the baseline (the
+    name states its role, and swapping rows or files cannot change it). Anything else is an error naming the arms.
+    """
     lowered = [a.lower() for a in present]
-    if "baseline" in lowered:
-        base = present[lowered.index("baseline")]
-    elif "candidate" in lowered:
-        base = present[1 - lowered.index("candidate")]
-    else:
-        base = present[0]
-        notes.append(f"baseline arm taken to be {base!r} (first in the data); pass baseline= to choose")
-    return base, next(a for a in present if a != base)
+    for role in ("baseline", "candidate"):
+        if lowered.count(role) == 1:
+            index = lowered.index(role) if role == "baseline" else 1 - lowered.index(role)
+            return present[index], present[1 - index]
+    listed = " and ".join(repr(a) for a in sorted(present))
+    first = sorted(present)[0]
+    raise CompareError(
+        f"column {arm!r} has two arms, {listed}, and neither is named 'baseline' or 'candidate': say which is the "
+        f"baseline, e.g. baseline={first!r} (or candidate=); the baseline is never taken from row order"
+    )
 
 
 def _resolve_metrics(data: pd.DataFrame, metrics: Any, exclude: set[str], notes: list[str]) -> list[_Metric]:
@@ -181,8 +203,7 @@ def _resolve_cluster(data: pd.DataFrame, cluster: Any, paired: bool | str, notes
     if cluster is not None and cluster not in data.columns:
         if cluster != "task_id":
             raise CompareError(f"no cluster column {cluster!r} in the data")
-        notes.append("no task_id column: runs are treated as independent (if tasks are in another column, name it: "
-                     "cluster= in Python, --cluster on the command line)")
+        notes.append(NO_TASKS)
         cluster = None
     if cluster is None and paired is True:
         raise CompareError("paired=True needs a task column (cluster=); runs are never paired by row order")
@@ -199,7 +220,7 @@ def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cl
     n_resamples = check_n_resamples(n_resamples, CompareError, minimum=MIN_DECISION_RESAMPLES)
     paired = check_paired(paired, CompareError)
     notes: list[str] = []
-    base_name, cand_name = _resolve_arms(data, arm, baseline, candidate, notes)
+    base_name, cand_name = _resolve_arms(data, arm, baseline, candidate)
     cluster = _resolve_cluster(data, cluster, paired, notes)
     exclude = {arm} | ({cluster} if cluster else set())
     resolved = _resolve_metrics(data, metrics, exclude, notes)

@@ -15,7 +15,10 @@ import pandas as pd
 
 from agentab import stats
 from agentab._vocabulary import QUANTILE_KINDS
+from agentab.comparison._dropped import metric_drops
 from agentab.comparison._inputs import _arm_values, _CompareInput, _Metric
+from agentab.comparison.decide import assess
+from agentab.comparison.result import Dropped
 from agentab.errors import CompareError
 from agentab.stats.two_sample import magnitude_problem
 
@@ -68,7 +71,9 @@ def _tail_note(known: np.ndarray) -> str:
     return f"descriptive only: the top 5% of runs carry {top:.0%} of the total, so the mean follows the tail"
 
 
-def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float]) -> tuple[list[dict], dict, Any]:
+def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float]
+                    ) -> tuple[list[dict], dict, Any, list[Dropped]]:
+    """One metric's table rows, its extra results by row name, its test's result and the runs it left out."""
     x, y = _arm_values(inp, metric.name, metric.kind)
     known = np.r_[x[~np.isnan(x)], y[~np.isnan(y)]]
     if metric.kind == "binary" and not np.isin(known, (0.0, 1.0)).all():
@@ -88,11 +93,12 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
         if metric.requested or metric.name in (inp.primary_metric, *(g.metric for g in inp.guardrails)):
             raise CompareError(message)
         inp.notes.append(message + ": left out")
-        return [], {}, None
+        return [], {}, None, []
     try:
-        return _route(inp, metric, quantiles, x, y, known)
+        rows, extra, res = _route(inp, metric, quantiles, x, y, known)
     except ValueError as err:  # what the arrays cannot support (e.g. pass^k without seeds): named by metric
         raise CompareError(f"metric {metric.name!r} ({metric.kind}): {err}") from err
+    return rows, extra, res, ([] if res is None else metric_drops(inp, metric.name, x, y, res.design_kind))
 
 
 def _route(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float], x: np.ndarray, y: np.ndarray,
@@ -124,7 +130,13 @@ def _route(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float], x: n
                 extra[name] = pk
     elif metric.kind == "ordinal":
         res = stats.ordinal_superiority(x, y, rng=_rng(inp.seed, metric.name), **kw)
-        rows.append(_row(metric, "Cliff's delta", res, role))
+        row = _row(metric, "Cliff's delta", res, role)
+        row["baseline"] = row["candidate"] = np.nan  # Cliff's delta has no value per arm: the mean level is its own row
+        rows.append(row)
+        name = f"{metric.name} mean level"
+        level = stats.mean_estimates(x, y, **{k: v for k, v in kw.items() if k in ("x_strata", "y_strata", "paired")})
+        rows.append(_row(metric, "mean level", level, "descriptive", name=name))
+        extra[name] = level
     elif metric.kind == "continuous":
         res = stats.mean_difference(x, y, rng=_rng(inp.seed, metric.name), **kw)
         rows.append(_row(metric, "mean", res, role))
@@ -164,22 +176,9 @@ def _fewest_seeds(frame: pd.DataFrame, values: np.ndarray, cluster: str) -> int:
 
 
 def _assess(table: pd.DataFrame, alpha: float) -> list[str]:
-    """better / worse / changed when the (Holm-adjusted) test is significant and the
-    interval excludes no change on the same side; otherwise no evidence."""
-    out = []
-    for _, r in table.iterrows():
-        p = r["p_value"] if r["role"] == "primary" else r["p_adjusted"]
-        up = r["ci_low"] > 0 and r["effect"] > 0
-        down = r["ci_high"] < 0 and r["effect"] < 0
-        if r["role"] == "descriptive":
-            out.append("descriptive")
-        elif not np.isfinite(p) or p >= alpha or not (up or down):
-            out.append("no evidence")
-        elif r["direction"] == "neither":
-            out.append("changed")
-        else:
-            out.append("better" if up == (r["direction"] == "higher") else "worse")
-    return out
+    """Every row's assessment, by :func:`agentab.comparison.decide.assess` (the one rule)."""
+    return [assess(r.role, r.p_value, r.p_adjusted, r.effect, r.ci_low, r.ci_high, r.direction, alpha)
+            for r in table.itertuples(index=False)]
 
 
 def _levels_table(name: str, res: Any, column: pd.Series) -> pd.DataFrame:

@@ -29,6 +29,7 @@ import pandas as pd
 
 from agentab._checks import recorded_seed
 from agentab._vocabulary import DEFAULT_DIRECTION, KINDS
+from agentab.comparison._dropped import collapse
 from agentab.comparison._inputs import _compare_iv, _CompareInput, _min_effect_iv
 from agentab.comparison._routing import (
     QUANTILES,
@@ -39,7 +40,7 @@ from agentab.comparison._routing import (
     _runs_per_task,
 )
 from agentab.comparison.decide import Decision, check_guardrail, decide
-from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings
+from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
 from agentab.errors import CompareError, StatsWarning
 from agentab.traces import labels
 
@@ -166,9 +167,12 @@ def compare(
     arm : str
         The column naming each run's arm.
     baseline, candidate : str, optional
-        The arms to compare. With two arms and neither given, an arm named
-        "baseline" is the baseline (else the other of an arm named
-        "candidate", else the first arm in the data, with a note).
+        The arms to compare. With two arms, one of them is enough; with
+        neither given, an arm named "baseline" is the baseline, or else the
+        other of an arm named "candidate" (the names state the roles). Any
+        other pair is a :class:`~agentab.errors.CompareError` naming both
+        arms: the baseline is never taken from row order, which would let
+        sorting the data flip the verdict.
     metrics : mapping or list, optional
         Column -> kind (``"binary"``, ``"ordinal"``, ``"count"``, ``"cost"``,
         ``"continuous"``) or (kind, direction) with direction ``"higher"``,
@@ -260,12 +264,20 @@ def compare(
     _min_effect_iv(min_effect)
     if progress is not None and not callable(progress):
         raise CompareError(f"`progress` must be callable as progress(metric, done, total), got {progress!r}")
-    rows, results, levels = _test_metrics(inp, progress)
-    table = _table(rows, inp)
+    rows, results, levels, drops = _test_metrics(inp, progress)
+    table, family = _table(rows, inp)
     decision, next_plan = _decision(inp, table, results[inp.primary_metric], min_effect)
+    dropped = collapse(drops, [m.name for m in inp.metrics if m.name in results])
+    return _result(inp, table, decision, results, levels, dropped, family, next_plan)
+
+
+def _result(inp: _CompareInput, table: pd.DataFrame, decision: Decision, results: dict[str, Any],
+            levels: list[pd.DataFrame], dropped: tuple[Dropped, ...], family: tuple[str, ...], next_plan: Any
+            ) -> Comparison:
+    """The :class:`Comparison` of the tested metrics."""
     primary_res = results[inp.primary_metric]
     design = ComparisonDesign(primary_res.design_kind, primary_res.design, _seeds(inp), primary_res.dropped_tasks,
-                              primary_res.dropped_runs)
+                              primary_res.dropped_runs, inp.design_warning)
     kinds = pd.DataFrame(
         [(m.name, m.kind, m.direction, m.source) for m in inp.metrics], columns=["metric", "kind", "direction", "source"]
     ).set_index("metric")
@@ -281,16 +293,19 @@ def compare(
         kinds,
         pd.concat(levels, ignore_index=True) if levels else pd.DataFrame(columns=["metric", "level", "baseline", "candidate", "shift"]),
         settings,
-        tuple(inp.notes),
+        tuple(n for n in inp.notes if n != inp.design_warning),
         results,
         _compared_runs(inp, design.kind),
         next_plan,
+        dropped,
+        family,
     )
 
 
 def _test_metrics(inp: _CompareInput, progress: Callable[[str, int, int], None] | None
-                  ) -> tuple[list[dict], dict[str, Any], list[pd.DataFrame]]:
-    """Every metric's tests: the table rows, the scipy-style results by name, the ordinal level tables."""
+                  ) -> tuple[list[dict], dict[str, Any], list[pd.DataFrame], list[Dropped]]:
+    """Every metric's tests: the table rows, the scipy-style results by name, the ordinal level tables, the runs
+    left out."""
     quantiles: dict[str, set[float]] = {}
     for g in inp.guardrails:
         if g.quantile is not None:
@@ -300,24 +315,26 @@ def _test_metrics(inp: _CompareInput, progress: Callable[[str, int, int], None] 
     rows: list[dict] = []
     results: dict[str, Any] = {}
     levels = []
+    drops: list[Dropped] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatsWarning)
         for done, m in enumerate(inp.metrics, start=1):
             qs = sorted(set(QUANTILES) | quantiles.get(m.name, set()))
-            metric_rows, extra, res = _compare_metric(inp, m, qs)
+            metric_rows, extra, res, dropped = _compare_metric(inp, m, qs)
             if progress is not None:
                 progress(m.name, done, len(inp.metrics))
             if res is None:
                 continue
             rows += metric_rows
+            drops += dropped
             results[m.name] = res
             results.update(extra)
             if m.kind == "ordinal":
                 levels.append(_levels_table(m.name, res, inp.data[m.name]))
-    return rows, results, levels
+    return rows, results, levels, drops
 
 
-def _table(rows: list[dict], inp: _CompareInput) -> pd.DataFrame:
+def _table(rows: list[dict], inp: _CompareInput) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """The comparison table: primary first, secondary p-values Holm-adjusted, every row assessed."""
     table = pd.DataFrame(rows)
     table["role"] = np.where(table["metric"] == inp.primary, "primary", table["role"])
@@ -334,7 +351,7 @@ def _table(rows: list[dict], inp: _CompareInput) -> pd.DataFrame:
         table.loc[family, "p_adjusted"] = multipletests(table.loc[family, "p_value"], alpha=inp.alpha, method="holm")[1]
     table["assessment"] = _assess(table, inp.alpha)
     table["tasks"] = table["tasks"].astype("Int64")
-    return table[list(TABLE_COLUMNS)]
+    return table[list(TABLE_COLUMNS)], tuple(table.loc[family, "metric"])
 
 
 def _decision(inp: _CompareInput, table: pd.DataFrame, primary_res: Any, min_effect: float | None

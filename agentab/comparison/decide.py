@@ -51,9 +51,23 @@ from agentab._display import Block, Display, Items, Title
 from agentab._vocabulary import QUANTILE_KINDS
 from agentab.errors import CompareError
 
-__all__ = ["Guardrail", "GuardrailCheck", "Decision", "parse_guardrails", "guardrail_metrics", "check_guardrail", "decide", "VERDICTS"]
+__all__ = ["ASSESSMENTS", "ASSESSMENT_RULE", "Guardrail", "GuardrailCheck", "Decision", "assess", "parse_guardrails",
+           "guardrail_metrics", "check_guardrail", "decide", "VERDICTS"]
 
 VERDICTS = ("ship", "don't ship", "inconclusive")
+
+#: Every assessment a row of the comparison table can have (:func:`assess`).
+ASSESSMENTS = ("better", "worse", "changed", "borderline", "no evidence", "descriptive")
+
+#: The rule of :func:`assess`, in words: shown with every table (text, HTML, Markdown) and in the JSON.
+ASSESSMENT_RULE = (
+    "assessment of a row: 'descriptive' when it has no test; 'no evidence' when its p-value (the primary's own, a "
+    "secondary's Holm-adjusted) is missing or not below alpha; when it is below alpha: 'better' or 'worse' (by the "
+    "metric's direction; 'changed' when it has none) if the interval also lies wholly on that side of no change, "
+    "'borderline' if the interval reaches no change or is a single point (the test and the interval disagree at the "
+    "margin). Intervals are not adjusted for multiplicity, so a secondary's interval can exclude no change while its "
+    "Holm-adjusted p-value reads 'no evidence'"
+)
 
 _GRAMMAR = re.compile(
     r"^\s*(?P<stat>p\d+(?:\.\d+)?|mean|rate|delta)\s*(?P<op><=|>=)\s*(?P<margin>[+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?P<pct>%)?\s*$",
@@ -268,9 +282,16 @@ def format_value(value: float, kind: str, signed: bool = False) -> str:
 
 
 
-def _primary_sentence(row: pd.Series, alpha: float) -> str:
+def _primary_sentence(row: pd.Series, alpha: float, table: pd.DataFrame) -> str:
     kind, stat = row["kind"], row["statistic"]
     level = f"{1 - alpha:.0%}"
+    if kind == "ordinal":
+        means = table.loc[table["metric"] == f"{row['metric']} mean level"]
+        shown = (f"; mean level {format_value(means['baseline'].iloc[0], kind)} -> "
+                 f"{format_value(means['candidate'].iloc[0], kind)}" if len(means) else "")
+        return (f"{row['metric']} ({stat}): {format_value(row['effect'], kind, True)} ({level} CI "
+                f"{format_value(row['ci_low'], kind, True)} to {format_value(row['ci_high'], kind, True)}{shown}), "
+                f"p = {row['p_value']:.3g}")
     if kind == "binary":
         move = (
             f"{format_value(row['baseline'], kind)} -> {format_value(row['candidate'], kind)} "
@@ -286,12 +307,55 @@ def _primary_sentence(row: pd.Series, alpha: float) -> str:
     return f"{row['metric']} ({stat}): {move}, p = {row['p_value']:.3g}"
 
 
+def assess(role: str, p_value: float, p_adjusted: float, effect: float, ci_low: float, ci_high: float,
+           direction: str, alpha: float) -> str:
+    """The assessment of one row of the comparison table: the one rule every display and report shows.
+
+    - ``"descriptive"``: the row has no test (``role == "descriptive"``: the mean of a cost or count metric, the
+      mean level of an ordinal one);
+    - ``"no evidence"``: its p-value is missing or not below ``alpha`` (the primary row's own p-value, a
+      secondary row's Holm-adjusted one);
+    - ``"better"`` or ``"worse"``: the p-value is below ``alpha`` *and* the interval lies wholly on one side of no
+      change, the good or the bad side by the metric's ``direction`` (``"changed"`` when the direction is
+      ``"neither"``);
+    - ``"borderline"``: the p-value is below ``alpha`` but the interval reaches no change (or is a single point,
+      every resample giving the same value): the test and the interval disagree at the margin. They come from
+      different resampling schemes for quantiles (a permutation test, a bootstrap interval).
+
+    Intervals are each at confidence ``1 - alpha``, not adjusted for multiplicity: a secondary row's interval
+    can exclude no change while its Holm-adjusted p-value says "no evidence". The verdict (:func:`decide`) is
+    a separate rule on the primary row: "ship" needs the primary row to read "better"; a primary row that is
+    significantly worse is "don't ship" even when it reads "borderline".
+
+    Examples
+    --------
+    >>> assess("secondary", 0.003, 0.021, -4.0, -6.0, 0.0, "lower", 0.05)  # a p95 whose interval touches 0
+    'borderline'
+    >>> assess("secondary", 0.003, 0.021, -4.0, -6.0, -1.0, "lower", 0.05)
+    'better'
+    >>> assess("secondary", 0.035, 0.175, 0.117, 0.03, 0.214, "higher", 0.05)  # significant before Holm only
+    'no evidence'
+    """
+    if role == "descriptive":
+        return "descriptive"
+    p = p_value if role == "primary" else p_adjusted
+    if not (np.isfinite(p) and p < alpha):
+        return "no evidence"
+    up = bool(ci_low > 0 and effect > 0 and ci_low < ci_high)
+    down = bool(ci_high < 0 and effect < 0 and ci_low < ci_high)
+    if not (up or down):
+        return "borderline"
+    if direction == "neither":
+        return "changed"
+    return "better" if up == (direction == "higher") else "worse"
+
+
 def decide(table: pd.DataFrame, primary: str, checks: Sequence[GuardrailCheck], alpha: float) -> Decision:
     """Reach the verdict from the comparison table (see the module docstring)."""
     row = table.loc[table["metric"] == primary].iloc[0]
     good = 1.0 if row["direction"] == "higher" else -1.0
     p, effect, low, high = row["p_value"], row["effect"], row["ci_low"], row["ci_high"]
-    sentence = _primary_sentence(row, alpha)
+    sentence = _primary_sentence(row, alpha, table)
     significant = bool(p < alpha)
     improved = significant and good * effect > 0
     regressed = significant and good * effect < 0
@@ -331,8 +395,10 @@ def decide(table: pd.DataFrame, primary: str, checks: Sequence[GuardrailCheck], 
     secondary = table[(table["role"] == "secondary") & table["assessment"].isin(["better", "worse", "changed"])]
     for _, r in secondary.iterrows():
         label = r["metric"] if r["metric"].endswith(r["statistic"]) else f"{r['metric']} ({r['statistic']})"
+        move = (f"{format_value(r['baseline'], r['kind'])} -> {format_value(r['candidate'], r['kind'])}, "
+                if np.isfinite(r["baseline"]) else "")
         explanations.append(
-            f"{label}: {r['assessment']}, {format_value(r['baseline'], r['kind'])} -> {format_value(r['candidate'], r['kind'])}, "
+            f"{label}: {r['assessment']}, {move}"
             f"effect {format_value(r['effect'], r['kind'], True)} (CI {format_value(r['ci_low'], r['kind'], True)} to "
             f"{format_value(r['ci_high'], r['kind'], True)}), Holm p = {r['p_adjusted']:.3g}"
         )

@@ -12,10 +12,10 @@ import pandas as pd
 
 from agentab._checks import jsonable_seed
 from agentab._display import Blank, Block, Display, Items, Lines, Table
-from agentab.comparison.decide import Decision, format_value
+from agentab.comparison.decide import ASSESSMENT_RULE, Decision, format_value
 from agentab.stats import ConfidenceInterval, Estimates, QuantileResult, TwoSampleResult
 
-__all__ = ["Comparison", "ComparisonDesign", "ComparisonSettings"]
+__all__ = ["Comparison", "ComparisonDesign", "ComparisonSettings", "Dropped"]
 
 
 class _Record(Mapping):
@@ -78,7 +78,11 @@ class ComparisonDesign(_Record):
     seeds : str
         Seeds (runs) per task: ``"3"``, or a range ``"2-5"``.
     dropped_tasks, dropped_runs : tuple of int
-        Tasks run by one arm only (and their runs), left out of a paired design, per arm.
+        Tasks run by one arm only (and their runs), left out of a paired design, per arm (named in
+        :attr:`Comparison.dropped`).
+    warning : str
+        What must be read before the numbers, shown in the first lines of every display and report: runs
+        treated as independent because the data has no task column. Empty when there is nothing to say.
     """
 
     kind: str
@@ -86,6 +90,54 @@ class ComparisonDesign(_Record):
     seeds: str
     dropped_tasks: tuple[int, int] = (0, 0)
     dropped_runs: tuple[int, int] = (0, 0)
+    warning: str = ""
+
+
+@dataclass(frozen=True)
+class Dropped(_Record):
+    """Runs (and tasks) a comparison left out, counted and named.
+
+    Attributes
+    ----------
+    reason : {"missing value", "task in one arm only"}
+        A run whose metric value is missing (NaN, None, a blank cell) is left out of that metric's test; with a
+        paired design, a task that only one arm ran (with a value) is left out with all its runs.
+    arm : str
+        The arm whose runs were left out.
+    runs : int
+        How many of its runs.
+    tasks : int
+        How many tasks were left out whole: for missing values, the tasks of this arm with no value at all
+        (a task whose outcomes are all missing: 80 -> 79 tasks); for one-arm tasks, those tasks.
+    ids : tuple of str
+        The first few (up to 5, sorted as text) of the tasks left out whole, else of the tasks whose runs
+        were left out; without a task column, of the runs (``run_id``, else the row label).
+    metrics : tuple of str
+        The metrics it concerns; empty when it concerns every metric compared.
+    n_ids : int
+        How many ids there are in all (``ids`` shows the first few).
+    """
+
+    reason: str
+    arm: str
+    runs: int
+    tasks: int
+    ids: tuple[str, ...]
+    metrics: tuple[str, ...] = ()
+    n_ids: int = 0
+
+    def __str__(self) -> str:
+        what = ", ".join(self.metrics) if self.metrics else "every metric"
+        more = max(self.n_ids - len(self.ids), 0)
+        named = ", ".join(self.ids) + (f" and {more} more" if more else "")
+        runs = f"{self.runs} run{'s' if self.runs != 1 else ''} of {self.arm}"
+        if self.reason == "task in one arm only":
+            tasks = f"{self.tasks} task{'s' if self.tasks != 1 else ''}"
+            return f"{what}: {tasks} run by {self.arm} only, left out of the paired comparison ({runs}): {named}"
+        if self.tasks:
+            tasks = f"{self.tasks} task{'s' if self.tasks != 1 else ''}"
+            return f"{what}: {runs} left out (missing value); {tasks} with no value at all in {self.arm}: {named}"
+        return f"{what}: {runs} left out (missing value): {named}"
 
 
 @dataclass(frozen=True)
@@ -128,6 +180,14 @@ class Comparison(Display):
         When the verdict is inconclusive because the primary metric is not
         significant: the plan of a new experiment that would detect the
         observed effect (or ``min_effect``) with 80% power.
+    dropped : tuple of Dropped
+        Every run and task left out of a test, counted and named: runs with
+        a missing value, tasks run by one arm only in a paired design.
+    holm_family : tuple of str
+        The rows whose p-values were Holm-adjusted together: every secondary
+        row with a p-value, except metrics constant in both arms. A
+        secondary row's adjusted p-value (and so its assessment) depends on
+        this family: adding or removing metrics changes it.
     """
 
     table: pd.DataFrame
@@ -143,6 +203,8 @@ class Comparison(Display):
     results: dict[str, Any] = field(repr=False, default_factory=dict)
     data: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     plan: Any = field(repr=False, default=None)
+    dropped: tuple[Dropped, ...] = ()
+    holm_family: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -182,6 +244,8 @@ class Comparison(Display):
         (lists of sentences), ``baseline`` and ``candidate`` (arm names),
         ``primary``, ``arms`` (per arm: arm, model, harness, runs, tasks),
         ``design`` (kind, label, seeds, dropped_tasks, dropped_runs),
+        ``design`` also has ``warning`` (runs treated as independent for
+        want of a task column; "" otherwise),
         ``settings`` (alpha, n_resamples, seed, cluster, paired, primary, arm),
         ``metrics`` (one object per table row, keys :data:`TABLE_COLUMNS`),
         ``levels`` (ordinal level shares: metric, level, baseline,
@@ -189,7 +253,10 @@ class Comparison(Display):
         estimate, ci_low, ci_high, bound, relative, note), ``notes``, and
         ``plan`` (the next experiment of an inconclusive verdict: metric,
         effect, design, tasks, seeds_per_task, runs_per_arm, power, alpha;
-        None otherwise).
+        None otherwise), ``dropped`` (the runs and tasks left out: reason,
+        arm, runs, tasks, ids, metrics, n_ids; see :class:`Dropped`),
+        ``holm_family`` (the rows adjusted together) and ``assessment_rule``
+        (how the ``assessment`` of every row was reached).
 
         Examples
         --------
@@ -223,6 +290,9 @@ class Comparison(Display):
             "levels": self.levels.to_dict(orient="records"),
             "guardrails": checks,
             "notes": list(self.notes),
+            "dropped": [dict(d) for d in self.dropped],
+            "holm_family": list(self.holm_family),
+            "assessment_rule": ASSESSMENT_RULE,
             "plan": None if self.plan is None else {
                 "metric": self.plan.metric, "effect": self.plan.effect, "effect_text": self.plan.effect_text(),
                 "design": self.plan.design, "tasks": self.plan.tasks, "seeds_per_task": self.plan.seeds_per_task,
@@ -245,7 +315,11 @@ class Comparison(Display):
             f"design: {self.design.label}; seeds per task {self.design.seeds}; "
             f"alpha {s.alpha:g}; {s.n_resamples} resamples; seed {s.seed}"
         )
-        return [f"agentab comparison: {cand} vs {base}", design]
+        lines = [f"agentab comparison: {cand} vs {base}", design]
+        if self.design.warning:
+            lines.append(f"WARNING: {self.design.warning}")
+        lines += [f"left out: {d}" for d in self.dropped]
+        return lines
 
     def to_frame(self) -> pd.DataFrame:
         """The comparison table (one row per statistic), as :attr:`table`; a copy."""
@@ -272,13 +346,21 @@ class Comparison(Display):
         lines = ["effects are candidate minus baseline; rates and means are averages over tasks, each task weighing the same"]
         if (self.table["kind"].isin(["cost", "count"])).any():
             lines.append("quantiles: inverse of the empirical CDF (always an observed value), tasks weighted equally")
-        ordinal = self.table.loc[self.table["kind"] == "ordinal", "metric"]
+        ordinal = self.table.loc[(self.table["kind"] == "ordinal") & (self.table["role"] != "descriptive"), "metric"]
         if len(ordinal):
             lines.append(
-                f"{', '.join(ordinal)}: baseline and candidate are mean levels, a descriptive figure; the test and "
-                "interval are on Cliff's delta, which uses only the order of the levels"
+                f"{', '.join(ordinal)}: the effect is Cliff's delta, P(candidate > baseline) - P(candidate < baseline), "
+                "which uses only the order of the levels; the mean level is a descriptive row of its own"
             )
         return lines
+
+    def family_note(self) -> str:
+        """Which rows form the Holm family (a secondary's adjusted p-value, so its assessment, depends on it)."""
+        if not self.holm_family:
+            return "Holm family: empty (no secondary row has a p-value); the primary metric is tested alone at alpha"
+        return (f"Holm family ({len(self.holm_family)} rows, adjusted together; the primary metric is tested alone): "
+                f"{', '.join(self.holm_family)}; a secondary's adjusted p-value, and so its assessment, changes "
+                "with the metrics compared")
 
     def _level_lines(self) -> list[str]:
         lines = []
@@ -297,7 +379,8 @@ class Comparison(Display):
     def _view(self) -> list[Block]:
         """What ``str()`` and Jupyter show: header, verdict, the table, footnotes, level shares, warnings, notes."""
         view: list[Block] = [Lines(self._header()), Blank(), *self.decision._view(shout=True), Blank(),
-                      Table(self.summary_table()), Lines([f"({line})" for line in self.footnotes()], small=True)]
+                      Table(self.summary_table()),
+                      Lines([f"({line})" for line in (*self.footnotes(), self.family_note(), ASSESSMENT_RULE)], small=True)]
         if len(self.levels):
             view += [Blank(), Lines(self._level_lines())]
         if self._warning_lines():

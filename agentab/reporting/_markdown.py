@@ -27,7 +27,7 @@ __all__ = ["figure_folder", "format_cell", "png", "write_markdown"]
 
 @dataclass
 class _Block:
-    kind: str  # h1 h2 h3 p list table figure pre verdict details
+    kind: str  # h1 h2 h3 p warning list table figure pre verdict details
     text: str = ""
     items: list[str] = field(default_factory=list)
     table: pd.DataFrame | None = None
@@ -88,6 +88,8 @@ def _markdown(blocks: list[_Block], folder: Path, prefix: str, figures: list[tup
             out.append("#" * int(b.kind[1]) + " " + _md(b.text))
         elif b.kind == "p":
             out.append(_md(b.text))
+        elif b.kind == "warning":
+            out.append(f"**{_md(b.text)}**")
         elif b.kind == "verdict":
             out.append(f"**Verdict: {_md(b.text)}**")
         elif b.kind == "list":

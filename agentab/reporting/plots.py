@@ -16,10 +16,12 @@ baseline.
 from __future__ import annotations
 
 import functools
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -102,6 +104,39 @@ def _literal(figure: Figure) -> Figure:
     return figure
 
 
+def _wrap(text: str, width: int, max_lines: int = 4) -> str:
+    """``text`` broken into lines of at most ``width`` characters (long words too), at most ``max_lines`` of them
+    (the last one then ends in an ellipsis): long metric and arm names never run into their neighbours, and a
+    name of any length costs a few lines."""
+    lines = [part for line in str(text).split("\n")[:max_lines]
+             for part in (textwrap.wrap(line[: width * max_lines + 1], width, break_long_words=True,
+                                        break_on_hyphens=True) or [""])]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: width - 1] + "\u2026"
+    return "\n".join(lines)
+
+
+def _shorten(text: str, limit: int, keep: int = 30) -> str:
+    """``text`` of at most ``limit`` characters, cut in the middle: its end (a statistic, a unit) stays readable."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - keep - 1] + "\u2026" + text[-keep:]
+
+
+def _log_ticks(axis: Any) -> None:
+    """Plain numbers on a log axis (its default labels are math text, which agentab shows literally)."""
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def _legend_right(ax: Any, width: int = 28, **kwargs: Any) -> None:
+    """The legend beside the axes (never over the data), its labels wrapped."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, [_wrap(label, width) for label in labels], loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  borderaxespad=0.0, fontsize=8, **kwargs)
+
+
 def arm_colours(arms: Sequence[Any], baseline: Any = None, candidate: Any = None) -> dict[Any, str]:
     """Baseline blue, candidate orange, any other group the next Okabe-Ito colours."""
     colours: dict[Any, str] = {}
@@ -124,7 +159,8 @@ def _scale(row: pd.Series) -> tuple[float, float, float, str]:
     if kind == "binary":
         return 100 * row["effect"], 100 * row["ci_low"], 100 * row["ci_high"], "points"
     if kind == "ordinal":
-        return row["effect"], row["ci_low"], row["ci_high"], "Cliff's delta"
+        unit = "difference" if row["statistic"] == "mean level" else "Cliff's delta"
+        return row["effect"], row["ci_low"], row["ci_high"], unit
     return row["effect"], row["ci_low"], row["ci_high"], "difference"
 
 
@@ -140,11 +176,13 @@ def forest(comparison: Any) -> Figure:
     """
     table = comparison.table
     n = len(table)
-    fig = Figure(figsize=(7.5, 0.9 + 0.42 * n))
+    labels = [_wrap(_shorten(f"{row['metric']}  ({_scale(row)[3]})", 96), 34, max_lines=3) for _, row in table.iterrows()]
+    slot = 0.42 if max(label.count("\n") for label in labels) < 2 else 0.52  # a row's height, in inches
+    fig = Figure(figsize=(7.5, 1.0 + slot * n))
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
     colours = {"better": BETTER, "worse": WORSE}
-    for ax, (_, row) in zip(axes, table.iterrows()):
-        est, lo, hi, unit = _scale(row)
+    for ax, label, (_, row) in zip(axes, labels, table.iterrows()):
+        est, lo, hi, _ = _scale(row)
         colour = colours.get(row["assessment"], NEUTRAL)
         if np.isfinite(lo) and np.isfinite(hi):
             ax.plot([lo, hi], [0, 0], color=colour, linewidth=2.2, solid_capstyle="butt")
@@ -158,17 +196,19 @@ def forest(comparison: Any) -> Figure:
         ax.grid(axis="y", visible=False)
         ax.spines["left"].set_visible(False)
         ax.tick_params(axis="x", labelsize=7, pad=1)
-        label = f"{row['metric']}  ({unit})"
-        ax.set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8.5,
+        ax.set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8.5, labelpad=30,
                       fontweight="bold" if row["role"] == "primary" else "normal")
         p = row["p_value"]
         p_adj = row["p_adjusted"]
-        text = "-" if not np.isfinite(p) else f"p {p:.3g}" + ("" if row["role"] == "primary" else f"; Holm {p_adj:.3g}")
+        text = "-" if not np.isfinite(p) else f"p {p:.3g}" + ("" if row["role"] == "primary" else f"\nHolm {p_adj:.3g}")
         ax.text(1.02, 0.5, f"{text}\n{row['assessment']}", transform=ax.transAxes, va="center", ha="left", fontsize=7.5,
                 color=colour)
-    axes[0].set_title(f"Effects: {comparison.candidate} minus {comparison.baseline}, with {1 - comparison.settings.alpha:.0%} CI")
+    title = f"Effects: {comparison.candidate} minus {comparison.baseline}, with {1 - comparison.settings.alpha:.0%} CI"
+    left = 0.37 * fig.get_figwidth()  # the title starts near the figure's edge, not the axes'
+    axes[0].set_title(_wrap(title, 84), ha="left", x=-(left - 0.15) / (0.49 * fig.get_figwidth()))
     axes[-1].set_xlabel("effect, each row on its own scale (line: no change)")
-    fig.subplots_adjust(hspace=0.9, left=0.32, right=0.82)
+    fig.subplots_adjust(hspace=0.9, left=0.37, right=0.86, top=1 - 0.55 / fig.get_figheight(),
+                        bottom=0.45 / fig.get_figheight())
     return fig
 
 
@@ -178,7 +218,7 @@ def level_shares(comparison: Any, metric: str) -> Figure:
     shares = comparison.levels[comparison.levels["metric"] == metric]
     if shares.empty:
         raise KeyError(f"{metric!r} is not an ordinal metric of this comparison")
-    fig = Figure(figsize=(7.5, 2.2))
+    fig = Figure(figsize=(7.5, 2.4), layout="constrained")
     ax = fig.subplots()
     arms = [comparison.baseline, comparison.candidate]
     colours = level_colours(len(shares))
@@ -192,14 +232,13 @@ def level_shares(comparison: Any, metric: str) -> Figure:
                 ax.text(left + share / 2, y, f"{share:.0%}", ha="center", va="center", fontsize=8,
                         color="white" if dark else "black")
             left += share
-    ax.set_yticks([0, 1], labels=arms)
+    ax.set_yticks([0, 1], labels=[_wrap(arm, 24, max_lines=3) for arm in arms])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of runs (tasks weighted equally)")
     ax.set_ylabel("arm")
-    ax.set_title(f"{metric}: level shares by arm")
-    ax.legend(title="level (worst first)", ncols=min(len(shares), 8), loc="upper center", bbox_to_anchor=(0.5, -0.3),
-              fontsize=8)
+    ax.set_title(_wrap(f"{metric}: level shares by arm", 70))
+    _legend_right(ax, 16, title="level\n(worst first)", ncols=1 if len(shares) <= 5 else 2)
     return fig
 
 
@@ -230,7 +269,7 @@ def ecdf(comparison: Any, metric: str) -> Figure:
     0 cannot sit on a log axis: they count in the curve's height at its left
     end, and the axis label says how many there are.
     """
-    fig = Figure(figsize=(7.5, 3.4))
+    fig = Figure(figsize=(7.5, 3.6), layout="constrained")
     ax = fig.subplots()
     colours = arm_colours([], comparison.baseline, comparison.candidate)
     cluster = comparison.settings.cluster
@@ -260,15 +299,16 @@ def ecdf(comparison: Any, metric: str) -> Figure:
             ax.annotate(f"p{q * 100:g}", (value, q), textcoords="offset points", xytext=(6, -12) if below else (-22, 5),
                         fontsize=7, color=colours[name])
     ax.set_xscale("log")
+    _log_ticks(ax.xaxis)
     for q in (0.5, 0.95):
         ax.axhline(q, color="#999999", linewidth=0.6, linestyle=":")
     ax.set_ylim(0, 1.05)
     zero_note = "; ".join(f"{n}: {z} at 0" for n, z in zeros.items() if z)
-    ax.set_xlabel(f"{metric} (log scale{'; runs at 0 counted at the left end: ' + zero_note if zero_note else ''})")
+    ax.set_xlabel(_wrap(f"{metric} (log scale{'; runs at 0 counted at the left end: ' + zero_note if zero_note else ''})",
+                        90))
     ax.set_ylabel("share of runs at or below\n(tasks weighted equally)")
-    ax.set_title(f"{metric}: distribution by arm (o p50, ^ p95)")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left")
+    ax.set_title(_wrap(f"{metric}: distribution by arm (o p50, ^ p95)", 70))
+    _legend_right(ax)
     return fig
 
 
@@ -324,7 +364,7 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = SHIFT_Q
     else:
         est = np.atleast_1d(res.statistic)
         lo, hi = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
-    fig = Figure(figsize=(7.5, 3.2))
+    fig = Figure(figsize=(7.5, 3.4), layout="constrained")
     ax = fig.subplots()
     excludes = (lo > 0) | (hi < 0)
     direction = comparison.metrics["direction"].get(metric, "neither")
@@ -339,9 +379,9 @@ def quantile_shift(comparison: Any, metric: str, *, q: Sequence[float] = SHIFT_Q
     ax.axhline(0, color="#333333", linewidth=0.8)
     ax.set_xticks(qs, labels=[f"p{100 * v:g}" for v in qs])
     ax.set_xlabel("quantile")
-    ax.set_ylabel(f"{metric}: candidate vs baseline, % change" if relative else f"{metric}: candidate minus baseline")
-    ax.set_title(f"{metric}: quantile shift, {1 - comparison.settings.alpha:.0%} simultaneous bootstrap CIs "
-                 f"(Bonferroni over {len(qs)} quantiles)")
+    ax.set_ylabel("% change, candidate\nvs baseline" if relative else "candidate minus\nbaseline")
+    ax.set_title(_wrap(f"{metric}: quantile shift", 80) + f"\n{1 - comparison.settings.alpha:.0%} simultaneous "
+                 f"bootstrap CIs (Bonferroni over {len(qs)} quantiles)")
     return fig
 
 
@@ -371,7 +411,7 @@ def step_buckets(diagnosis: Any, *, baseline: Any = None, candidate: Any = None)
     rates = table["success_rate"].unstack(0).reindex(order)
     runs = table["runs"].unstack(0).reindex(order)
     colours = arm_colours(list(rates.columns), baseline, candidate)
-    fig = Figure(figsize=(7.5, 3.2))
+    fig = Figure(figsize=(7.5, 3.2), layout="constrained")
     ax = fig.subplots()
     _grouped_bars(ax, rates.fillna(0.0), colours, horizontal=False)
     k = len(rates.columns)
@@ -385,7 +425,7 @@ def step_buckets(diagnosis: Any, *, baseline: Any = None, candidate: Any = None)
     ax.set_xlabel("steps in the run (numbers on bars: runs)")
     ax.set_ylabel("success rate")
     ax.set_title("Success by step count")
-    ax.legend()
+    _legend_right(ax)
     return fig
 
 
@@ -404,7 +444,7 @@ def failure_rates(diagnosis: Any, *, baseline: Any = None, candidate: Any = None
     table = rates[present].T.astype(float)
     table.index = [FAILURE_RATES[c] for c in present]
     colours = arm_colours(list(table.columns), baseline, candidate)
-    fig = Figure(figsize=(7.5, 0.8 + 0.45 * len(table)))
+    fig = Figure(figsize=(7.5, 1.2 + 0.45 * len(table)), layout="constrained")
     ax = fig.subplots()
     _grouped_bars(ax, table.fillna(0.0), colours, horizontal=True)
     ax.set_yticks(np.arange(len(table)), labels=list(table.index))
@@ -412,7 +452,7 @@ def failure_rates(diagnosis: Any, *, baseline: Any = None, candidate: Any = None
     ax.set_xlabel("share of runs")
     ax.set_ylabel("failure shape")
     ax.set_title("Loops, cap hits and other failure shapes")
-    ax.legend()
+    _legend_right(ax)
     return fig
 
 
@@ -424,15 +464,15 @@ def tool_choice(diagnosis: Any, *, top: int = 12, baseline: Any = None, candidat
     table = diagnosis.tables["tool_choice"].astype(float)
     table = table.loc[table.max(axis=1).sort_values(ascending=False).index[:top]]
     colours = arm_colours(list(table.columns), baseline, candidate)
-    fig = Figure(figsize=(7.5, 0.8 + 0.4 * len(table)))
+    fig = Figure(figsize=(7.5, 1.2 + 0.4 * len(table)), layout="constrained")
     ax = fig.subplots()
     _grouped_bars(ax, table, colours, horizontal=True)
-    ax.set_yticks(np.arange(len(table)), labels=list(table.index))
+    ax.set_yticks(np.arange(len(table)), labels=[_wrap(_shorten(t, 60, 20), 30, max_lines=2) for t in table.index])
     ax.invert_yaxis()
     ax.set_xlabel("share of the group's tool calls")
     ax.set_ylabel("tool")
     ax.set_title("Tool choice by arm")
-    ax.legend()
+    _legend_right(ax)
     return fig
 
 
@@ -451,7 +491,7 @@ def task_outcomes(profile: pd.DataFrame, *, baseline: str, candidate: str, metri
     y = profile[f"{metric} {candidate}"].to_numpy(dtype=float)
     keep = np.isfinite(x) & np.isfinite(y)
     points = pd.DataFrame({"x": x[keep], "y": y[keep]}).value_counts().reset_index(name="tasks")
-    fig = Figure(figsize=(4.6, 4.2))
+    fig = Figure(figsize=(4.6, 4.4), layout="constrained")
     ax = fig.subplots()
     side = np.sign(points["y"] - points["x"]) * (-1 if direction == "lower" else 1)
     colour = np.where(side > 0, BETTER, np.where(side < 0, WORSE, NEUTRAL))
@@ -463,8 +503,8 @@ def task_outcomes(profile: pd.DataFrame, *, baseline: str, candidate: str, metri
     ax.set_xlim(-0.1, 1.1)
     ax.set_ylim(-0.1, 1.1)
     ax.set_aspect("equal")
-    ax.set_xlabel(f"{metric} rate of the task, {baseline}")
-    ax.set_ylabel(f"{metric} rate of the task, {candidate}")
+    ax.set_xlabel(_wrap(f"{metric} rate of the task, {baseline}", 56, max_lines=3))
+    ax.set_ylabel(_wrap(f"{metric} rate of the task, {candidate}", 48, max_lines=3))
     ax.set_title(f"Per task: {int(keep.sum())} tasks (area: tasks)")
     return fig
 
@@ -474,7 +514,7 @@ def power_curve(plan: Any, *, seeds_per_task: Sequence[int] | None = None) -> Fi
     """Power against the number of tasks, one line per seeds-per-task, from an :class:`agentab.power.Plan`."""
     seeds = sorted({1, plan.seeds_per_task, 2 * plan.seeds_per_task} if seeds_per_task is None else set(seeds_per_task))
     curve = plan.curve(seeds_per_task=seeds)
-    fig = Figure(figsize=(7.0, 3.4))
+    fig = Figure(figsize=(7.0, 3.4), layout="constrained")
     ax = fig.subplots()
     for colour, (m, part) in zip(PALETTE, curve.groupby("seeds_per_task")):
         ax.plot(part["tasks"], part["power"], color=colour, linewidth=1.6, label=f"{m} seed(s) per task")
@@ -485,6 +525,6 @@ def power_curve(plan: Any, *, seeds_per_task: Sequence[int] | None = None) -> Fi
     ax.set_ylim(0, 1)
     ax.set_xlabel("tasks" + (" (the same in both arms)" if plan.design == "paired" else " per arm"))
     ax.set_ylabel("power")
-    ax.set_title(f"Power to detect {plan.effect_text()} on {plan.metric}")
+    ax.set_title(_wrap(f"Power to detect {plan.effect_text()} on {plan.metric}", 70))
     ax.legend(loc="lower right")
     return fig

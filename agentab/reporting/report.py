@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from agentab._write import atomic_text
+from agentab.comparison.decide import ASSESSMENT_RULE
 from agentab.errors import ReportError, StatsWarning
 from agentab.reporting._markdown import _Block, format_cell, png, write_markdown
 
@@ -121,6 +122,16 @@ def _primary_metric(comparison: Any) -> str:
     return primary if primary in comparison.metrics.index else primary.rsplit(" p", 1)[0]
 
 
+def _outcome_named(comparison: Any) -> pd.DataFrame:
+    """The compared runs with a binary primary metric of another name read as the outcome (diagnose reads
+    "outcome"), so a results table's ``resolved`` or ``passed`` gets its trajectory section."""
+    data, primary = comparison.data, _primary_metric(comparison)
+    kinds = comparison.metrics["kind"]
+    if "outcome" not in data and primary in kinds.index and kinds[primary] == "binary":
+        return data.rename(columns={primary: "outcome"})
+    return data
+
+
 def _profile_metric(comparison: Any) -> str | None:
     primary = _primary_metric(comparison)
     kinds = comparison.metrics["kind"]
@@ -138,8 +149,10 @@ def _header(comparison: Any, title: str) -> list[_Block]:
         f"Design: {design.label}; seeds per task {design.seeds}; primary metric {s.primary} tested at "
         f"alpha {s.alpha:g}; {s.n_resamples:,} resamples; seed {s.seed}."
     )
-    blocks = [
-        _Block("h1", title),
+    blocks = [_Block("h1", title)]
+    if design.warning:
+        blocks.append(_Block("warning", f"Warning: {design.warning}."))
+    blocks += [
         _Block("verdict", comparison.verdict),
         _Block("list", items=list(comparison.decision.reasons)),
     ]
@@ -147,10 +160,9 @@ def _header(comparison: Any, title: str) -> list[_Block]:
         blocks += [_Block("p", "What changed (explains, does not decide):"),
                    _Block("list", items=list(comparison.decision.explanations))]
     blocks += [_Block("h2", "Arms and design"), _Block("table", table=arms), _Block("p", design_text)]
-    dropped = design.get("dropped_tasks")
-    if dropped and any(dropped):
-        blocks.append(_Block("p", f"Tasks run by one arm only, left out of the paired analysis: {dropped[0]} of the "
-                                  f"baseline's, {dropped[1]} of the candidate's."))
+    if comparison.dropped:
+        blocks += [_Block("p", "Left out of the tests (counted and named; all of them: comparison.dropped):"),
+                   _Block("list", items=[str(d) for d in comparison.dropped])]
     return blocks
 
 
@@ -160,10 +172,22 @@ def _effects(comparison: Any, plots: Any) -> list[_Block]:
         _Block("h2", "Effects"),
         _Block("p", "Every metric's effect (candidate minus baseline) with its confidence interval, primary first. "
                     "The primary metric is tested alone; the others (trajectory and cost) explain and are Holm-adjusted."),
+        *_family(comparison),
+        _Block("p", ASSESSMENT_RULE[0].upper() + ASSESSMENT_RULE[1:] + "."),
         _Block("figure", "Forest plot of every metric's effect", figure=plots.forest(comparison)),
         _Block("details", "The comparison table", children=[_Block("table", table=table)]
                + [_Block("p", f"({n})") for n in comparison.footnotes()]),
     ]
+
+
+def _family(comparison: Any) -> list[_Block]:
+    """Which rows were Holm-adjusted together: a sentence, and the rows listed when they are many."""
+    family = list(comparison.holm_family)
+    if len(family) <= 8:
+        return [_Block("p", comparison.family_note() + ".")]
+    return [_Block("p", f"Holm family: {len(family)} rows adjusted together (the primary metric is tested alone); a "
+                        "secondary's adjusted p-value, and so its assessment, changes with the metrics compared."),
+            _Block("details", f"The {len(family)} rows of the Holm family", children=[_Block("list", items=family)])]
 
 
 def _levels(comparison: Any, plots: Any) -> list[_Block]:
@@ -299,11 +323,13 @@ color:#222;line-height:1.45}
 h1{font-size:1.5rem;margin-bottom:.3rem}h2{font-size:1.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
 h3{font-size:1rem}
 .verdict{font-size:1.4rem;font-weight:bold;padding:.4rem .8rem;border-radius:.3rem;display:inline-block;color:#fff}
+.warning{border-left:4px solid #b2182b;background:#fdf0f0;padding:.4rem .8rem;font-weight:bold}
 .v-ship{background:#1b7837}.v-dont{background:#b2182b}.v-inconclusive{background:#595959}
-table{border-collapse:collapse;font-size:.82rem;margin:.5rem 0}th,td{border-bottom:1px solid #e5e5e5;padding:.2rem .5rem;
-text-align:left}th{background:#f5f5f5}
+h1,h2,h3,p,li,summary,footer{overflow-wrap:anywhere}
+table{border-collapse:collapse;font-size:.82rem;margin:.5rem 0;max-width:100%}th,td{border-bottom:1px solid #e5e5e5;
+padding:.2rem .4rem;text-align:left;overflow-wrap:anywhere;vertical-align:top}th{background:#f5f5f5}
 img{max-width:100%;height:auto;display:block;margin:.6rem 0}
-pre{background:#f7f7f7;padding:.6rem;overflow-x:auto;font-size:.78rem}
+pre{background:#f7f7f7;padding:.6rem;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.78rem}
 details{margin:.4rem 0}summary{cursor:pointer}
 footer{margin-top:2rem;font-size:.8rem;color:#666}
 """
@@ -316,6 +342,8 @@ def _html(blocks: list[_Block], figures: list[tuple[str, bytes]]) -> str:
             out.append(f"<{b.kind}>{html.escape(b.text)}</{b.kind}>")
         elif b.kind == "p":
             out.append(f"<p>{html.escape(b.text)}</p>")
+        elif b.kind == "warning":
+            out.append(f"<p class='warning'>{html.escape(b.text)}</p>")
         elif b.kind == "verdict":
             css = {"ship": "v-ship", "don't ship": "v-dont"}.get(b.text, "v-inconclusive")
             out.append(f"<p><span class='verdict {css}'>Verdict: {html.escape(b.text)}</span></p>")
@@ -445,7 +473,7 @@ def report(
     blocks += _cost(comparison, plots, seed)
     if diagnosis is None:
         try:
-            diagnosis = diagnose(comparison.data, by=comparison.settings.arm, traces=traces)
+            diagnosis = diagnose(_outcome_named(comparison), by=comparison.settings.arm, traces=traces)
         except KeyError as err:
             blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: the runs have no {err.args[0]!r} column "
                                                                "(agentab.score's table has it).")]
