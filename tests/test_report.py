@@ -591,7 +591,7 @@ def _manual_profile(comparison) -> pd.DataFrame:
             f"seeds {arm}": groups["outcome"].apply(lambda s: f"{int(s.astype(float).sum())}/{int(s.notna().sum())}"),
             f"path valid {arm}": groups["reference_match"].apply(lambda s: s.astype(float).mean()),
             f"side effects {arm}": groups.apply(
-                lambda f: float((f["forbidden_side_effects"] + f["unexpected_side_effects"]).sum()), include_groups=False),
+                lambda f: float(f[["forbidden_side_effects", "unexpected_side_effects"]].astype("Float64").sum(axis=1, min_count=1).sum()), include_groups=False),
             f"cost {arm}": groups["cost_usd"].median(),
         }))
     manual = pd.concat(parts, axis=1)

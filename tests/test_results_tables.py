@@ -316,3 +316,16 @@ def test_plan_reads_a_results_table_with_fields_and_where_and_never_picks_the_ba
     with pytest.warns(TraceWarning), pytest.raises(agentab.PowerError, match="none is named 'baseline'") as info:
         agentab.power.plan(TB, "outcome", 0.1, kind="binary", fields={"outcome": "is_resolved"}, arm="submission")
     assert all(a in str(info.value) for a in arms)
+
+
+def test_compare_reads_a_results_table_with_fields_and_names_outcome_candidates_when_unmapped():
+    """Python's compare takes a results table's path and the CLI's mapping; unmapped, the error offers `resolved`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceWarning)
+        arms = sorted(pd.read_csv(SWE)["submission_folder"].unique())
+        result = agentab.compare(SWE, arm="submission_folder", baseline=arms[0], n_resamples=199,
+                                 fields={"task_id": "instance_id", "outcome": "resolved"})
+        assert result.design.kind == "paired" and result.baseline == arms[0]
+        with pytest.raises(agentab.CompareError, match="primary metric 'outcome' is not a column.*resolved") as info:
+            agentab.compare(SWE, arm="submission_folder", baseline=arms[0], n_resamples=199)
+    assert 'fields={"outcome"' in str(info.value)

@@ -73,10 +73,11 @@ _FLAGS = (
 )
 #: Words whose flag depends on the command: {command: ((pattern, replacement), ...)}.
 _COMMAND_FLAGS = {
-    "compare": ((r"baseline= and candidate=", "the two arms with --names BASELINE CANDIDATE"),),
+    "compare": ((r"baseline= and candidate=", "the two arms with --names BASELINE CANDIDATE"),
+                (r"e\.g\. baseline='([^']*)' \(or candidate=\)", r"e.g. --names \1 CANDIDATE")),
     "plan": ((r"design='paired'", "--design paired"), (r"baseline=('[^']*') given", r"--baseline-arm \1 given"),
              (r"say kind=", "say --kind"), (r"pass baseline=", "give --baseline-arm NAME"),
-             (r"^baseline arm ", "--baseline-arm ")),
+             (r"^baseline arm ", "--baseline-arm "), (r"the baseline with baseline=", "the baseline with --baseline-arm NAME")),
     "power": ((r"design='paired'", "--paired"), (r"give baseline=,", "give --baseline,"), (r"baseline= is", "--baseline is"),
               (r"give (\w+)=,", r"give --\1,"), (r"kind=", "--metric ")),
 }

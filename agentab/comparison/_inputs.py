@@ -26,6 +26,7 @@ from agentab._vocabulary import DEFAULT_DIRECTION, DIRECTIONS, KINDS, QUANTILE_K
 from agentab.comparison.decide import Guardrail, guardrail_metrics, parse_guardrails
 from agentab.errors import CompareError
 from agentab.scoring import infer_kind, metric_kinds
+from agentab.traces import column_hint
 
 #: Columns never taken as metrics when kinds are inferred.
 _NOT_METRICS = {"run_id", "task_id", "seed", "arm", "model", "harness", "reasons", "metadata", "terminal_state"}
@@ -193,7 +194,7 @@ def _split_primary(primary: str, data: pd.DataFrame) -> tuple[str, float | None]
         return match["metric"], q
     if primary.endswith(" mean") and primary[: -len(" mean")] in data.columns:
         raise CompareError(f"primary {primary!r}: the mean of a cost or count metric is descriptive only; name p50 or p95")
-    raise CompareError(f"primary metric {primary!r} is not a column of the data")
+    raise CompareError(f"primary metric {primary!r} is not a column of the data; {column_hint(data, primary)}")
 
 
 def _resolve_cluster(data: pd.DataFrame, cluster: Any, paired: bool | str, notes: list[str]) -> Any:

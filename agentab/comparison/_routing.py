@@ -105,11 +105,13 @@ def _route(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float], x: n
            known: np.ndarray) -> tuple[list[dict], dict, Any]:
     """The tests of one metric's kind, as table rows."""
     if np.isnan(x).all() or np.isnan(y).all():
-        arm = inp.baseline if np.isnan(x).all() else inp.candidate
-        message = f"metric {metric.name!r} has no values in arm {arm!r}"
+        if np.isnan(x).all() and np.isnan(y).all():
+            message = f"metric {metric.name!r} has no values in either arm"
+        else:
+            message = f"metric {metric.name!r} has no values in arm {inp.baseline if np.isnan(x).all() else inp.candidate!r}"
         if metric.requested or metric.name in (inp.primary, *(g.metric for g in inp.guardrails)):
             raise CompareError(message)
-        inp.notes.append(message + ": left out")
+        inp.notes.append(message + " (not computed: e.g. a check the spec does not ask for): left out")
         return [], {}, None
     kw: dict[str, Any] = {"n_resamples": inp.n_resamples, "paired": inp.paired, "confidence_level": 1 - inp.alpha}
     if inp.cluster is not None:

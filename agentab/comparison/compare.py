@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -42,7 +43,7 @@ from agentab.comparison._routing import (
 from agentab.comparison.decide import Decision, check_guardrail, decide
 from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
 from agentab.errors import CompareError, StatsWarning
-from agentab.traces import labels
+from agentab.traces import labels, load_results
 
 __all__ = ["compare", "Comparison", "DEFAULT_DIRECTION", "TABLE_COLUMNS"]
 
@@ -155,6 +156,8 @@ def compare(
     seed: Any = 0,
     min_effect: float | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    fields: Mapping[str, str] | None = None,
+    where: str | Sequence[str] | None = None,
 ) -> Comparison:
     """Compare a candidate arm with a baseline, metric by metric, and decide.
 
@@ -222,6 +225,14 @@ def compare(
     progress : callable, optional
         Called as ``progress(metric, done, total)`` after each metric's
         tests, for a progress bar (the ``agentab`` command draws one).
+    fields : mapping, optional
+        agentab's names -> the table's columns (``{"task_id": "instance_id",
+        "outcome": "is_resolved"}``), as in :func:`agentab.load_results`
+        and the CLI's ``--field NAME=KEY``; ``data`` may then also be a
+        results table's path.
+    where : str or list of str, optional
+        Row filters in :meth:`pandas.DataFrame.query` syntax, applied in
+        order (``"agent == 'Droid'"``), as the CLI's ``--where``.
 
     Returns
     -------
@@ -260,6 +271,8 @@ def compare(
     1  outcome pass^3         pass^3  paired by task (30 tasks)
     2          rubric  Cliff's delta  paired by task (30 tasks)
     """
+    if fields is not None or where is not None or isinstance(data, (str, os.PathLike)):
+        data = load_results(data, fields=fields, where=where)
     inp = _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed)
     _min_effect_iv(min_effect)
     if progress is not None and not callable(progress):
