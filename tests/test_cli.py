@@ -447,7 +447,7 @@ def test_compare_scores_tables(example_runs, tmp_path, capsys):
     code, out, err = run(capsys, "compare", str(both), *FAST)
     assert code == 0, err
     assert "candidate (sonnet-4 + react-v2) vs baseline" in out and "rubric" in out
-    code, out, err = run(capsys, "compare", str(both), "--arm-column", "harness", "--names", "react-v1", "react-v2", *FAST)
+    code, out, err = run(capsys, "compare", str(both), "--arm-column", "harness", *FAST)
     # Two arms, neither named baseline: never chosen by row order.
     assert code == EXIT_BAD_INPUT and "has two arms, react-v1 and react-v2, and neither is named baseline" in err
     assert "--names BASELINE CANDIDATE" in err and "never chosen by row order" in err

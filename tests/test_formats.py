@@ -95,8 +95,11 @@ def test_undetectable_content_is_a_trace_error_naming_the_file(tmp_path):
 
 def test_json_that_fits_no_format_is_read_as_our_record_so_errors_name_the_field(tmp_path):
     path = tmp_path / "runs.jsonl"
-    path.write_text('{"run_id": "a", "task": "t1"}\n')
+    path.write_text('{"run_id": "a", "task": "t1", "steps": []}\n')
     with pytest.raises(TraceError, match=r"runs\.jsonl, line 1"):
+        agentab.load_traces(path)
+    path.write_text('{"run_id": "a", "task": "t1"}\n')  # flat records, no steps: a results table, said so
+    with pytest.raises(TraceError, match=r"runs\.jsonl: a per-run results table .* agentab\.load_results"):
         agentab.load_traces(path)
 
 
