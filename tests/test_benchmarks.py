@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
+@pytest.mark.slow  # runs every benchmark case once: run by `pytest -m slow` (CI)
 def test_run_quick_prints_every_case_with_agreement():
     out = subprocess.run(
         [sys.executable, str(BENCHMARKS / "run.py"), "--quick"], capture_output=True, text=True, timeout=600, check=True

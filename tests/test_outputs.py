@@ -240,6 +240,7 @@ def _figures(path: Path, text: str) -> frozenset[bytes]:
     return frozenset((path.parent / unquote(t)).read_bytes() for _, t in IMAGE.findall(text))
 
 
+@pytest.mark.slow  # kills real writer processes many times: run by `pytest -m slow` (CI)
 @needs_fork
 @pytest.mark.parametrize("kind", ["html", "md"])
 def test_killed_report_is_old_or_new(plain, tmp_path, kind):

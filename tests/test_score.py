@@ -464,6 +464,7 @@ def random_specs(draw):
     )
 
 
+@pytest.mark.slow  # 250 random experiments: run by `pytest -m slow` (CI)
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=random_traces(), specs=st.lists(random_specs(), min_size=3, max_size=3), per_task=st.booleans())
 def test_score_equals_score_run_on_random_traces(records, specs, per_task):
