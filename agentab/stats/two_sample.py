@@ -327,14 +327,14 @@ def pass_k_difference(
     averaged over tasks; the test and interval treat the per-task values like
     :func:`rate_difference` treats rates.
 
+    Parameters other than ``k`` are those of :func:`rate_difference`; task
+    ids are required.
+
     Parameters
     ----------
     k : int, optional
         Attempts that must all succeed; by default the fewest seeds any task
         has in either arm. Every task needs at least ``k`` seeds.
-
-    Other parameters are those of :func:`rate_difference`; task ids are
-    required.
 
     Returns
     -------
@@ -486,14 +486,15 @@ def quantile_difference(
     interpolation between the few values a quantile takes). A warning is given when fewer than 20 runs of an arm lie
     beyond a tail quantile.
 
+    Parameters other than ``q`` and ``test`` are those of
+    :func:`rate_difference`.
+
     Parameters
     ----------
     q : float or sequence of float
         Probabilities in (0, 1).
     test : bool
         Run the permutation test (set False for intervals only).
-
-    Other parameters are those of :func:`rate_difference`.
 
     Returns
     -------
