@@ -200,6 +200,8 @@ def test_a_reward_that_is_not_0_or_1_stays_a_number():
 
 @pytest.mark.parametrize("edit, field, words", [
     (lambda s: s.update(reward_info=None), "reward_info", "never evaluated"),
+    (lambda s: s["reward_info"].update(reward=float("nan")), "reward_info.reward", "finite number"),
+    (lambda s: s["reward_info"].update(reward=10**400), "reward_info.reward", "finite number"),
     (lambda s: s.update(trial=None), "trial", "no seed"),
     (lambda s: s.update(trial="0"), "trial", "integer"),
     (lambda s: s.pop("task_id"), "task_id", "no task_id"),
@@ -263,3 +265,11 @@ def test_a_json_file_with_one_simulation(tmp_path):
     [item] = read(path)
     assert item.record["run_id"] == sim["id"] and item.record["outcome"] is bool(sim["reward_info"]["reward"])
     assert sniff(path.read_bytes(), path.name)
+
+
+def test_scores_and_summary_work_on_the_runs():
+    traces = load(read(TELECOM) + read(AIRLINE))
+    scores = agentab.score(traces)
+    assert len(scores) == 5
+    assert sorted(scores["outcome"].astype(bool)) == sorted(
+        bool(s["reward_info"]["reward"]) for p in DOCUMENTS for s in json.loads(p.read_text())["simulations"])

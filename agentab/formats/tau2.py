@@ -95,6 +95,7 @@ first 64 KiB, after ``tasks``), or a simulation object with
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -117,7 +118,7 @@ from agentab.formats._message_parts import (
 )
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 
-__all__ = ["FORMAT", "FIELDS", "sniff"]
+__all__ = ["FIELDS", "FORMAT", "sniff"]
 
 #: Default run-level mapping: agentab's name -> the path in a simulation (then in the results document).
 FIELDS: dict[str, str] = {
@@ -166,8 +167,8 @@ def _outcome(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[st
         raise Reject(name, f"no outcome: the simulation has no {name!r}")
     if isinstance(value, bool):
         return value, value
-    if not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
-        raise Reject(name, f"outcome must be a number or true/false, got {describe(value)}")
+    if not isinstance(value, (int, float)) or abs(value) > 1e100 or not math.isfinite(value):
+        raise Reject(name, f"outcome must be a finite number or true/false, got {describe(value)}")
     if value == 0 or value == 1:
         return bool(value), value
     return float(value), value
