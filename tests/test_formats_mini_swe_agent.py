@@ -47,7 +47,7 @@ def with_outcome(rec: dict) -> dict:
 
 def hand_count(raw: dict) -> dict[str, Any]:
     """Tool calls, errors, tokens and cost of a v1 trajectory, counted from the raw JSON."""
-    block = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
+    block = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
     msgs = raw["messages"]
     calls = errors = tin = tout = 0
     cost = 0.0
