@@ -1,8 +1,8 @@
-"""mini-SWE-agent trajectories (format "mini-swe-agent"): real v1 files, and v2 text/tool mode in the documented shape.
+"""mini-SWE-agent trajectories (format "mini-swe-agent"): real v1 files, v2 files written by the real library.
 
-The real fixtures (tests/data/mini_swe_agent/, README there) are counted here with plain json and regexes, not
-with the reader; the v2 objects follow mini-SWE-agent's docs/usage/output_files.md and its
-models/utils/actions_text.py / actions_toolcall.py (no real v2 file was at hand).
+The fixtures (tests/data/mini_swe_agent/, README there) are counted here with plain json and regexes, not
+with the reader. The v2 objects built in this file follow mini-SWE-agent's docs/usage/output_files.md and its
+models/utils/actions_text.py / actions_toolcall.py (usage and format errors, which the scripted models omit).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from agentab.formats.messages import OPENAI
 from agentab.formats.mini_swe_agent import FORMAT
 
 DATA = Path(__file__).parent / "data" / "mini_swe_agent"
-FILES = sorted(DATA.glob("*.traj.json"))
+FILES = sorted(DATA.glob("*__*.traj.json"))  # the real SWE-bench runs (v1)
+SCRIPTED = sorted(DATA.glob("v2_*.traj.json"))  # mini-swe-agent 2.4.6 run with its scripted test models
 #: task -> SWE-bench's "resolved" (from each instance's report.json, see the README)
 REPORTS = {row["task_id"]: row["outcome"] == "true" for row in csv.DictReader((DATA / "outcomes.csv").open())}
 REGISTERED = "mini-swe-agent" in agentab.formats.available()
@@ -227,7 +228,7 @@ def test_a_run_without_steps_keeps_its_tokens_in_metadata():
               instance_id="t", exit_status="LimitsExceeded", submission="")
     rec = convert(traj).record
     assert rec["steps"] == [] and (rec["metadata"]["tokens_in"], rec["metadata"]["tokens_out"]) == (4, 1)
-    assert rec["metadata"]["submitted"] is False
+    assert rec["metadata"]["has_patch"] is False
 
 
 def test_identity_defaults_and_mapping(tmp_path):
@@ -279,6 +280,41 @@ def test_malformed_file(tmp_path):
 # --------------------------------------------------------------------------- #
 # v2 (trajectory_format mini-swe-agent-1.1): text mode and tool mode
 # --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("path", SCRIPTED, ids=lambda p: p.name)
+def test_v2_files_written_by_mini_swe_agent_match_hand_counts(path):
+    raw = json.loads(path.read_text())
+    assert FORMAT.sniff(path.read_bytes()[:65536], path.name) and OPENAI.sniff(path.read_bytes()[:65536], path.name)
+    msgs = raw["messages"]
+    actions = [a for m in msgs if m["role"] == "assistant" for a in m["extra"]["actions"]]
+    replies = [m for m in msgs if m["role"] in ("user", "tool") and "returncode" in (m.get("extra") or {})]
+    rec = record(path)
+    steps = rec["steps"]
+    assert [s["args"]["command"] for s in steps] == [a["command"] for a in actions]
+    assert sum(s["observation"].get("status") == "error" for s in steps) == sum(
+        m["extra"]["returncode"] != 0 for m in replies)
+    assert sum(s["metadata"].get("cost_usd", 0) for s in steps) == pytest.approx(
+        sum(m["extra"]["cost"] for m in msgs if m["role"] == "assistant"))
+    assert rec["cost_usd"] == raw["info"]["model_stats"]["instance_cost"]
+    assert not any("tokens_in" in s or "tokens_out" in s for s in steps)  # the scripted models report no usage
+    assert msgs[-1]["role"] == "exit" and steps[-1]["observation"]["submission"] is True
+    assert steps[-1]["observation"]["status"] == "ok"
+    runs = load_traces([{**rec, "outcome": True}]).runs
+    assert runs.loc[0, "n_steps"] == len(actions) and runs.tokens.isna().all()
+    assert [s["ended_at"] for s in steps[:-1]] == [m["extra"]["timestamp"] for m in replies]
+    assert "ended_at" not in steps[-1]  # the submission is not a reply with a timestamp
+
+
+def test_v2_scripted_timeout_and_parallel_calls():
+    text = record(DATA / "v2_text_scripted.traj.json")["steps"]
+    timeout = text[2]["observation"]
+    assert (timeout["status"], timeout["returncode"]) == ("error", -1) and "timed out" in timeout["error"]
+    tool = record(DATA / "v2_tool_scripted.traj.json")["steps"]
+    assert [s["metadata"]["call_id"] for s in tool] == ["call_1", "call_2", "call_3"]
+    assert tool[0]["metadata"]["message"] == tool[1]["metadata"]["message"]  # one response, two calls
+    assert "cost_usd" in tool[0]["metadata"] and "cost_usd" not in tool[1]["metadata"]
+    assert tool[1]["observation"] == {"status": "error", "returncode": 1, "content": "", "error": "returncode 1"}
+
+
 def v2(messages: list, **info: Any) -> dict:
     base = {"model_stats": {"instance_cost": 0.05, "api_calls": 3}, "mini_version": "2.0.0",
             "exit_status": "Submitted", "submission": "diff --git a/f b/f", "config": {
@@ -345,4 +381,4 @@ def test_v2_tool_mode_with_two_calls_in_one_response():
 def test_registered_and_detected():
     assert agentab.formats.detect(FILES[0].read_bytes()[:65536], FILES[0].name) == "mini-swe-agent"
     traces = load_traces(DATA, strict=False)
-    assert len(traces.rejected) == len(FILES) and set(traces.rejected.field) == {"outcome"}
+    assert len(traces.rejected) == len(FILES) + len(SCRIPTED) and set(traces.rejected.field) == {"outcome"}

@@ -48,7 +48,7 @@ in SWE-bench's evaluation report (``report.json``, ``resolved``). The record
 is therefore given without ``outcome``, and the decoder rejects it ("missing
 required field") until the outcome is joined from the report or mapped with
 ``fields={"outcome": ...}`` to a key the file was given.
-``metadata`` keeps ``exit_status``, ``submitted`` (a non-empty submission),
+``metadata`` keeps ``exit_status``, ``has_patch`` (a non-empty ``submission``),
 ``api_calls``, ``mini_version``, ``trajectory_format``, ``agent_type``,
 ``model_type``, ``format_errors`` (model responses without exactly one
 action) and the raw ``instance_cost``.
@@ -198,7 +198,7 @@ def _run_fields(obj: dict[str, Any], fields: FieldMap, out: dict[str, Any]) -> N
         if value is not MISSING and value is not None and isinstance(value, (str, int, float)):
             meta[key] = value
     if isinstance(info.get("submission"), str):
-        meta["submitted"] = bool(info["submission"])
+        meta["has_patch"] = bool(info["submission"])
     if isinstance(obj.get("trajectory_format"), str):
         meta["trajectory_format"] = obj["trajectory_format"]
 
