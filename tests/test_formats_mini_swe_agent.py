@@ -268,6 +268,10 @@ def test_bad_shapes_are_rejections():
     assert item.field == "messages[2].extra.response.usage.prompt_tokens"
     assert convert(v1([*START], instance_id="t", model_stats={"instance_cost": "1"})).field == \
         "info.model_stats.instance_cost"
+    bad_cost = v1([*START, said("```bash\nls\n```", {"prompt_tokens": 1, "cost": -0.5})], instance_id="t")
+    assert convert(bad_cost).field == "messages[2].extra.response.usage.cost"
+    bad_regex = v1([*START], instance_id="t", config={"agent": {"action_regex": "(unclosed"}})
+    assert convert(bad_regex).field == "info.config.agent.action_regex"
 
 
 def test_malformed_file(tmp_path):

@@ -54,10 +54,11 @@ def _call(extra: Any) -> dict[str, Any]:
                     f"{where}.prompt_tokens_details")
     reasoning = _count(usage.get("completion_tokens_details") or usage.get("output_tokens_details"),
                        "reasoning_tokens", f"{where}.completion_tokens_details")
-    cost = extra.get("cost") if isinstance(extra, dict) else None
-    cost = usage.get("cost") if cost is None else cost
+    cost, at = (extra.get("cost") if isinstance(extra, dict) else None), "extra.cost"
+    if cost is None:
+        cost, at = usage.get("cost"), f"{where}.cost"
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost >= 0):
-        raise Reject("extra.cost", f"expected a cost (number >= 0), got {describe(cost)}")
+        raise Reject(at, f"expected a cost (number >= 0), got {describe(cost)}")
     return {"tokens_in": tin, "tokens_out": tout, "tokens_cached": cached, "tokens_reasoning": reasoning,
             "cost_usd": cost or None}
 
@@ -128,7 +129,10 @@ class Run:
         agent = lookup(info, "config.agent")
         agent = agent if isinstance(agent, dict) else {}
         regex = agent.get("action_regex")
-        self.action = re.compile(regex if isinstance(regex, str) and regex else _DEFAULT_ACTION, re.DOTALL)
+        try:
+            self.action = re.compile(regex if isinstance(regex, str) and regex else _DEFAULT_ACTION, re.DOTALL)
+        except re.error as err:
+            raise Reject("info.config.agent.action_regex", f"not a regular expression: {err}") from None
         timeout = agent.get("timeout_template")
         prefix = timeout.split("{", 1)[0] if isinstance(timeout, str) else ""
         self.timeout = prefix if len(prefix) >= 8 else _DEFAULT_TIMEOUT
