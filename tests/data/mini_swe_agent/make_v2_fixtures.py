@@ -13,21 +13,14 @@ import json
 import sys
 from pathlib import Path
 
-from minisweagent.agents.default import DefaultAgent
-from minisweagent.environments.local import LocalEnvironment
-from minisweagent.models.test_models import (
-    DeterministicModel,
-    DeterministicToolcallModel,
-    make_output,
-    make_toolcall_output,
-)
-
 SYSTEM = "You are a helpful assistant that can interact with a computer."
 TASK = "Please solve this issue: {{task}}"
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
 def said(thought: str, command: str, cost: float) -> dict:
+    from minisweagent.models.test_models import make_output
+
     return make_output(f"THOUGHT: {thought}\n\n```mswea_bash_command\n{command}\n```", [{"command": command}],
                        cost=cost)
 
@@ -38,6 +31,15 @@ def call(i: int, command: str) -> dict:
 
 
 def main(out: Path) -> None:
+    # imported here: mini-swe-agent is not a dependency of agentab, and pytest imports this file
+    from minisweagent.agents.default import DefaultAgent
+    from minisweagent.environments.local import LocalEnvironment
+    from minisweagent.models.test_models import (
+        DeterministicModel,
+        DeterministicToolcallModel,
+        make_toolcall_output,
+    )
+
     (out / "repo").mkdir(parents=True, exist_ok=True)
     env = {"cwd": str(out / "repo"), "timeout": 1}  # one second: `sleep 3` times out
     text = DeterministicModel(cost_per_call=0.0, outputs=[
