@@ -50,8 +50,9 @@ order: ``tool`` is ``tool_call_metadata.function_name`` when present, else
 the action's name; ``args`` the event's ``args`` object. Its observation is
 the event whose ``cause`` is the action's ``id``: ``{"status", "type",
 "content", "extras"}``. It is an **error** when its type is ``error`` or
-``user_rejected``, or its ``extras.exit_code`` is a non-zero integer (``-1``:
-timed out); ``error`` is then the content (or ``"exit code N"``). An action
+``user_rejected``, or its exit code (``extras.metadata.exit_code``, or
+``extras.exit_code`` in older files) is a non-zero integer (``-1``: no output
+within the command's timeout, the command left running); ``error`` is then the content (or ``"exit code N"``). An action
 never answered keeps observation ``null``.
 
 Not steps, counted in ``metadata.events``: ``message``, ``finish``,
@@ -71,7 +72,8 @@ From ``tool_call_metadata.model_response.usage`` (``prompt_tokens`` /
 the first step of that response; the response's other calls (parallel tool
 calls) have their own share unknown, with ``metadata.tokens_with_step``
 naming the first. A response that made no step (``finish``, an agent
-message) is counted on the next step, or on the last. No usage anywhere:
+message) is counted on the next step, or on the last (the first call of its
+response, when the last is a parallel sibling). No usage anywhere:
 unknown, not 0. A run without steps keeps its totals in ``metadata.tokens_in``
 / ``tokens_out`` when known. Cached prompt tokens (``cache_read_input_tokens``
 or ``prompt_tokens_details.cached_tokens``) go to the step's ``metadata``.
@@ -139,7 +141,7 @@ class _Tokens:
         self.pending_in: int | None = None
         self.pending_out: int | None = None
         self.cached: int | None = None
-        self.seen: dict[str, dict[str, Any]] = {}
+        self.seen: set[str] = set()
 
     def add(self, event: dict[str, Any]) -> tuple[str | None, bool]:
         """Count the event's model response once: (its id, whether it was new)."""
@@ -149,8 +151,10 @@ class _Tokens:
             return None, False
         rid = response.get("id")
         rid = rid if isinstance(rid, str) and rid else None
-        if rid is not None and rid in self.seen:
-            return rid, False
+        if rid is not None:
+            if rid in self.seen:
+                return rid, False
+            self.seen.add(rid)
         usage = response.get("usage")
         if isinstance(usage, dict):
             for name, key in (("pending_in", "prompt_tokens"), ("pending_out", "completion_tokens")):
@@ -184,6 +188,8 @@ def _observation(event: dict[str, Any]) -> dict[str, Any]:
     content = event.get("content")
     obs: dict[str, Any] = {"status": "ok", "type": kind, "content": content, "extras": extras}
     code = extras.get("exit_code")
+    if code is None and isinstance(extras.get("metadata"), dict):
+        code = extras["metadata"].get("exit_code")
     if kind in _ERROR_OBSERVATIONS:
         obs["status"] = "error"
         obs["error"] = content if content not in (None, "") else kind
@@ -286,7 +292,8 @@ def history_steps(history: list[Any], key: str = "history") -> tuple[list[dict[s
             problem.field = f"{key}[{i}].{problem.field}" if problem.field else f"{key}[{i}]"
             raise
     if steps:
-        tokens.give(steps[-1])
+        last = steps[-1]
+        tokens.give(steps[last["metadata"].get("tokens_with_step", last["index"])])
     counts: dict[str, Any] = {"events": events, "refused_calls": refused, "unpaired_observations": unpaired}
     if not steps:
         for name, out in (("pending_in", "tokens_in"), ("pending_out", "tokens_out")):
@@ -485,15 +492,19 @@ def read_objects(objects: Sequence[Any], name: str, fields: FieldMap | None = No
 # Detection
 # --------------------------------------------------------------------------- #
 _INSTANCE = re.compile(rb'"instance_id"\s*:')
-_HISTORY = re.compile(rb'"history"\s*:\s*\[\s*(?:\{|\])')
+_HISTORY = re.compile(rb'"history"\s*:\s*\[\s*(?:\]|\{\s*"(?:id|timestamp|source)"\s*:)')
 _SOURCE = re.compile(rb'"source"\s*:\s*"(?:agent|user|environment)"')
 _EVENT_KIND = re.compile(rb'"(?:action|observation)"\s*:\s*"')
 _STREAM_START = re.compile(rb'\[\s*\{\s*"id"\s*:\s*\d+\s*,\s*"timestamp"\s*:')
 
 
 def sniff(head: bytes, name: str = "") -> bool:
-    """OpenHands: an ``instance_id`` with a ``history`` event list whose events carry ``source`` and
-    ``action`` / ``observation``; or a JSON array of such events (``id``, ``timestamp`` first, as OpenHands writes)."""
+    """OpenHands: an ``instance_id`` with a ``history`` event list whose events start with ``id`` /
+    ``timestamp`` / ``source`` and carry ``source`` (agent, user, environment) and ``action`` /
+    ``observation``; or a JSON array of such events (``id``, ``timestamp`` first, as OpenHands writes).
+
+    A ``history`` of messages (``role``: SWE-agent) or of ``[action, observation]`` pairs is not claimed.
+    """
     body = head.removeprefix(BOM).lstrip(JSON_SPACE)
     events = bool(_SOURCE.search(head) and _EVENT_KIND.search(head))
     if body[:1] == b"{":
