@@ -292,6 +292,9 @@ def test_files_json_lines_arrays_and_malformed_lines(tmp_path):
     array = tmp_path / "runs.json"
     array.write_text(json.dumps([good, good]))
     assert [i.record["run_id"] for i in FORMAT.read_file(array, FIELDS)] == [f"{array}:t1"] * 2
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(good, indent=2))
+    assert [i.record["task_id"] for i in FORMAT.read_file(single, FIELDS)] == ["t1"]
     stream = tmp_path / "django-1.json"
     stream.write_text(json.dumps(good["history"]))
     (item,) = FORMAT.read_file(stream, FIELDS)

@@ -11,7 +11,9 @@ Input
   :class:`~agentab.formats.Item`.
 * A raw event stream: a ``.json`` file holding a list of events (as OpenHands
   saves a trajectory); the whole list is one run, its ``task_id`` the file's
-  name without suffixes. In memory: a list of output lines, or a list of events.
+  name without suffixes. A ``.json`` file may also hold one output line (an
+  object, possibly indented) or an array of them. In memory: a list of output
+  lines, or a list of events.
 
 Run-level fields
 ----------------
@@ -232,6 +234,9 @@ def _step(event: dict[str, Any], steps: list[dict[str, Any]], tokens: _Tokens,
 
 def _event_kind(event: Any) -> str:
     """'tool', 'other' (an action that is no tool call) or 'observation'; raises Reject for what is not understood."""
+    if isinstance(event, list):
+        raise Reject(None, "an [action, observation] pair: the history of OpenHands before its event stream "
+                           "(about v0.9) is not read")
     if not isinstance(event, dict):
         raise Reject(None, f"expected an event object, got {_describe(event)}")
     action, observation = event.get("action"), event.get("observation")
@@ -444,38 +449,52 @@ def _stream_item(events: list[Any], task: str, where: str, fields: FieldMap) -> 
     return _item(run, 1, where, plan, stream=True)
 
 
+def _lines(path: Path, where: str, plan: FieldMap) -> Iterator[Item]:
+    with open_trace_file(path) as fh:
+        for number, raw in enumerate(fh, start=1):
+            if number == 1:
+                raw = raw.removeprefix(BOM)
+            if not raw.strip(JSON_SPACE):
+                continue
+            try:
+                rec = _decode(raw)
+            except msgspec.DecodeError as err:
+                yield Item(number, reason=f"malformed JSON: {err}")
+                continue
+            except RecursionError:
+                yield Item(number, reason="JSON nested too deeply to read")
+                continue
+            yield _item(rec, number, where, plan)
+
+
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
-    """Every run of an ``output.jsonl`` (one per line) or the run of an event-stream ``.json`` file."""
+    """Every run of an ``output.jsonl`` (one per line, read as a stream) or the run of an event-stream ``.json``."""
     plan = {**FIELDS, **(fields or {})}
     path = Path(path)
     where = str(path)
     with open_trace_file(path) as fh:
-        data = fh.read().removeprefix(BOM)
-    body = data.lstrip(JSON_SPACE)
-    if body[:1] == b"[":
-        try:
-            parsed = _decode(body)
-        except (msgspec.DecodeError, RecursionError) as err:
-            yield Item(1, reason=f"malformed JSON: {err}; the whole file was left out")
-            return
-        if _is_stream(parsed):
-            yield _stream_item(parsed, _stem(path), where, plan)
-        else:
-            for position, rec in enumerate(parsed, start=1):
-                yield _item(rec, position, where, plan)
+        start = fh.read(4096).removeprefix(BOM).lstrip(JSON_SPACE)[:1]
+    one_object = start == b"{" and path.name.lower().removesuffix(".gz").endswith(".json")
+    if start != b"[" and not one_object:
+        yield from _lines(path, where, plan)
         return
-    for number, raw in enumerate(data.splitlines(), start=1):
-        if not raw.strip(JSON_SPACE):
-            continue
-        try:
-            rec = _decode(raw)
-        except msgspec.DecodeError as err:
-            yield Item(number, reason=f"malformed JSON: {err}")
-            continue
-        except RecursionError:
-            yield Item(number, reason="JSON nested too deeply to read")
-            continue
-        yield _item(rec, number, where, plan)
+    with open_trace_file(path) as fh:
+        body = fh.read().removeprefix(BOM).lstrip(JSON_SPACE)
+    try:
+        parsed = _decode(body)
+    except (msgspec.DecodeError, RecursionError) as err:
+        if one_object:  # JSON Lines in a .json file
+            yield from _lines(path, where, plan)
+            return
+        yield Item(1, reason=f"malformed JSON: {err}; the whole file was left out")
+        return
+    if isinstance(parsed, dict):
+        yield _item(parsed, 1, where, plan)
+    elif _is_stream(parsed):
+        yield _stream_item(parsed, _stem(path), where, plan)
+    else:
+        for position, rec in enumerate(parsed, start=1):
+            yield _item(rec, position, where, plan)
 
 
 def read_objects(objects: Sequence[Any], name: str, fields: FieldMap | None = None) -> Iterator[Item]:
