@@ -311,3 +311,79 @@ def test_fixture_loads_through_the_record_decoder(where):
     traces = load(list(FORMAT.read_objects(evaluated([True, False, True]), "o", FIELDS)))
     assert len(traces.runs) == 3
     assert len(getattr(traces, where)) == (3 if where == "runs" else 22 + 32 + 49)
+
+
+# --------------------------------------------------------------------------- #
+# The OpenHands SDK (V1) history
+# --------------------------------------------------------------------------- #
+SDK = DATA / "sdk_openagentsafety_output.jsonl.gz"
+
+
+def sdk_lines() -> list[dict[str, Any]]:
+    with gzip.open(SDK, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def test_real_sdk_output_steps_errors_and_unknown_tokens():
+    raw = sdk_lines()
+    with gzip.open(SDK, "rb") as fh:
+        assert sniff(fh.read(formats.HEAD_BYTES), SDK.name)
+    calls, errors = [], []
+    for line_ in raw:
+        history = line_["history"]
+        calls.append(sum(e["kind"] == "ActionEvent" and e["action"]["kind"] != "FinishAction" for e in history))
+        errors.append(sum(e["kind"] == "ObservationEvent" and (e["observation"].get("metadata") or {}).get("exit_code")
+                          not in (None, 0) for e in history))
+    assert calls == [8, 9] and errors == [1, 8]
+    # no report: rejected for the outcome; the file's own score can be mapped
+    assert {item.field for item in FORMAT.read_file(SDK, FIELDS)} == {"test_result.report.resolved"}
+    items = list(FORMAT.read_file(SDK, {**FIELDS, "outcome": "test_result.final_score.result"}))
+    traces = load(items)
+    runs = traces.runs.set_index("task_id").loc[[line_["instance_id"] for line_ in raw]]
+    assert list(runs.n_steps) == calls and list(runs.n_errors) == errors
+    assert runs.tokens_in.isna().all() and runs.tokens_out.isna().all() and runs.cost_usd.isna().all()
+    assert set(runs.model) == {"litellm_proxy/neulab/gpt-4o-2024-08-06"}
+    first = items[0].record["steps"][0]
+    event = raw[0]["history"][0]
+    assert first["tool"] == "execute_bash" and first["args"]["command"] == event["action"]["command"]
+    assert "kind" not in first["args"] and first["observation"]["type"] == "ExecuteBashObservation"
+    assert items[0].record["metadata"]["events"] == {"finish": 1}
+    failed = [s for s in items[1].record["steps"] if s["observation"]["status"] == "error"]
+    assert {s["observation"]["error"] for s in failed} == {"exit code 1"}
+
+
+def sdk_action(i: int, tool: str = "execute_bash", response: str = "r1", **extra: Any) -> dict[str, Any]:
+    return {"kind": "ActionEvent", "id": f"a{i}", "source": "agent", "tool_name": tool, "tool_call_id": f"c{i}",
+            "action": {"kind": "ExecuteBashAction", "command": "ls"}, "llm_response_id": response, **extra}
+
+
+def sdk_obs(i: int, action_id: str | None, **observation: Any) -> dict[str, Any]:
+    return {"kind": "ObservationEvent", "id": f"o{i}", "source": "environment", "action_id": action_id,
+            "tool_call_id": None, "observation": {"kind": "ExecuteBashObservation", **observation}}
+
+
+def test_sdk_pairing_errors_and_rejections():
+    rec = convert(line([
+        {"kind": "SystemPromptEvent", "id": "s", "source": "agent"},
+        sdk_action(1), sdk_action(2, response="r1"),
+        sdk_obs(3, "a2", is_error=True, output="boom"), sdk_obs(4, "a1", metadata={"exit_code": 0}),
+        sdk_action(5, "str_replace_editor", "r2"),
+        {"kind": "AgentErrorEvent", "id": "e", "source": "agent", "tool_name": "str_replace_editor",
+         "tool_call_id": "c5", "error": "invalid path"},
+        {"kind": "AgentErrorEvent", "id": "e2", "source": "agent", "tool_name": "x", "tool_call_id": "zz",
+         "error": "unknown tool"},
+        sdk_action(6, response="r3", action=None, tool_call={"arguments": '{"command": "pwd"}'}),
+        {"kind": "UserRejectObservation", "id": "u", "action_id": "a6", "rejection_reason": "no"},
+        {"kind": "MessageEvent", "id": "m", "source": "agent"},
+    ]))
+    steps = rec["steps"]
+    assert [s["observation"]["status"] for s in steps] == ["ok", "error", "error", "error"]
+    assert steps[1]["observation"]["error"] == "boom" and steps[2]["observation"]["error"] == "invalid path"
+    assert steps[1]["metadata"]["parallel_with_step"] == 0 and steps[3]["args"] == {"command": "pwd"}
+    assert rec["metadata"]["refused_calls"] == 1
+    assert rec["metadata"]["events"] == {"SystemPromptEvent": 1, "MessageEvent": 1}
+    assert all("tokens_in" not in s for s in steps)
+    item = rejection(line([sdk_action(1), {"kind": "TeleportEvent", "id": "t"}]))
+    assert item.field == "history[1].kind" and "TeleportEvent" in item.reason
+    item = rejection(line([sdk_action(1), sdk_obs(2, "a1"), sdk_obs(3, "a1")]))
+    assert item.field == "history[2].action_id"
