@@ -95,6 +95,7 @@ def test_real_output_steps_errors_tokens_match_the_raw_file():
     records = [item.record for item in items]
     assert [r["metadata"]["refused_calls"] for r in records] == [c["refused"] for c in counted] == [0, 1, 1]
     assert [r["metadata"]["accumulated_cost"] for r in records] == [0.0, 0.0, 0.0]
+    assert not any("tokens_not_in_events" in r["metadata"] for r in records)  # the events hold every response
     assert records[2]["metadata"]["error"].startswith("RuntimeError: Agent reached maximum iteration")
     assert records[0]["metadata"]["events"] == {"system": 1, "message": 1, "recall": 1, "finish": 1}
     assert "finish" not in records[2]["metadata"]["events"]  # the run that hit the iteration limit
@@ -387,3 +388,23 @@ def test_sdk_pairing_errors_and_rejections():
     assert item.field == "history[1].kind" and "TeleportEvent" in item.reason
     item = rejection(line([sdk_action(1), sdk_obs(2, "a1"), sdk_obs(3, "a1")]))
     assert item.field == "history[2].action_id"
+
+
+def test_reported_totals_top_up_what_the_events_miss():
+    usage = {"accumulated_token_usage": {"prompt_tokens": 1000, "completion_tokens": 90}}
+    # a text-only reply (no tool_call_metadata) used tokens the events do not show
+    rec = convert(line([action(1, "run", "r1", (100, 10)), action(2, "run", "r2", (200, 20)),
+                        {"id": 3, "source": "agent", "action": "message", "args": {}}], metrics=usage))
+    steps = rec["steps"]
+    assert (steps[0]["tokens_in"], steps[1]["tokens_in"], steps[1]["tokens_out"]) == (100, 900, 80)
+    assert rec["metadata"]["tokens_not_in_events"] == {"tokens_in": 700, "tokens_out": 60}
+    row = load([Item(1, record=rec)]).runs.iloc[0]
+    assert (row.tokens_in, row.tokens_out) == (1000, 90)
+    # events without usage (the SDK's): the run's totals are known, each step's share is not
+    rec = convert(line([sdk_action(1, response="a"), sdk_action(2, response="b")], metrics=usage))
+    assert "tokens_in" not in rec["steps"][0] and rec["steps"][0]["metadata"]["tokens_with_step"] == 1
+    row = load([Item(1, record=rec)]).runs.iloc[0]
+    assert (row.tokens_in, row.tokens_out) == (1000, 90)
+    # the totals agree with the events: nothing changes
+    rec = convert(line([action(1, "run", "r1", (1000, 90))], metrics=usage))
+    assert "tokens_not_in_events" not in rec["metadata"] and rec["steps"][0]["tokens_in"] == 1000

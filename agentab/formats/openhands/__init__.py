@@ -85,9 +85,8 @@ response (``llm_response_id``) after the first have
 counted in ``metadata.refused_calls``; ``MessageEvent``, ``SystemPromptEvent``,
 condensation and state events in ``metadata.events``; any other ``kind`` is a
 rejection naming ``history[i].kind``. SDK events carry no token counts: a
-run's tokens are unknown (its ``metrics.accumulated_token_usage`` totals, when
-given, are kept in ``metadata``). ``model`` falls back to
-``metadata.llm.model``.
+run's tokens are its ``metrics.accumulated_token_usage`` totals when given
+(see "Tokens"), else unknown. ``model`` falls back to ``metadata.llm.model``.
 
 Tokens
 ------
@@ -98,7 +97,13 @@ calls) have their own share unknown, with ``metadata.tokens_with_step``
 naming the first. A response that made no step (``finish``, an agent
 message) is counted on the next step, or on the last (the first call of its
 response, when the last is a parallel sibling). No usage anywhere:
-unknown, not 0. A run without steps keeps its totals in ``metadata.tokens_in``
+unknown, not 0. When the line's ``metrics.accumulated_token_usage`` (OpenHands'
+own totals, kept in ``metadata.accumulated_prompt_tokens`` /
+``accumulated_completion_tokens``) counts more than the events do (a text-only
+reply carries no usage), the difference goes on the last step and is noted in
+``metadata.tokens_not_in_events``; steps whose own counts are unknown are then
+marked ``tokens_with_step`` (counted there), so the run's total is OpenHands'
+own. A run without steps keeps its totals in ``metadata.tokens_in``
 / ``tokens_out`` when known. Cached prompt tokens (``cache_read_input_tokens``
 or ``prompt_tokens_details.cached_tokens``) go to the step's ``metadata``.
 """

@@ -132,5 +132,36 @@ def convert(rec: Any, where: str, fields: FieldMap, stream: bool = False) -> dic
     steps, counts = history_steps(history, key)
     out["steps"] = steps
     meta.update(counts)
+    _top_up(steps, meta)
     out["metadata"] = meta
     return out
+
+
+def _top_up(steps: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+    """Make the run's tokens OpenHands' own totals (``metrics.accumulated_token_usage``) when the events count fewer.
+
+    The difference (model calls whose events carry no usage: text-only replies, SDK events) goes on the last
+    step (the first call of its response) and is noted in ``metadata.tokens_not_in_events``; the steps whose own
+    counts are unknown are marked as counted there (``tokens_with_step``), so the run's total is known.
+    """
+    reported = (meta.get("accumulated_prompt_tokens"), meta.get("accumulated_completion_tokens"))
+    if reported[0] is None or reported[1] is None:
+        return
+    if not steps:
+        for name, total in zip(("tokens_in", "tokens_out"), reported):
+            meta[name] = max(meta.get(name, 0), total)
+        return
+    keys = ("tokens_in", "tokens_out")
+    counted = [sum(step.get(k) or 0 for step in steps) for k in keys]
+    missing = [max(total - n, 0) for total, n in zip(reported, counted)]
+    unknown = [s for s in steps if not any(k in s for k in keys) and "tokens_with_step" not in s["metadata"]]
+    if not any(missing) and not unknown:
+        return
+    last = steps[-1]
+    target = steps[last["metadata"].get("tokens_with_step", last["index"])]
+    for k, extra in zip(keys, missing):
+        target[k] = target.get(k, 0) + extra
+    for step in unknown:
+        if step is not target:
+            step["metadata"]["tokens_with_step"] = target["index"]
+    meta["tokens_not_in_events"] = {"tokens_in": missing[0], "tokens_out": missing[1]}
