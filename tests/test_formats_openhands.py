@@ -148,6 +148,9 @@ def test_sniff_claims_the_fixtures_and_nothing_else():
     assert not sniff(json.dumps(swe_agent).encode(), "a.traj")
     assert not sniff(b'{"instance_id": "a", "history": [[{"action": "run"}, {"observation": "run"}]]}', "o.jsonl")
     assert sniff(FORMAT.example.encode(), "output.jsonl")
+    long_instruction = json.dumps({"instance_id": "a", "test_result": {}, "instruction": "x" * 70000})
+    assert sniff(long_instruction.encode()[: formats.HEAD_BYTES], "output.jsonl")
+    assert not sniff(b'{"instance_id": "a", "model_patch": "diff", "model_name_or_path": "m"}', "preds.jsonl")
 
 
 # --------------------------------------------------------------------------- #

@@ -224,6 +224,9 @@ def read_objects(objects: Sequence[Any], name: str, fields: FieldMap | None = No
 _INSTANCE = re.compile(rb'"instance_id"\s*:')
 _HISTORY = re.compile(rb'"history"\s*:\s*\[\s*(?:\]|\{\s*"(?:id|timestamp|source|kind)"\s*:)')
 _SDK_EVENT = re.compile(rb'"kind"\s*:\s*"(?:ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent)"')
+_HISTORY_KEY = re.compile(rb'"history"\s*:')
+_INSTRUCTION = re.compile(rb'"instruction"\s*:\s*"')
+_TEST_RESULT = re.compile(rb'"test_result"\s*:\s*\{')
 _SOURCE = re.compile(rb'"source"\s*:\s*"(?:agent|user|environment)"')
 _EVENT_KIND = re.compile(rb'"(?:action|observation)"\s*:\s*"')
 _STREAM_START = re.compile(rb'\[\s*\{\s*"id"\s*:\s*\d+\s*,\s*"timestamp"\s*:')
@@ -231,14 +234,19 @@ _STREAM_START = re.compile(rb'\[\s*\{\s*"id"\s*:\s*\d+\s*,\s*"timestamp"\s*:')
 
 def sniff(head: bytes, name: str = "") -> bool:
     """OpenHands: an ``instance_id`` with a ``history`` event list whose events start with ``id`` /
-    ``timestamp`` / ``source`` and carry ``source`` (agent, user, environment) and ``action`` /
-    ``observation``; or a JSON array of such events (``id``, ``timestamp`` first, as OpenHands writes).
+    ``timestamp`` / ``source`` / ``kind`` and carry ``source`` (agent, user, environment) and ``action`` /
+    ``observation`` text (or an SDK ``kind``: ``ActionEvent``, ``ObservationEvent``, ``MessageEvent``,
+    ``SystemPromptEvent``); or a JSON array of such events (``id``, ``timestamp`` first, as OpenHands writes).
 
     A ``history`` of messages (``role``: SWE-agent) or of ``[action, observation]`` pairs is not claimed.
+    When the first line's ``instruction`` is so long that ``history`` is past ``head``: ``instance_id``,
+    ``instruction`` (text) and ``test_result`` (an object), the keys OpenHands writes before ``history``.
     """
     body = head.removeprefix(BOM).lstrip(JSON_SPACE)
     events = bool(_SOURCE.search(head) and (_EVENT_KIND.search(head) or _SDK_EVENT.search(head)))
     if body[:1] == b"{":
+        if _INSTANCE.search(head) and not _HISTORY_KEY.search(head):  # a long instruction: history not yet reached
+            return bool(_INSTRUCTION.search(head) and _TEST_RESULT.search(head))
         return bool(_INSTANCE.search(head) and _HISTORY.search(head) and events)
     if body[:1] == b"[":
         return bool(_STREAM_START.match(body) and events) or bool(
