@@ -29,7 +29,8 @@ seed         ``seed``                         absent: 0 (one run per instance a 
 outcome      ``test_result.report.resolved``  required: bool or number; else
                                               ``report.resolved``
 cost_usd     ``metrics.accumulated_cost``     unknown when no call was priced (below)
-model        ``metadata.llm_config.model``    to ``metadata.model``
+model        ``metadata.llm_config.model``    to ``metadata.model``; else
+                                              ``metadata.llm.model`` (SDK)
 harness      ``metadata.agent_class``         to ``metadata.harness``
 arm          ``arm``                          text
 messages     ``history``                      the event list
@@ -54,8 +55,9 @@ the event whose ``cause`` is the action's ``id``: ``{"status", "type",
 "content", "extras"}``. It is an **error** when its type is ``error`` or
 ``user_rejected``, or its exit code (``extras.metadata.exit_code``, or
 ``extras.exit_code`` in older files) is a non-zero integer (``-1``: no output
-within the command's timeout, the command left running); ``error`` is then the content (or ``"exit code N"``). An action
-never answered keeps observation ``null``.
+within the command's timeout, the command left running); ``error`` is then
+the content (or ``"exit code N"``). An action never answered keeps
+observation ``null``.
 
 Not steps, counted in ``metadata.events``: ``message``, ``finish``,
 ``system``, ``recall`` and the controller's events (``change_agent_state``,
@@ -261,7 +263,8 @@ FORMAT = Format(
     '[{"id": 5, "source": "agent", "action": "run", "args": {"command": "ls"}, "tool_call_metadata": '
     '{"function_name": "execute_bash", "tool_call_id": "t1", "model_response": {"id": "r1", "usage": '
     '{"prompt_tokens": 812, "completion_tokens": 44}}}}, {"id": 6, "source": "agent", "cause": 5, '
-    '"observation": "run", "content": "README.md", "extras": {"exit_code": 0}}], "metrics": {"accumulated_cost": 0.01}}',
+    '"observation": "run", "content": "README.md", "extras": {"exit_code": 0}}], '
+    '"metrics": {"accumulated_cost": 0.01}}',
     fields=FIELDS,
     sniff=sniff,
     read_file=read_file,

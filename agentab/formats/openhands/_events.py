@@ -148,7 +148,8 @@ def _event_kind(event: Any) -> str:
     if isinstance(action, str):
         if event.get("source") not in (None, "agent"):
             return "other"
-        if action in _TOOL_ACTIONS or (action not in _OTHER_ACTIONS and isinstance(event.get("tool_call_metadata"), dict)):
+        called = isinstance(event.get("tool_call_metadata"), dict)
+        if action in _TOOL_ACTIONS or (action not in _OTHER_ACTIONS and called):
             return "tool"
         if action in _OTHER_ACTIONS:
             return "other"

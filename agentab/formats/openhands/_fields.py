@@ -50,7 +50,7 @@ def _identity(rec: dict[str, Any], fields: FieldMap, where: str, stream: bool) -
     if not ((isinstance(task, str) and task) or (isinstance(task, int) and not isinstance(task, bool))):
         raise Reject(name, f"task_id must be non-empty text or an integer, got {_describe(task)}")
     name, run = _get(rec, fields, "run_id")
-    if run is not MISSING and not ((isinstance(run, str) and run) or (isinstance(run, int) and not isinstance(run, bool))):
+    if run is not MISSING and not ((isinstance(run, str) and run) or (type(run) is int)):
         raise Reject(name, f"run_id must be non-empty text or an integer, got {_describe(run)}")
     out["run_id"] = run if run is not MISSING else (where if stream else f"{where}:{task}")
     out["task_id"] = task
