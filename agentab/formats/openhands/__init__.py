@@ -1,0 +1,272 @@
+"""OpenHands evaluation output (``output.jsonl``) and event streams -> agentab trace records.
+
+Input
+-----
+* An evaluation's ``output.jsonl``: one instance per line, with ``instance_id``,
+  ``history`` (the list of events), ``metrics`` (``accumulated_cost``,
+  ``accumulated_token_usage``, ``costs``, ``token_usages``), ``test_result``
+  (``git_patch``; ``report.resolved`` once the benchmark's evaluation, e.g.
+  SWE-bench ``eval_infer``, has run), ``error``, ``instruction``, ``metadata``.
+  Gzip-compressed (``.gz``) too. Every line gives one
+  :class:`~agentab.formats.Item`.
+* A raw event stream: a ``.json`` file holding a list of events (as OpenHands
+  saves a trajectory); the whole list is one run, its ``task_id`` the file's
+  name without suffixes. A ``.json`` file may also hold one output line (an
+  object, possibly indented) or an array of them. In memory: a list of output
+  lines, or a list of events.
+
+Run-level fields
+----------------
+Overridable with ``load_traces(..., fields={...})`` (dotted paths walk into
+objects). ``null`` is the same as absent.
+
+============ ================================ ===================================
+agentab      default key                      notes
+============ ================================ ===================================
+run_id       ``run_id``                       absent: ``"<source>:<instance_id>"``
+task_id      ``instance_id``                  required: text or integer
+seed         ``seed``                         absent: 0 (one run per instance a file)
+outcome      ``test_result.report.resolved``  required: bool or number; else
+                                              ``report.resolved``
+cost_usd     ``metrics.accumulated_cost``     unknown when no call was priced (below)
+model        ``metadata.llm_config.model``    to ``metadata.model``; else
+                                              ``metadata.llm.model`` (SDK)
+harness      ``metadata.agent_class``         to ``metadata.harness``
+arm          ``arm``                          text
+messages     ``history``                      the event list
+============ ================================ ===================================
+
+A line without an outcome is a rejection saying so (OpenHands' inference
+output has none until the benchmark's evaluation adds ``report``); an event
+stream never carries one. ``accumulated_cost`` is unknown, not 0, when
+``metrics.costs`` is empty while tokens were used (LiteLLM prices no call of
+a model it does not know, and OpenHands then adds up zeros); the raw value is
+kept in ``metadata.accumulated_cost``. ``error`` (text) goes to
+``metadata.error``; the totals of ``metrics.accumulated_token_usage`` to
+``metadata.accumulated_prompt_tokens`` / ``accumulated_completion_tokens``.
+
+Steps
+-----
+An agent action event (``action``: ``run``, ``run_ipython``, ``read``,
+``edit``, ``write``, ``browse``, ``think``, ``mcp``, ...) is a step, in
+order: ``tool`` is ``tool_call_metadata.function_name`` when present, else
+the action's name; ``args`` the event's ``args`` object. Its observation is
+the event whose ``cause`` is the action's ``id``: ``{"status", "type",
+"content", "extras"}``. It is an **error** when its type is ``error`` or
+``user_rejected``, or its exit code (``extras.metadata.exit_code``, or
+``extras.exit_code`` in older files) is a non-zero integer (``-1``: no output
+within the command's timeout, the command left running); ``error`` is then
+the content (or ``"exit code N"``). An action never answered keeps
+observation ``null``.
+
+Not steps, counted in ``metadata.events``: ``message``, ``finish``,
+``system``, ``recall`` and the controller's events (``change_agent_state``,
+``condensation``, ...). An error observation without a ``cause`` (a tool call
+OpenHands refused before running it, e.g. invalid arguments) is counted in
+``metadata.refused_calls``; an observation whose ``cause`` matches no action
+in ``metadata.unpaired_observations``. Rejections, naming the entry
+(``history[3].action``): an entry that is not an event object, an event with
+neither a known ``action`` nor a known ``observation``, a second observation
+of one action.
+
+Steps, OpenHands SDK
+--------------------
+The OpenHands software-agent SDK (OpenHands V1; the ``OpenHands/benchmarks``
+evaluations write the same ``output.jsonl`` lines) gives each event a
+``kind``; a history whose first event has one is read this way. Each
+``ActionEvent`` is a step (``tool``: ``tool_name``; ``args``: the ``action``
+object without its ``kind``, or the parsed ``tool_call.arguments`` when there
+is no action), except a ``FinishAction``; its answer is the
+``ObservationEvent`` with its ``action_id`` (else its ``tool_call_id``), an
+``AgentErrorEvent`` (an error) or a ``UserRejectObservation`` (an error).
+The observation is ``{"status", "type", "content": <the observation object>}``,
+an error when it has ``is_error: true``, a non-empty ``error``, or a non-zero
+exit code (``exit_code``, else ``metadata.exit_code``). Calls of one model
+response (``llm_response_id``) after the first have
+``metadata.parallel_with_step``. An ``AgentErrorEvent`` answering no action is
+counted in ``metadata.refused_calls``; ``MessageEvent``, ``SystemPromptEvent``,
+condensation and state events in ``metadata.events``; any other ``kind`` is a
+rejection naming ``history[i].kind``. SDK events carry no token counts: a
+run's tokens are its ``metrics.accumulated_token_usage`` totals when given
+(see "Tokens"), else unknown. ``model`` falls back to ``metadata.llm.model``.
+
+Tokens
+------
+Events before the SDK: from ``tool_call_metadata.model_response.usage`` (``prompt_tokens`` /
+``completion_tokens``), once per model response (``model_response.id``): on
+the first step of that response; the response's other calls (parallel tool
+calls) have their own share unknown, with ``metadata.tokens_with_step``
+naming the first. A response that made no step (``finish``, an agent
+message) is counted on the next step, or on the last (the first call of its
+response, when the last is a parallel sibling). No usage anywhere:
+unknown, not 0. When the line's ``metrics.accumulated_token_usage`` (OpenHands'
+own totals, kept in ``metadata.accumulated_prompt_tokens`` /
+``accumulated_completion_tokens``) counts more than the events do (a text-only
+reply carries no usage), the difference goes on the last step and is noted in
+``metadata.tokens_not_in_events``; steps whose own counts are unknown are then
+marked ``tokens_with_step`` (counted there), so the run's total is OpenHands'
+own. A run without steps keeps its totals in ``metadata.tokens_in``
+/ ``tokens_out`` when known. Cached prompt tokens (``cache_read_input_tokens``
+or ``prompt_tokens_details.cached_tokens``) go to the step's ``metadata``.
+"""
+
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from agentab.formats._base import FieldMap, Format, Item, Reject
+from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.openhands._fields import FIELDS, convert, history_steps
+
+__all__ = ["FIELDS", "FORMAT", "history_steps", "read_file", "read_objects", "sniff"]
+
+_decode = msgspec.json.decode
+
+
+# --------------------------------------------------------------------------- #
+# Reading
+# --------------------------------------------------------------------------- #
+def _item(rec: Any, line: int, where: str, fields: FieldMap, stream: bool = False) -> Item:
+    try:
+        return Item(line, record=convert(rec, where, fields, stream))
+    except Reject as problem:
+        return Item(line, field=problem.field, reason=problem.reason)
+    except RecursionError:
+        return Item(line, reason="JSON nested too deeply to read")
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".json", ".jsonl"):
+        name = name.removesuffix(suffix)
+    return name or path.name
+
+
+def _is_stream(objects: Sequence[Any]) -> bool:
+    """A list of events (not of output lines): its first object is an event with an ``id``."""
+    first = objects[0] if objects else None
+    return (isinstance(first, dict) and "history" not in first and "instance_id" not in first
+            and ("action" in first or "observation" in first) and "id" in first)
+
+
+def _stream_item(events: list[Any], task: str, where: str, fields: FieldMap) -> Item:
+    key = fields.get("messages") or FIELDS["messages"]
+    run = {"instance_id": task, key: events}
+    plan = {**fields, "task_id": "instance_id"}
+    return _item(run, 1, where, plan, stream=True)
+
+
+def _lines(path: Path, where: str, plan: FieldMap) -> Iterator[Item]:
+    with open_trace_file(path) as fh:
+        for number, raw in enumerate(fh, start=1):
+            if number == 1:
+                raw = raw.removeprefix(BOM)
+            if not raw.strip(JSON_SPACE):
+                continue
+            try:
+                rec = _decode(raw)
+            except msgspec.DecodeError as err:
+                yield Item(number, reason=f"malformed JSON: {err}")
+                continue
+            except RecursionError:
+                yield Item(number, reason="JSON nested too deeply to read")
+                continue
+            yield _item(rec, number, where, plan)
+
+
+def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
+    """Every run of an ``output.jsonl`` (one per line, read as a stream) or the run of an event-stream ``.json``."""
+    plan = {**FIELDS, **(fields or {})}
+    path = Path(path)
+    where = str(path)
+    with open_trace_file(path) as fh:
+        start = fh.read(4096).removeprefix(BOM).lstrip(JSON_SPACE)[:1]
+    one_object = start == b"{" and path.name.lower().removesuffix(".gz").endswith(".json")
+    if start != b"[" and not one_object:
+        yield from _lines(path, where, plan)
+        return
+    with open_trace_file(path) as fh:
+        body = fh.read().removeprefix(BOM).lstrip(JSON_SPACE)
+    try:
+        parsed = _decode(body)
+    except (msgspec.DecodeError, RecursionError) as err:
+        if one_object:  # JSON Lines in a .json file
+            yield from _lines(path, where, plan)
+            return
+        yield Item(1, reason=f"malformed JSON: {err}; the whole file was left out")
+        return
+    if isinstance(parsed, dict):
+        yield _item(parsed, 1, where, plan)
+    elif _is_stream(parsed):
+        yield _stream_item(parsed, _stem(path), where, plan)
+    else:
+        for position, rec in enumerate(parsed, start=1):
+            yield _item(rec, position, where, plan)
+
+
+def read_objects(objects: Sequence[Any], name: str, fields: FieldMap | None = None) -> Iterator[Item]:
+    """In memory: output lines (one run each), or one event stream (a list of events: one run named ``name``)."""
+    plan = {**FIELDS, **(fields or {})}
+    if _is_stream(objects):
+        yield _stream_item(list(objects), name, name, plan)
+        return
+    for position, rec in enumerate(objects, start=1):
+        yield _item(rec, position, name, plan)
+
+
+# --------------------------------------------------------------------------- #
+# Detection
+# --------------------------------------------------------------------------- #
+_INSTANCE = re.compile(rb'"instance_id"\s*:')
+_HISTORY = re.compile(rb'"history"\s*:\s*\[\s*(?:\]|\{\s*"(?:id|timestamp|source|kind)"\s*:)')
+_SDK_EVENT = re.compile(rb'"kind"\s*:\s*"(?:ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent)"')
+_HISTORY_KEY = re.compile(rb'"history"\s*:')
+_INSTRUCTION = re.compile(rb'"instruction"\s*:\s*"')
+_TEST_RESULT = re.compile(rb'"test_result"\s*:\s*\{')
+_SOURCE = re.compile(rb'"source"\s*:\s*"(?:agent|user|environment)"')
+_EVENT_KIND = re.compile(rb'"(?:action|observation)"\s*:\s*"')
+_STREAM_START = re.compile(rb'\[\s*\{\s*"id"\s*:\s*\d+\s*,\s*"timestamp"\s*:')
+
+
+def sniff(head: bytes, name: str = "") -> bool:
+    """OpenHands: an ``instance_id`` with a ``history`` event list whose events start with ``id`` /
+    ``timestamp`` / ``source`` / ``kind`` and carry ``source`` (agent, user, environment) and ``action`` /
+    ``observation`` text (or an SDK ``kind``: ``ActionEvent``, ``ObservationEvent``, ``MessageEvent``,
+    ``SystemPromptEvent``); or a JSON array of such events (``id``, ``timestamp`` first, as OpenHands writes).
+
+    A ``history`` of messages (``role``: SWE-agent) or of ``[action, observation]`` pairs is not claimed.
+    When the first line's ``instruction`` is so long that ``history`` is past ``head``: ``instance_id``,
+    ``instruction`` (text) and ``test_result`` (an object), the keys OpenHands writes before ``history``.
+    """
+    body = head.removeprefix(BOM).lstrip(JSON_SPACE)
+    events = bool(_SOURCE.search(head) and (_EVENT_KIND.search(head) or _SDK_EVENT.search(head)))
+    if body[:1] == b"{":
+        if _INSTANCE.search(head) and not _HISTORY_KEY.search(head):  # a long instruction: history not yet reached
+            return bool(_INSTRUCTION.search(head) and _TEST_RESULT.search(head))
+        return bool(_INSTANCE.search(head) and _HISTORY.search(head) and events)
+    if body[:1] == b"[":
+        return bool(_STREAM_START.match(body) and events) or bool(
+            _INSTANCE.search(head) and _HISTORY.search(head) and events)
+    return False
+
+
+FORMAT = Format(
+    name="openhands",
+    summary="OpenHands evaluation output.jsonl (instance_id, history of events, metrics) and event-stream .json files",
+    example='{"instance_id": "django__django-11099", "test_result": {"report": {"resolved": true}}, "history": '
+    '[{"id": 5, "source": "agent", "action": "run", "args": {"command": "ls"}, "tool_call_metadata": '
+    '{"function_name": "execute_bash", "tool_call_id": "t1", "model_response": {"id": "r1", "usage": '
+    '{"prompt_tokens": 812, "completion_tokens": 44}}}}, {"id": 6, "source": "agent", "cause": 5, '
+    '"observation": "run", "content": "README.md", "extras": {"exit_code": 0}}], '
+    '"metrics": {"accumulated_cost": 0.01}}',
+    fields=FIELDS,
+    sniff=sniff,
+    read_file=read_file,
+    read_objects=read_objects,
+)
