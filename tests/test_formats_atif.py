@@ -215,6 +215,14 @@ def test_continuation_is_one_run_and_a_missing_subagent_leaves_tokens_unknown(tm
     assert rejection_of(path).field == "continued_trajectory_ref"
 
 
+def test_a_part_file_without_its_trajectory_is_read_as_a_run(tmp_path):
+    part = tmp_path / "hello-world__Summ1Ab" / "agent" / "trajectory.summarization-1-answers.json"
+    part.parent.mkdir(parents=True)
+    shutil.copy(SUMMARIZED.parent / part.name, part)
+    item = rejection_of(part)  # read (not skipped): a run of its own, with no result.json
+    assert item.field == "outcome"
+
+
 def test_text_actions_without_tool_calls_are_rejected_not_zero_steps():
     item = rejection_of(NO_FUNCTIONS)
     assert item.field == "steps[2].observation"

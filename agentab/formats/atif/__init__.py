@@ -61,8 +61,8 @@ Segments
     trajectory with ``continued_trajectory_ref`` goes on in that file (beside it): its steps are this
     run's too; a continuation that is not there rejects the run. Files Harbor writes beside a trajectory
     as parts of it (``trajectory.cont-N.json``, Terminus-2's ``trajectory.summarization-N-*.json``
-    sub-agents) and its bookkeeping files (``result.json``, ``config.json``, ``lock.json``) give no run of
-    their own when a folder is read.
+    sub-agents), when their ``trajectory.json`` is there, and its bookkeeping files (``result.json``,
+    ``config.json``, ``lock.json``) give no run of their own when a folder is read.
 Rejected
     A file that is not JSON or not an ATIF object, an unknown ``schema_version``, no steps, a step
     ``source`` other than the three, a tool call without an id or name or with non-object arguments,
@@ -103,8 +103,9 @@ def _sniff(head: bytes, name: str) -> bool:
 
 def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
     """The run of one ``trajectory.json`` (none for a part of another trajectory or Harbor's bookkeeping)."""
-    if _PART_FILE.search(path.name):
-        return
+    part = _PART_FILE.search(path.name)
+    if part is not None and (path.parent / f"{path.name[:part.start()]}.json").is_file():
+        return  # read with the trajectory it is part of (``trajectory.cont-1.json`` -> ``trajectory.json``)
     doc, problem = load(path)
     if problem is not None:
         yield Item(line=problem[0], reason=f"malformed JSON: {problem[1]}")

@@ -48,7 +48,7 @@ def run_fields(doc: dict[str, Any], last: dict[str, Any], path: Path | None, res
                 trial_dir: Path | None, step_name: str | None, fields: FieldMap) -> dict[str, Any]:
     agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
     trial = trial_dir.name if trial_dir is not None and _TRIAL_DIR.match(trial_dir.name) else None
-    given = {key: value for key, value in fields.items() if DEFAULTS.get(key) != value}
+    given = {key: value for key, value in fields.items() if DEFAULTS.get(key) != value and key != "messages"}
     found = {key: _given(doc, result, value) for key, value in given.items()}
     run_id = found.get("run_id", _text((result or {}).get("trial_name")) or trial or _text(doc.get("session_id"))
                        or _text(doc.get("trajectory_id")) or (str(path) if path is not None else None))
