@@ -103,7 +103,7 @@ def test_sniff_claims_every_fixture_and_no_other_format_does():
 
 @pytest.mark.parametrize("head", [
     b'{"run_id": "r1", "task_id": "t", "seed": 0, "steps": [], "outcome": true}',
-    b'{"schema_version": 1, "task_name": "t", "trial_name": "t__abcdefg"}',  # Harbor's result.json
+    b'{"schema_version": 1, "task_name": "t", "trial_name": "t__abcdefg"}',  # no task_checksum: not Harbor's
     b'[{"schema_version": "ATIF-v1.5", "agent": {}, "steps": []}]',
     b'{"messages": [{"role": "user", "content": "\\"schema_version\\": \\"ATIF-v1.5\\""}]}',
 ])
@@ -295,6 +295,10 @@ def test_multi_step_trial_reads_its_step_result(tmp_path):
 def test_bookkeeping_files_give_no_run(tmp_path):
     (tmp_path / "result.json").write_text(json.dumps(trial_result("t", "t__abcdefg")))
     (tmp_path / "config.json").write_text("{}")
+    assert FORMAT.sniff((tmp_path / "result.json").read_bytes(), "result.json")
+    assert rejection_of(tmp_path / "result.json").field == "agent/trajectory.json"  # a trial with no trajectory
+    (tmp_path / "agent").mkdir()
+    shutil.copy(TIMEOUT, tmp_path / "agent" / "trajectory.json")
     assert items(tmp_path / "result.json") == [] and items(tmp_path / "config.json") == []
     (tmp_path / "other.json").write_text('{"a": 1}')
     assert rejection_of(tmp_path / "other.json").field == "schema_version"

@@ -62,7 +62,8 @@ Segments
     run's too; a continuation that is not there rejects the run. Files Harbor writes beside a trajectory
     as parts of it (``trajectory.cont-N.json``, Terminus-2's ``trajectory.summarization-N-*.json``
     sub-agents), when their ``trajectory.json`` is there, and its bookkeeping files (``result.json``,
-    ``config.json``, ``lock.json``) give no run of their own when a folder is read.
+    ``config.json``, ``lock.json``) give no run of their own when a folder is read; a trial's
+    ``result.json`` without ``agent/trajectory.json`` is a rejection (the agent wrote no trajectory).
 Rejected
     A file that is not JSON or not an ATIF object, an unknown ``schema_version``, no steps, a step
     ``source`` other than the three, a tool call without an id or name or with non-object arguments,
@@ -95,10 +96,15 @@ _MAX_SEGMENTS = 1000
 # Detection and files
 # --------------------------------------------------------------------------- #
 def _sniff(head: bytes, name: str) -> bool:
-    """A JSON object whose ``schema_version`` is ``"ATIF-v..."`` (Harbor writes it as the first key)."""
+    """A JSON object whose ``schema_version`` is ``"ATIF-v..."`` (Harbor writes it as the first key), with
+    ``steps`` and ``agent``; or Harbor's trial ``result.json`` (``task_name``, ``trial_name``, ``task_checksum``),
+    read with the trajectory beside it."""
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    return (text.startswith(b"{") and _SIGNATURE.search(text) is not None and b'"steps"' in text
-            and b'"agent"' in text)
+    if not text.startswith(b"{"):
+        return False
+    if _SIGNATURE.search(text) is not None:
+        return b'"steps"' in text and b'"agent"' in text
+    return all(key in text for key in (b'"task_name"', b'"trial_name"', b'"task_checksum"'))
 
 
 def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
@@ -111,6 +117,11 @@ def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
         yield Item(line=problem[0], reason=f"malformed JSON: {problem[1]}")
         return
     if not _is_atif(doc):
+        if _is_trial_result(doc) and not _has_trajectory(path.parent):
+            yield Item(line=1, field="agent/trajectory.json",
+                       reason="a Harbor trial result without agent/trajectory.json: the agent wrote no ATIF trajectory, "
+                              "so this trial cannot be read")
+            return
         if path.name.lower() in _BOOKKEEPING:
             return
         yield Item(line=1, field="schema_version",
@@ -134,6 +145,18 @@ def _item(doc: dict[str, Any], path: Path | None, fields: FieldMap, line: int) -
         return Item(line=line, record=_convert(doc, path, fields))
     except Reject as err:
         return Item(line=line, field=err.field, reason=err.reason)
+
+
+def _is_trial_result(doc: Any) -> bool:
+    """Harbor's ``TrialResult`` (a trial's result.json)."""
+    return isinstance(doc, Mapping) and {"task_name", "trial_name", "task_checksum"} <= doc.keys()
+
+
+def _has_trajectory(trial: Path) -> bool:
+    if (trial / "agent" / "trajectory.json").is_file():
+        return True
+    steps = trial / "steps"
+    return steps.is_dir() and any((step / "agent" / "trajectory.json").is_file() for step in steps.iterdir())
 
 
 def _is_atif(doc: Any) -> bool:
