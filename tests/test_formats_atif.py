@@ -98,7 +98,8 @@ def test_sniff_claims_every_fixture_and_no_other_format_does():
     for path in sorted(DATA.rglob("*.json")):
         head = path.read_bytes()[:65536]
         assert FORMAT.sniff(head, path.name), path
-        assert formats.detect(head, path.name) is None, path  # not yet registered: nobody else claims it
+        others = [f.name for f in formats.available().values() if f.name != "atif" and f.sniff(head, path.name)]
+        assert others == [], (path, others)
 
 
 @pytest.mark.parametrize("head", [
@@ -403,3 +404,20 @@ def test_run_without_tool_calls_keeps_its_tokens_in_metadata():
     rec = objects(doc).record
     assert rec["steps"] == [] and (rec["metadata"]["tokens_in"], rec["metadata"]["tokens_out"]) == (220, 80)
     assert load([rec]).runs.loc[0, "tokens"] == 300
+
+
+def test_a_trajectory_outside_a_trial_may_carry_its_task_and_reward_in_extra(tmp_path):
+    example = json.loads(FORMAT.example)
+    path = tmp_path / "runs.json"
+    path.write_text(FORMAT.example)
+    assert FORMAT.sniff(path.read_bytes(), path.name)
+    rec = record_of(path)
+    assert (rec["task_id"], rec["outcome"], rec["metadata"]["outcome_from"]) == ("t1", 1.0, "extra.reward")
+    assert rec["run_id"] == example["session_id"]
+    runs = load([rec]).runs
+    assert runs.loc[0, "n_steps"] == 1 and runs.loc[0, "tokens"] == 600
+    trial = trial_copy(tmp_path, TIMEOUT, trial_result("hello-world", "hello-world__Timeou4", 0.0))
+    doc = raw(trial)
+    doc["extra"] = {"reward": 1.0}
+    trial.write_text(json.dumps(doc))
+    assert record_of(trial)["outcome"] == 0.0  # result.json's verdict wins over the trajectory's own

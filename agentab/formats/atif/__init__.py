@@ -19,12 +19,13 @@ record      from                                                      notes
 =========== ========================================================= ===================================
 run_id      ``result.json`` ``trial_name``, else the trial folder      folder: ``<task>__<7 characters>``
             name, else ``session_id``, else ``trajectory_id``          (Harbor's trial names)
-task_id     ``result.json`` ``task_name``, else the trial folder name  neither: rejected
-            less its ``__xxxxxxx`` suffix
+task_id     ``result.json`` ``task_name``, else the trial folder name  none: rejected
+            less its ``__xxxxxxx`` suffix, else ``extra.task_id``
 seed        none recorded: a number derived from the run id            ``metadata.seed_derived``; or
                                                                        ``fields={"seed": ...}``
 outcome     ``result.json`` ``verifier_result.rewards.reward`` (the    no result.json, no verifier result,
-            only reward when there is one of another name)             several rewards: rejected
+            only reward when there is one of another name); without    several rewards: rejected
+            result.json, the trajectory's own ``extra.reward``
 model       ``agent.model_name``                                       metadata.model
 harness     ``agent.name``                                             ``agent.version`` in metadata
 cost_usd    ``final_metrics.total_cost_usd`` of the last segment,      includes sub-agents, as ATIF says;
@@ -242,7 +243,7 @@ FORMAT = Format(
             '"model_name": "openai/gpt-4o"}, "steps": [{"step_id": 1, "source": "agent", "message": "", '
             '"tool_calls": [{"tool_call_id": "c1", "function_name": "bash", "arguments": {"cmd": "ls"}}], '
             '"observation": {"results": [{"source_call_id": "c1", "content": "a.txt"}]}, '
-            '"metrics": {"prompt_tokens": 520, "completion_tokens": 80}}]}',
+            '"metrics": {"prompt_tokens": 520, "completion_tokens": 80}}], "extra": {"task_id": "t1", "reward": 1.0}}',
     fields=DEFAULTS,
     sniff=_sniff,
     read_file=_read_file,

@@ -56,10 +56,12 @@ def run_fields(doc: dict[str, Any], last: dict[str, Any], path: Path | None, res
         raise Reject("session_id", "no run id: give fields={'run_id': ...}")
     if step_name is not None and "run_id" not in found:
         run_id = f"{run_id}:{step_name}"
-    task_id = found.get("task_id", _text((result or {}).get("task_name")) or (trial and _TRIAL_DIR.match(trial)["task"]))
+    extra = doc.get("extra") if isinstance(doc.get("extra"), dict) else {}
+    task_id = found.get("task_id", _text((result or {}).get("task_name")) or (trial and _TRIAL_DIR.match(trial)["task"])
+                        or _text(extra.get("task_id")))
     if task_id is None:
         raise Reject("task_id", "no task: no Harbor result.json (task_name) beside the trajectory, and its folder is "
-                     "not a Harbor trial folder (<task>__<7 characters>); give fields={'task_id': ...}")
+                     "not a Harbor trial folder (<task>__<7 characters>), and no `extra.task_id`; give fields={'task_id': ...}")
     meta: dict[str, Any] = {"schema_version": doc["schema_version"]}
     record: dict[str, Any] = {"run_id": run_id, "task_id": task_id, "metadata": meta}
     if "seed" in found:
@@ -67,7 +69,13 @@ def run_fields(doc: dict[str, Any], last: dict[str, Any], path: Path | None, res
     else:
         record["seed"] = int.from_bytes(hashlib.sha256(str(run_id).encode()).digest()[:6], "big")
         meta["seed_derived"] = True
-    record["outcome"] = found["outcome"] if "outcome" in found else _reward(result, step_name)
+    if "outcome" in found:
+        record["outcome"] = found["outcome"]
+    elif result is None and "reward" in extra:  # a trajectory outside a Harbor trial: its own `extra.reward`
+        record["outcome"] = extra["reward"]
+        meta["outcome_from"] = "extra.reward"
+    else:
+        record["outcome"] = _reward(result, step_name)
     for key, value in (("model", found.get("model", agent.get("model_name"))),
                        ("harness", found.get("harness", agent.get("name"))),
                        ("agent_version", agent.get("version")), ("session_id", doc.get("session_id")),
@@ -107,7 +115,7 @@ def _reward(result: dict[str, Any] | None, step_name: str | None) -> Any:
     """The outcome: the trial's (or step's) ``verifier_result.rewards`` ``reward``, or its only reward."""
     if result is None:
         raise Reject("outcome", "no outcome: no Harbor result.json beside the trajectory (its verifier's reward is "
-                     "the outcome); give fields={'outcome': ...} for one the trajectory holds")
+                     "the outcome) and no `extra.reward`; give fields={'outcome': ...} for one the trajectory holds")
     holder, where = result, "result.json.verifier_result"
     if step_name is not None:
         holder = next((s for s in result.get("step_results") or [] if isinstance(s, dict)
