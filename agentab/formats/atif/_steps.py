@@ -1,0 +1,251 @@
+"""ATIF steps -> trace-record steps: tool calls, their observations, and model calls' tokens (see
+:mod:`agentab.formats.atif` for the rules); and the JSON files a trajectory refers to."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import msgspec
+
+from agentab.formats._base import Reject
+from agentab.formats.files import open_trace_file
+from agentab.formats.record import TOKENS_WITH_STEP
+
+__all__ = ["VERSIONS", "Walk", "beside", "load"]
+
+#: The schema versions the ATIF specification defines (Harbor's ``Trajectory.schema_version``).
+VERSIONS = ("ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6",
+            "ATIF-v1.7", "ATIF-v1.8")
+
+_SOURCES = ("system", "user", "agent")
+
+
+def load(path: Path) -> tuple[Any, tuple[int, str] | None]:
+    """A JSON file's value, or (None, (line, message))."""
+    with open_trace_file(path) as fh:
+        data = fh.read()
+    try:
+        return msgspec.json.decode(data), None
+    except msgspec.DecodeError:
+        pass
+    try:
+        return json.loads(data), None
+    except json.JSONDecodeError as err:
+        return None, (err.lineno, f"{err.msg} (column {err.colno})")
+    except (ValueError, RecursionError) as err:
+        return None, (1, str(err).split(";")[0] or "nested too deeply")
+
+
+def beside(folder: Path | None, ref: Any) -> Path | None:
+    """A file named by a trajectory (relative, inside ``folder``), or None when it may not be followed."""
+    if folder is None or not isinstance(ref, str) or not ref or "\\" in ref:
+        return None
+    parts = PurePosixPath(ref).parts
+    if PurePosixPath(ref).is_absolute() or ".." in parts or ":" in ref:
+        return None  # an absolute path, a parent folder, or a URL (s3://...) is not read
+    return folder.joinpath(*parts)
+
+
+class Walk:
+    """The steps of a run, built segment by segment; model calls without tools carried to the next call."""
+
+    def __init__(self, doc: dict[str, Any], path: Path | None) -> None:
+        self.doc, self.path = doc, path
+        self.steps: list[dict[str, Any]] = []
+        self.pending_in: int | None = 0
+        self.pending_out: int | None = 0
+        self.pending_extra: dict[str, Any] = {}
+        self.cached: int | None = 0
+        self.cost: float | None = 0.0
+        self.untooled: list[str] = []
+        self.subagents: list[dict[str, Any]] = []
+        self.visited: set[str] = set()
+        self.n_calls = 0  # model calls seen: with none, the totals are unknown rather than 0
+
+    def pending_known(self) -> bool:
+        return self.pending_in is not None and self.pending_out is not None
+
+    def segment(self, segment: dict[str, Any], label: str) -> None:
+        for i, step in enumerate(segment["steps"]):
+            where = f"{label}steps[{i}]"
+            if not isinstance(step, dict):
+                raise Reject(where, f"a step must be an object, got {type(step).__name__}")
+            if step.get("is_copied_context") is True:
+                continue
+            source = step.get("source")
+            if source not in _SOURCES:
+                raise Reject(f"{where}.source", f"expected one of {', '.join(_SOURCES)}, got {source!r}")
+            stamp = _timestamp(step.get("timestamp"), f"{where}.timestamp")
+            calls = _calls(step.get("tool_calls"), where) if source == "agent" else []
+            if source == "agent" and step.get("llm_call_count") != 0:
+                self.model_call(step.get("metrics"), f"{where}.metrics")
+            results = _results(step.get("observation"), where)
+            for result in results:
+                self.subagent_refs(result, where)
+            own = [r for r in results if r.get("source_call_id") is not None]
+            loose = [r for r in results if r.get("source_call_id") is None and "content" in r]
+            if source == "agent" and not calls and loose:
+                self.untooled.append(where)
+            if calls:
+                self.add_calls(calls, own, loose, step, stamp, where)
+
+    def model_call(self, metrics: Any, where: str) -> None:
+        """Carry one model call's counts (unknown without ``metrics``) to the next tool call."""
+        self.n_calls += 1
+        metrics = metrics if isinstance(metrics, dict) else {}
+        tin, tout = _count(metrics, "prompt_tokens", where), _count(metrics, "completion_tokens", where)
+        cached, cost = _count(metrics, "cached_tokens", where), metrics.get("cost_usd")
+        self.pending_in = None if tin is None or self.pending_in is None else self.pending_in + tin
+        self.pending_out = None if tout is None or self.pending_out is None else self.pending_out + tout
+        self.cached = None if cached is None or self.cached is None else self.cached + cached
+        ok = isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0
+        self.cost = None if not ok or self.cost is None else self.cost + cost
+        for key, value in (("cached_tokens", cached), ("cost_usd", cost if ok else None)):
+            if value is not None:
+                self.pending_extra[key] = self.pending_extra.get(key, 0) + value
+
+    def subagent_refs(self, result: dict[str, Any], where: str) -> None:
+        """Count each sub-agent trajectory a result refers to as model calls made here."""
+        refs = result.get("subagent_trajectory_ref")
+        if refs is None:
+            return
+        if not isinstance(refs, list):
+            raise Reject(f"{where}.observation.subagent_trajectory_ref", "expected a list of references")
+        for ref in refs:
+            sub, name = self.resolve(ref)
+            self.subagents.append({"ref": name, "found": sub is not None})
+            if name in self.visited:
+                continue  # one sub-agent referred to twice is counted once
+            self.visited.add(name)
+            if sub is None:
+                self.model_call(None, where)  # its tokens are unknown, not 0
+                continue
+            for step in sub.get("steps") or []:
+                if (isinstance(step, dict) and step.get("source") == "agent" and step.get("is_copied_context") is not True
+                        and step.get("llm_call_count") != 0):
+                    self.model_call(step.get("metrics"), f"{where}.observation.subagent_trajectory_ref")
+
+    def resolve(self, ref: Any) -> tuple[dict[str, Any] | None, str]:
+        """A sub-agent trajectory: embedded (``trajectory_id``) or a file beside this one (``trajectory_path``)."""
+        if not isinstance(ref, dict):
+            return None, repr(ref)
+        tid, tpath = ref.get("trajectory_id"), ref.get("trajectory_path")
+        for sub in self.doc.get("subagent_trajectories") or []:
+            if tid is not None and isinstance(sub, dict) and sub.get("trajectory_id") == tid:
+                return sub, str(tid)
+        target = beside(self.path.parent if self.path is not None else None, tpath)
+        if target is not None and target.is_file():
+            sub, problem = load(target)
+            if problem is None and isinstance(sub, dict) and sub.get("schema_version") in VERSIONS:
+                return sub, str(tpath)
+        return None, str(tpath if tpath is not None else tid)
+
+    def add_calls(self, calls: list[dict[str, Any]], own: list[dict[str, Any]], loose: list[dict[str, Any]],
+                  step: dict[str, Any], stamp: Any, where: str) -> None:
+        first = len(self.steps)
+        by_id: dict[str, list[dict[str, Any]]] = {}
+        ids = {call["tool_call_id"] for call in calls}
+        for k, result in enumerate(own):
+            call_id = result["source_call_id"]
+            if call_id not in ids:
+                raise Reject(f"{where}.observation.results[{k}].source_call_id",
+                             f"{call_id!r} names no tool call of this step")
+            by_id.setdefault(call_id, []).append(result)
+        last = first + len(calls) - 1
+        for j, call in enumerate(calls):
+            answers = by_id.get(call["tool_call_id"])
+            if answers is None and loose and j == len(calls) - 1:
+                answers = loose
+            meta: dict[str, Any] = {"tool_call_id": call["tool_call_id"], "step_id": step.get("step_id")}
+            out = {"index": first + j, "tool": call["function_name"], "args": call["arguments"],
+                   "observation": _observation(answers) if answers else
+                   ({"output_at_step": last} if loose else None), "metadata": meta}
+            if stamp is not None:
+                out["started_at"] = stamp
+            if j == 0:
+                out["tokens_in"], out["tokens_out"] = self.pending_in, self.pending_out
+                meta.update(self.pending_extra)
+            elif self.pending_known():
+                meta[TOKENS_WITH_STEP] = first
+            self.steps.append(out)
+        self.pending_in, self.pending_out, self.pending_extra = 0, 0, {}
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The steps, with the model calls after the last tool call added to it."""
+        if self.steps and (self.pending_in != 0 or self.pending_out != 0 or self.pending_extra):
+            target = next(s for s in reversed(self.steps) if TOKENS_WITH_STEP not in s["metadata"])
+            for key, pending in (("tokens_in", self.pending_in), ("tokens_out", self.pending_out)):
+                mine = target.get(key)
+                target[key] = None if mine is None or pending is None else mine + pending
+            if target.get("tokens_in") is None or target.get("tokens_out") is None:
+                for step in self.steps:  # the step its group's counts were at is unknown now
+                    if step["metadata"].get(TOKENS_WITH_STEP) == target["index"]:
+                        del step["metadata"][TOKENS_WITH_STEP]
+            self.pending_in, self.pending_out, self.pending_extra = 0, 0, {}
+        for step in self.steps:
+            for key in ("tokens_in", "tokens_out"):
+                if step.get(key) is None:
+                    step.pop(key, None)
+        return self.steps
+
+
+def _calls(value: Any, where: str) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Reject(f"{where}.tool_calls", f"expected a list of tool calls, got {type(value).__name__}")
+    seen: set[str] = set()
+    for k, call in enumerate(value):
+        at = f"{where}.tool_calls[{k}]"
+        if not isinstance(call, dict):
+            raise Reject(at, f"a tool call must be an object, got {type(call).__name__}")
+        call_id, name, args = call.get("tool_call_id"), call.get("function_name"), call.get("arguments")
+        if not isinstance(call_id, str) or not call_id:
+            raise Reject(f"{at}.tool_call_id", f"a tool call needs a non-empty text id, got {call_id!r}")
+        if call_id in seen:
+            raise Reject(f"{at}.tool_call_id", f"two tool calls of one step share the id {call_id!r}")
+        seen.add(call_id)
+        if not isinstance(name, str) or not name:
+            raise Reject(f"{at}.function_name", f"a tool call needs a function name, got {name!r}")
+        if not isinstance(args, dict):
+            raise Reject(f"{at}.arguments", f"arguments must be an object, got {type(args).__name__}")
+    return value
+
+
+def _results(value: Any, where: str) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    results = value.get("results") if isinstance(value, dict) else None
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise Reject(f"{where}.observation", "an observation must be an object with a `results` list of objects")
+    return results
+
+
+def _observation(results: list[dict[str, Any]]) -> dict[str, Any]:
+    contents = [r.get("content") for r in results]
+    out: dict[str, Any] = {"content": contents[0] if len(contents) == 1 else contents}
+    extras = [r["extra"] for r in results if isinstance(r.get("extra"), dict)]
+    if extras:
+        out["extra"] = extras[0] if len(extras) == 1 else extras
+    return out
+
+
+def _count(metrics: Mapping[str, Any], key: str, where: str) -> int | None:
+    value = metrics.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Reject(f"{where}.{key}", f"a token count must be a whole number >= 0, got {value!r}")
+    return value
+
+
+def _timestamp(value: Any, where: str) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise Reject(where, f"expected ISO-8601 text, got {value!r}")
+    return value
