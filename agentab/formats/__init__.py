@@ -1,14 +1,18 @@
 """Trace formats: agentab's own record, and the formats agents and eval frameworks already write.
 
-========== ==================================================================
-name       what
-========== ==================================================================
-record     agentab's trace record (:mod:`agentab.formats.record`), JSON Lines or JSON
-otel       OpenTelemetry GenAI spans as OTLP JSON (:mod:`.otel`)
-openai     records with a Chat Completions message list (:mod:`.messages`)
-anthropic  records with a Messages API content-block list (:mod:`.messages`)
-inspect    Inspect AI eval logs, ``.eval`` archives and ``.json`` (:mod:`.inspect_ai`)
-========== ==================================================================
+=============== ==================================================================
+name            what
+=============== ==================================================================
+record          agentab's trace record (:mod:`agentab.formats.record`), JSON Lines or JSON
+otel            OpenTelemetry GenAI spans as OTLP JSON (:mod:`.otel`)
+openai          records with a Chat Completions message list (:mod:`.messages`)
+anthropic       records with a Messages API content-block list (:mod:`.messages`)
+inspect         Inspect AI eval logs, ``.eval`` archives and ``.json`` (:mod:`.inspect_ai`)
+tau2            tau2-bench results documents (``simulations``), or simulations one per line (:mod:`.tau2`)
+mini-swe-agent  mini-SWE-agent ``*.traj.json`` trajectories, v1 and v2 (:mod:`.mini_swe_agent`)
+openhands       OpenHands evaluation ``output.jsonl`` and event streams (:mod:`.openhands`)
+atif            Harbor ATIF ``trajectory.json`` with the trial's ``result.json`` (:mod:`.atif`)
+=============== ==================================================================
 
 Every other format is converted, run by run, to the trace record and then
 validated by the same decoder, so scoring, comparison, power and reports work
@@ -59,9 +63,16 @@ def available() -> dict[str, Format]:
     """Every format by name."""
     from agentab.formats.inspect_ai import FORMAT as INSPECT
     from agentab.formats.messages import ANTHROPIC, OPENAI
+    from agentab.formats.atif import FORMAT as ATIF
+    from agentab.formats.mini_swe_agent import FORMAT as MINI_SWE_AGENT
+    from agentab.formats.openhands import FORMAT as OPENHANDS
     from agentab.formats.otel import FORMAT as OTEL
+    from agentab.formats.tau2 import FORMAT as TAU2
 
-    return {"record": RECORD, "otel": OTEL, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT}
+    # Order matters to detection: specific signatures before the message lists (openai's sniff also claims tau2,
+    # mini-SWE-agent and OpenHands files, whose histories hold chat messages).
+    return {"record": RECORD, "otel": OTEL, "tau2": TAU2, "mini-swe-agent": MINI_SWE_AGENT, "openhands": OPENHANDS,
+            "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
 
 
 def get(name: str) -> Format:

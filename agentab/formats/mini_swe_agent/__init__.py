@@ -282,7 +282,8 @@ FORMAT = Format(
     '"api_calls": 2}, "mini_version": "1.15.0"}, "messages": [{"role": "system", "content": "..."}, {"role": '
     '"user", "content": "..."}, {"role": "assistant", "content": "THOUGHT: ...\\n\\n```bash\\nls\\n```"}, '
     '{"role": "user", "content": "<returncode>0</returncode>\\n<output>\\nREADME.md\\n</output>"}], '
-    '"trajectory_format": "mini-swe-agent-1", "instance_id": "owner__repo-1"}',
+    '"trajectory_format": "mini-swe-agent-1", "instance_id": "owner__repo-1", "outcome": true}',  # outcome: added
+    # by the user or from SWE-bench's report (the agent's own file has none; without it the run is rejected)
     fields=FIELDS,
     sniff=sniff,
     read_file=read_file,
