@@ -87,7 +87,8 @@ def test_real_session_matches_hand_counts(path: Path, tmp_path: Path) -> None:
     want = hand_count(path)
     steps = rec["steps"]
     assert len(steps) == want["calls"]
-    assert sum(s["observation"] is not None and s["observation"]["status"] == "error" for s in steps) == want["errors"]
+    failed = [s for s in steps if s["observation"] is not None and s["observation"]["status"] == "error"]
+    assert len(failed) == want["errors"]
     assert sum("agent" in s["metadata"] for s in steps) == want["side"]
     assert step_tokens(rec, "tokens_in") == want["tin"]
     assert step_tokens(rec, "tokens_out") == want["tout"]
@@ -99,7 +100,7 @@ def test_real_session_matches_hand_counts(path: Path, tmp_path: Path) -> None:
 
 
 def test_short_session_by_hand(tmp_path: Path) -> None:
-    """short.jsonl: a Bash and a Glob call, both rejected by the user (is_error true), one streamed response of 4 lines."""
+    """short.jsonl: a Bash and a Glob call, both refused by the user (is_error true), in one streamed response."""
     rec = record_of(DATA / "short.jsonl", tmp_path)
     assert rec["run_id"] == "55604662-cf2a-4331-851a-ec234028f8ca"
     assert [s["tool"] for s in rec["steps"]] == ["Bash", "Glob"]
@@ -257,8 +258,32 @@ def test_sniff_claims_real_sessions(path: Path) -> None:
 
 def test_sniff_does_not_claim_other_formats() -> None:
     others = [OPENAI.example, ANTHROPIC.example, OTEL.example, INSPECT.example,
-              '{"run_id": "r1", "task_id": "t", "seed": 0, "outcome": true, "steps": [], '
-              '"metadata": {"sessionId": 1, "parentUuid": 2, "isSidechain": 3}}\n']
+              ('{"run_id": "r1", "task_id": "t", "seed": 0, "outcome": true, "steps": [], '
+               '"metadata": {"sessionId": 1, "parentUuid": 2, "isSidechain": 3}}\n')]
     for text in others:
         assert not sniff(text.encode(), "x.jsonl")
     assert sniff(FORMAT.example.encode(), "x.jsonl")
+
+
+def test_load_traces_reads_a_folder_of_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through load_traces as a user would, with the format registered for the test (the registry is the lead's)."""
+    from agentab import formats
+
+    registered = formats.available()
+    monkeypatch.setattr(formats, "available", lambda: {**registered, "claude-code": FORMAT})
+    for path in FILES:
+        with_identity(path, tmp_path, task=path.stem)
+    traces = agentab.load_traces(tmp_path, format="claude-code", fields={k: v for k, v in MAPPED.items()
+                                                                          if k != "run_id"})
+    assert len(traces.runs) == len(FILES)
+    assert traces.runs["n_steps"].sum() == sum(hand_count(path)["calls"] for path in FILES)
+    unmapped = agentab.load_traces(DATA, format="claude-code", strict=False)
+    assert len(unmapped.runs) == 0 and set(unmapped.rejected["field"]) == {"task_id"}
+
+
+def test_model_mapping_replaces_the_sessions_model() -> None:
+    lines = lines_of({"type": "assistant", "name": "my-model", "message": {"role": "assistant", "model": "m0",
+                                                                          "content": []}})
+    (item,) = FORMAT.read_objects(lines, "<test>", {**MAPPED, "model": "name"})
+    assert item.record["metadata"]["model"] == "my-model"
+    assert convert(lines).record["metadata"]["model"] == "m0"

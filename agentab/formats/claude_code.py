@@ -19,7 +19,8 @@ external verdict: ``task_id``, ``seed`` and ``outcome`` must be mapped with
 ``load_traces(..., fields={"task_id": "gitBranch", ...})``, each name a key
 (or dotted path) looked up in the session's lines, the first line that has it
 giving the value; unmapped, the run is a rejection saying so. ``arm``,
-``cost_usd`` and ``latency_s`` may be mapped the same way.
+``cost_usd`` and ``latency_s`` may be mapped the same way, and ``model`` /
+``harness``, which then replace the ones below.
 
 Steps
 -----
@@ -71,8 +72,20 @@ import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
 from agentab.formats._message_fields import describe
-from agentab.formats._message_parts import Tokens, call_arguments, observation_of, required_text, usage_anthropic
-from agentab.formats.files import BOM, JSON_SPACE, first_keys, is_record_keys, open_trace_file
+from agentab.formats._message_parts import (
+    Tokens,
+    call_arguments,
+    observation_of,
+    required_text,
+    usage_anthropic,
+)
+from agentab.formats.files import (
+    BOM,
+    JSON_SPACE,
+    first_keys,
+    is_record_keys,
+    open_trace_file,
+)
 from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "session_items", "sniff"]
@@ -152,8 +165,8 @@ def _step(state: _Session, block: dict[str, Any], line: dict[str, Any], number: 
     meta: dict[str, Any] = {"line": number, "call_id": call_id}
     if agent:
         meta["agent"] = agent
-    step: dict[str, Any] = {"index": len(state.steps), "tool": name, "args": call_arguments(block.get("input"), "input"),
-                            "observation": None, "metadata": meta}
+    args = call_arguments(block.get("input"), "input")
+    step: dict[str, Any] = {"index": len(state.steps), "tool": name, "args": args, "observation": None, "metadata": meta}
     if line.get("timestamp") is not None:
         step["started_at"] = line["timestamp"]
     if first is None:
@@ -191,19 +204,18 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
     agent = _agent(line)
     mine = line.get("type") == "assistant"
     key = _response_key(line, message, number)
-    if mine and not line.get("isApiErrorMessage"):
-        if key not in state.charged:
-            state.charged.add(key)
-            usage, cost = finals[key]
-            try:
-                state.tokens(agent).add(*usage_anthropic(usage))
-            except Reject as problem:
-                problem.field = f"message.{problem.field}"
-                raise
-            costs[key] = cost
-            model = message.get("model")
-            if isinstance(model, str) and model and model != "<synthetic>" and model not in state.models:
-                state.models.append(model)
+    if mine and not line.get("isApiErrorMessage") and key not in state.charged:
+        state.charged.add(key)
+        usage, cost = finals[key]
+        try:
+            state.tokens(agent).add(*usage_anthropic(usage))
+        except Reject as problem:
+            problem.field = f"message.{problem.field}"
+            raise
+        costs[key] = cost
+        model = message.get("model")
+        if isinstance(model, str) and model and model != "<synthetic>" and model not in state.models:
+            state.models.append(model)
     content = message.get("content")
     if not isinstance(content, list):
         return
@@ -291,10 +303,10 @@ def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap) -> 
         if not ok:
             raise Reject(name, f"{key} has the wrong type: {describe(value)}")
         out[key] = value
-    for key in ("arm", "cost_usd", "latency_s"):
+    for key in ("arm", "cost_usd", "latency_s", "model", "harness"):
         if key in found:
             name, value = found[key]
-            good = (isinstance(value, str) and value) if key == "arm" else (
+            good = (isinstance(value, str) and value) if key in ("arm", "model", "harness") else (
                 isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0)
             if not good:
                 raise Reject(name, f"{key} has the wrong type or value: {describe(value)}")
@@ -340,6 +352,10 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[
         if isinstance(first.get(name), str):
             meta[key] = first[name]
     out = _identity(lines, fields)
+    for key in ("model", "harness"):  # a mapping of them replaces what the session gives
+        if key in out:
+            meta[key] = out.pop(key)
+            meta.pop("models", None)
     agent = _sub_agent(lines)
     if agent is not None and fields.get("run_id") == FIELDS["run_id"]:
         meta["parent_session"] = out["run_id"]
