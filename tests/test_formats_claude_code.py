@@ -127,6 +127,7 @@ def test_sidechain_in_the_session_file(tmp_path: Path) -> None:
     rec = record_of(DATA / "sidechain_integrated.jsonl", tmp_path)
     task, grep = rec["steps"]
     assert task["tool"] == "Task" and "agent" not in task["metadata"] and task["observation"]["status"] == "ok"
+    assert task["metadata"]["sub_agent"] == "e1c84ba5"  # the agentId on the line answering the Task call
     assert grep["tool"] == "Grep" and grep["metadata"]["agent"] == "sidechain" and grep["observation"] is None
     assert rec["metadata"]["unmatched_results"] == 1
     # msg_017zj75dqWUNqVxCUrhqbTkf is written twice (text, then tool_use) with the same usage: counted once
@@ -287,3 +288,22 @@ def test_model_mapping_replaces_the_sessions_model() -> None:
     (item,) = FORMAT.read_objects(lines, "<test>", {**MAPPED, "model": "name"})
     assert item.record["metadata"]["model"] == "my-model"
     assert convert(lines).record["metadata"]["model"] == "m0"
+
+
+def test_task_result_totals_and_api_error_lines() -> None:
+    """The toolUseResult of a Task call (shape and values of marot/spotter's session 258c7280, line 1480)."""
+    task = {"type": "tool_use", "id": "c1", "name": "Task", "input": {"description": "Research Claude hook output"}}
+    totals = {"status": "completed", "agentId": "a881341", "totalDurationMs": 32855, "totalTokens": 43179,
+              "totalToolUseCount": 2}
+    rec = convert(lines_of(
+        {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [task]}},
+        {"type": "user", "toolUseResult": totals, "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": [{"type": "text", "text": "done"}]}]}},
+        {"type": "assistant", "isApiErrorMessage": True, "message": {"id": "m2", "role": "assistant", "model":
+            "<synthetic>", "content": [{"type": "text", "text": "API Error"}], "usage": {"input_tokens": 0,
+                                                                                     "output_tokens": 0}}})).record
+    meta = rec["steps"][0]["metadata"]
+    assert (meta["sub_agent"], meta["sub_agent_tool_calls"], meta["sub_agent_tokens"],
+            meta["sub_agent_duration_ms"]) == ("a881341", 2, 43179, 32855)
+    assert rec["metadata"]["api_error_lines"] == 1 and "model" not in rec["metadata"]
+    assert "tokens_in" not in rec["steps"][0]  # the synthetic line's zeros are not a model call's count

@@ -28,7 +28,9 @@ Each ``tool_use`` block (also ``server_tool_use``, ``mcp_tool_use``) of an
 ``assistant`` line is a step, in file order; its observation is the
 ``tool_result`` block with the same ``tool_use_id`` (in a later ``user``
 line), by the error rule of :mod:`agentab.formats.messages` (``is_error:
-true`` is an error). Calls are paired by id, not by walking ``parentUuid``.
+true`` is an error). A Task / Agent call's step also has ``sub_agent`` (the
+``agentId`` it started) and, when its ``toolUseResult`` reports them,
+``sub_agent_tool_calls``, ``sub_agent_tokens`` and ``sub_agent_duration_ms``. Calls are paired by id, not by walking ``parentUuid``.
 A call never answered keeps observation ``null``; a result whose call is not
 in the file (a cut or compacted transcript) is counted in the run's
 ``metadata.unmatched_results``. Lines with ``isSidechain: true`` are a
@@ -55,7 +57,8 @@ Every line's ``type`` is counted in ``metadata.line_types``; lines of any type
 other than ``user`` / ``assistant`` are not read (``metadata.unread_lines``).
 ``metadata`` also has ``harness`` (``"claude-code"``), ``model`` (and
 ``models`` when several), ``claude_code_version``, ``cwd``, ``gitBranch``,
-``wall_s`` (last minus first timestamp, time waiting for the user included).
+``wall_s`` (last minus first timestamp, time waiting for the user included),
+``api_error_lines`` (synthetic ``isApiErrorMessage`` lines, which add no usage).
 Malformed JSON, a non-object line, a malformed content block or usage count
 is a rejection naming the line and field.
 """
@@ -116,6 +119,7 @@ class _Session:
         self.line_types: dict[str, int] = {}
         self.unread = 0
         self.unmatched = 0
+        self.api_errors = 0
         self.models: list[str] = []
         self.stamps: list[Any] = []
 
@@ -194,6 +198,28 @@ def _answer(state: _Session, block: dict[str, Any], line: dict[str, Any]) -> Non
     step["observation"] = observation_of(block, block.get("content"))
     if line.get("timestamp") is not None:
         step["ended_at"] = line["timestamp"]
+    if step["tool"] in _SUB_AGENT_TOOLS:
+        _sub_agent_totals(step["metadata"], line)
+
+
+#: The tools that start a sub-agent (a sidechain).
+_SUB_AGENT_TOOLS = frozenset({"Task", "Agent"})
+#: ``toolUseResult`` totals of a sub-agent call -> the step's metadata key.
+_SUB_AGENT_TOTALS = {"totalToolUseCount": "sub_agent_tool_calls", "totalTokens": "sub_agent_tokens",
+                     "totalDurationMs": "sub_agent_duration_ms"}
+
+
+def _sub_agent_totals(meta: dict[str, Any], line: dict[str, Any]) -> None:
+    """The sub-agent a Task / Agent call started (its ``agentId``) and the totals Claude Code reports for it."""
+    result = line.get("toolUseResult")
+    result = result if isinstance(result, dict) else {}
+    agent = result.get("agentId", line.get("agentId") if line.get("isSidechain") is not True else None)
+    if isinstance(agent, str) and agent:
+        meta["sub_agent"] = agent
+    for key, name in _SUB_AGENT_TOTALS.items():
+        value = result.get(key)
+        if _is_int(value) and value >= 0:
+            meta[name] = value
 
 
 def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[str, tuple[Any, Any]],
@@ -204,7 +230,9 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
     agent = _agent(line)
     mine = line.get("type") == "assistant"
     key = _response_key(line, message, number)
-    if mine and not line.get("isApiErrorMessage") and key not in state.charged:
+    if mine and line.get("isApiErrorMessage"):
+        state.api_errors += 1
+    elif mine and key not in state.charged:
         state.charged.add(key)
         usage, cost = finals[key]
         try:
@@ -274,6 +302,8 @@ def _finish(state: _Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]
     meta["unread_lines"] = state.unread
     if state.unmatched:
         meta["unmatched_results"] = state.unmatched
+    if state.api_errors:
+        meta["api_error_lines"] = state.api_errors
     seconds = [s for s in map(_seconds, state.stamps) if s is not None]
     if len(seconds) > 1:
         meta["wall_s"] = max(seconds) - min(seconds)
