@@ -222,18 +222,19 @@ def test_unknown_line_types_are_counted() -> None:
 
 
 @pytest.mark.parametrize(("lines", "field"), [
-    ([{"type": "assistant", "message": {"role": "assistant", "content": ["text"]}}], "line 1: message.content[0]"),
+    ([{"type": "assistant", "message": {"role": "assistant", "content": ["text"]}}], "message.content[0]"),
     ([{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "name": "ls"}]}}],
-     "line 1: message.content[0].id"),
+     "message.content[0].id"),
     ([{"type": "assistant", "message": {"id": "m", "role": "assistant", "content": [],
-                                        "usage": {"input_tokens": -1}}}], "line 1: message.usage.input_tokens"),
-    ([{"type": "user", "message": "hello"}], "line 1: message"),
+                                        "usage": {"input_tokens": -1}}}], "message.usage.input_tokens"),
+    ([{"type": "user", "message": "hello"}], "message"),
     ([{"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": "x"}]}}],
-     "line 1: message.content[0].tool_use_id"),
+     "message.content[0].tool_use_id"),
 ])
 def test_malformed_entries_are_rejections_naming_them(lines: list[dict[str, Any]], field: str) -> None:
-    item = convert(lines_of(*lines))
-    assert item.record is None and item.field == field, item
+    ok = {"type": "user", "message": {"role": "user", "content": "hello"}}
+    item = convert(lines_of(ok, *lines))
+    assert item.record is None and item.field == field and item.line == 2, item
 
 
 def test_malformed_json_line_rejects_the_session(tmp_path: Path) -> None:
@@ -307,3 +308,10 @@ def test_task_result_totals_and_api_error_lines() -> None:
             meta["sub_agent_duration_ms"]) == ("a881341", 2, 43179, 32855)
     assert rec["metadata"]["api_error_lines"] == 1 and "model" not in rec["metadata"]
     assert "tokens_in" not in rec["steps"][0]  # the synthetic line's zeros are not a model call's count
+
+
+def test_bad_usage_is_named_on_the_line_that_has_it() -> None:
+    def part(usage: Any) -> dict[str, Any]:
+        return {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [], "usage": usage}}
+    item = convert(lines_of(part({"input_tokens": 1, "output_tokens": 1}), part({"input_tokens": 1.5})))
+    assert item.line == 2 and item.field == "message.usage.input_tokens", item

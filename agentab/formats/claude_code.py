@@ -60,7 +60,9 @@ other than ``user`` / ``assistant`` are not read (``metadata.unread_lines``).
 ``wall_s`` (last minus first timestamp, time waiting for the user included),
 ``api_error_lines`` (synthetic ``isApiErrorMessage`` lines, which add no usage).
 Malformed JSON, a non-object line, a malformed content block or usage count
-is a rejection naming the line and field.
+is a rejection of the session at that line, naming the field
+(``message.content[0].id``); a missing run-level field is one at the
+session's first line.
 """
 
 from __future__ import annotations
@@ -101,6 +103,14 @@ _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict
 _decode = msgspec.json.decode
 
 
+class _AtLine(Reject):
+    """A rejection at a given line of the session (the item's line is then that line, not the session's first)."""
+
+    def __init__(self, line: int, problem: Reject) -> None:
+        super().__init__(problem.field, problem.reason)
+        self.line = line
+
+
 def _is_result(kind: Any) -> bool:
     return kind == "tool_result" or (isinstance(kind, str) and kind.endswith("_tool_result"))
 
@@ -137,19 +147,23 @@ def _response_key(line: dict[str, Any], message: dict[str, Any], number: int) ->
     return "r:" + key if isinstance(key, str) and key else f"l:{number}"
 
 
-def _finals(lines: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, tuple[Any, Any]]:
-    """Each response's last ``usage`` and ``costUSD`` (the streamed lines of one response repeat them)."""
-    out: dict[str, tuple[Any, Any]] = {}
+#: A response's last ``usage``, the line it is on, and its last ``costUSD``.
+_Final = tuple[Any, int, Any]
+
+
+def _finals(lines: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, _Final]:
+    """Each response's last ``usage`` (and its line) and ``costUSD`` (the streamed lines of one response repeat them)."""
+    out: dict[str, _Final] = {}
     for number, line in lines:
         message = line.get("message")
         if line.get("type") == "assistant" and isinstance(message, dict) and not line.get("isApiErrorMessage"):
             key = _response_key(line, message, number)
-            usage, cost = out.get(key, (None, None))
+            usage, where, cost = out.get(key, (None, number, None))
             if message.get("usage") is not None:
-                usage = message["usage"]
+                usage, where = message["usage"], number
             if line.get("costUSD") is not None:
                 cost = line["costUSD"]
-            out[key] = (usage, cost)
+            out[key] = (usage, where, cost)
     return out
 
 
@@ -222,7 +236,7 @@ def _sub_agent_totals(meta: dict[str, Any], line: dict[str, Any]) -> None:
             meta[name] = value
 
 
-def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[str, tuple[Any, Any]],
+def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[str, _Final],
                costs: dict[str, Any]) -> None:
     message = line.get("message")
     if not isinstance(message, dict):
@@ -234,12 +248,12 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
         state.api_errors += 1
     elif mine and key not in state.charged:
         state.charged.add(key)
-        usage, cost = finals[key]
+        usage, where, cost = finals[key]
         try:
             state.tokens(agent).add(*usage_anthropic(usage))
         except Reject as problem:
             problem.field = f"message.{problem.field}"
-            raise
+            raise _AtLine(where, problem) from None
         costs[key] = cost
         model = message.get("model")
         if isinstance(model, str) and model and model != "<synthetic>" and model not in state.models:
@@ -373,9 +387,10 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[
             state.stamps.append(line["timestamp"])
         try:
             _read_line(state, line, number, finals, costs)
-        except Reject as problem:
-            problem.field = f"line {number}: {problem.field}" if problem.field else f"line {number}"
+        except _AtLine:
             raise
+        except Reject as problem:
+            raise _AtLine(number, problem) from None
     steps, meta = _finish(state, costs)
     first = next((line for _, line in lines if line.get("type") in _READ_TYPES), lines[0][1])
     for key, name in (("claude_code_version", "version"), ("cwd", "cwd"), ("gitBranch", "gitBranch")):
@@ -412,6 +427,8 @@ def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: Field
         return Item(1, reason="an empty Claude Code session file (no lines)")
     try:
         return Item(lines[0][0], record=_convert(lines, plan))
+    except _AtLine as problem:
+        return Item(problem.line, field=problem.field, reason=problem.reason)
     except Reject as problem:
         return Item(lines[0][0], field=problem.field, reason=problem.reason)
     except RecursionError:
