@@ -315,3 +315,9 @@ def test_bad_usage_is_named_on_the_line_that_has_it() -> None:
         return {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [], "usage": usage}}
     item = convert(lines_of(part({"input_tokens": 1, "output_tokens": 1}), part({"input_tokens": 1.5})))
     assert item.line == 2 and item.field == "message.usage.input_tokens", item
+
+
+def test_several_session_ids_are_listed() -> None:
+    rec = convert(lines_of({"type": "user", "message": {"role": "user", "content": "a"}},
+                           {"type": "user", "sessionId": "s2", "message": {"role": "user", "content": "b"}})).record
+    assert rec["run_id"] == "s1" and rec["metadata"]["session_ids"] == ["s1", "s2"]

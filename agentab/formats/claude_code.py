@@ -14,7 +14,8 @@ Run-level fields
 ----------------
 ``run_id`` is the ``sessionId`` (a sub-agent's own file, every line
 ``isSidechain`` with one ``agentId``: ``<sessionId>:agent-<agentId>``, so it
-does not collide with its parent session). A session records no task, seed or
+does not collide with its parent session; not when ``run_id`` is mapped to
+another key). A session records no task, seed or
 external verdict: ``task_id``, ``seed`` and ``outcome`` must be mapped with
 ``load_traces(..., fields={"task_id": "gitBranch", ...})``, each name a key
 (or dotted path) looked up in the session's lines, the first line that has it
@@ -58,7 +59,9 @@ other than ``user`` / ``assistant`` are not read (``metadata.unread_lines``).
 ``metadata`` also has ``harness`` (``"claude-code"``), ``model`` (and
 ``models`` when several), ``claude_code_version``, ``cwd``, ``gitBranch``,
 ``wall_s`` (last minus first timestamp, time waiting for the user included),
-``api_error_lines`` (synthetic ``isApiErrorMessage`` lines, which add no usage).
+``api_error_lines`` (synthetic ``isApiErrorMessage`` lines, which add no usage),
+``session_ids`` (when the file's lines carry several, in order; the run id is
+the first's).
 Malformed JSON, a non-object line, a malformed content block or usage count
 is a rejection of the session at that line, naming the field
 (``message.content[0].id``); a missing run-level field is one at the
@@ -376,6 +379,7 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[
     state = _Session()
     finals = _finals(lines)
     costs: dict[str, Any] = {}
+    sessions: dict[str, None] = {}  # in order of first appearance
     for number, line in lines:
         kind = line.get("type")
         name = kind if isinstance(kind, str) else repr(kind)
@@ -385,6 +389,9 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[
             continue
         if line.get("timestamp") is not None:
             state.stamps.append(line["timestamp"])
+        session = line.get("sessionId")
+        if isinstance(session, str) and session not in sessions:
+            sessions[session] = None
         try:
             _read_line(state, line, number, finals, costs)
         except _AtLine:
@@ -396,6 +403,8 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[
     for key, name in (("claude_code_version", "version"), ("cwd", "cwd"), ("gitBranch", "gitBranch")):
         if isinstance(first.get(name), str):
             meta[key] = first[name]
+    if len(sessions) > 1:  # e.g. a resumed session's earlier lines
+        meta["session_ids"] = list(sessions)
     out = _identity(lines, fields)
     for key in ("model", "harness"):  # a mapping of them replaces what the session gives
         if key in out:
