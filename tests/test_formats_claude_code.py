@@ -19,8 +19,8 @@ from agentab.formats.otel import FORMAT as OTEL
 
 DATA = Path(__file__).parent / "data" / "claude_code"
 FILES = sorted(DATA.glob("*.jsonl"))
-#: The run-level fields a session does not record, mapped to keys the tests add to its first line.
-MAPPED = {**FIELDS, "task_id": "t.task", "seed": "t.seed", "outcome": "t.outcome"}
+#: The default mapping: task, seed and outcome from an ``agentab`` object the tests add to a session's first line.
+MAPPED = dict(FIELDS)
 
 
 def raw_lines(path: Path) -> list[dict[str, Any]]:
@@ -30,7 +30,7 @@ def raw_lines(path: Path) -> list[dict[str, Any]]:
 def with_identity(path: Path, tmp_path: Path, task: str = "t1", seed: int = 0, outcome: Any = True) -> Path:
     """A copy of a session whose first line carries a task, seed and outcome (what a user's mapping would give)."""
     lines = raw_lines(path)
-    lines[0]["t"] = {"task": task, "seed": seed, "outcome": outcome}
+    lines[0]["agentab"] = {"task_id": task, "seed": seed, "outcome": outcome}
     out = tmp_path / path.name
     out.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return out
@@ -160,13 +160,22 @@ def test_gzip_reads_the_same(tmp_path: Path) -> None:
 # Missing is missing; rejections name what is wrong
 # --------------------------------------------------------------------------- #
 def test_unmapped_task_is_a_rejection_that_says_how() -> None:
-    item = item_of(DATA / "short.jsonl", dict(FIELDS))
-    assert item.record is None and item.field == "task_id"
+    item = item_of(DATA / "short.jsonl")
+    assert item.record is None and item.field == "agentab.task_id" and item.line == 1
     assert "does not record the task" in item.reason and "fields=" in item.reason
 
 
+def test_fields_map_the_identity_to_keys_of_the_lines(tmp_path: Path) -> None:
+    path = with_identity(DATA / "short.jsonl", tmp_path)
+    rec = item_of(path, {**FIELDS, "task_id": "gitBranch", "seed": "agentab.seed", "outcome": "agentab.outcome"}).record
+    assert rec["task_id"] == "master" and rec["seed"] == 0 and rec["outcome"] is True
+    item = item_of(path, {**FIELDS, "seed": "version"})
+    assert item.record is None and item.field == "version" and "seed has the wrong type" in item.reason
+
+
 def lines_of(*extra: dict[str, Any]) -> list[dict[str, Any]]:
-    base = {"sessionId": "s1", "isSidechain": False, "parentUuid": None, "t": {"task": "t", "seed": 0, "outcome": 1}}
+    base = {"sessionId": "s1", "isSidechain": False, "parentUuid": None,
+            "agentab": {"task_id": "t", "seed": 0, "outcome": 1}}
     return [{**base, **line} for line in extra]
 
 
@@ -275,12 +284,13 @@ def test_load_traces_reads_a_folder_of_sessions(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(formats, "available", lambda: {**registered, "claude-code": FORMAT})
     for path in FILES:
         with_identity(path, tmp_path, task=path.stem)
-    traces = agentab.load_traces(tmp_path, format="claude-code", fields={k: v for k, v in MAPPED.items()
-                                                                          if k != "run_id"})
+    traces = agentab.load_traces(tmp_path, format="claude-code")
     assert len(traces.runs) == len(FILES)
     assert traces.runs["n_steps"].sum() == sum(hand_count(path)["calls"] for path in FILES)
     unmapped = agentab.load_traces(DATA, format="claude-code", strict=False)
-    assert len(unmapped.runs) == 0 and set(unmapped.rejected["field"]) == {"task_id"}
+    assert len(unmapped.runs) == 0 and set(unmapped.rejected["field"]) == {"agentab.task_id"}
+    mapped = agentab.load_traces(tmp_path, format="claude-code", fields={"task_id": "cwd"})
+    assert len(mapped.runs) == len(FILES)
 
 
 def test_model_mapping_replaces_the_sessions_model() -> None:
@@ -321,3 +331,23 @@ def test_several_session_ids_are_listed() -> None:
     rec = convert(lines_of({"type": "user", "message": {"role": "user", "content": "a"}},
                            {"type": "user", "sessionId": "s2", "message": {"role": "user", "content": "b"}})).record
     assert rec["run_id"] == "s1" and rec["metadata"]["session_ids"] == ["s1", "s2"]
+
+
+def test_example_loads_by_name_and_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What tests/test_formats.py checks of every registered reader, with claude-code tried before anthropic."""
+    from agentab import formats
+
+    registered = formats.available()
+    order = ["record", "otel", "claude-code", *(name for name in registered if name not in ("record", "otel"))]
+    every = {**registered, "claude-code": FORMAT}
+    monkeypatch.setattr(formats, "available", lambda: {name: every[name] for name in order})
+    path = tmp_path / "runs.json"
+    path.write_text(FORMAT.example + "\n")
+    assert formats.detect(FORMAT.example.encode(), path.name) == "claude-code"
+    for given in ("claude-code", "auto"):
+        traces = agentab.load_traces(path, format=given)
+        assert len(traces.runs) == 1 and len(traces.steps) == 1
+        assert traces.formats == ((str(path), "claude-code"),)
+    for path in FILES:  # the real sessions, detected
+        head = path.read_bytes()[: formats.HEAD_BYTES]
+        assert formats.detect(head, path.name) == "claude-code"

@@ -15,11 +15,14 @@ Run-level fields
 ``run_id`` is the ``sessionId`` (a sub-agent's own file, every line
 ``isSidechain`` with one ``agentId``: ``<sessionId>:agent-<agentId>``, so it
 does not collide with its parent session; not when ``run_id`` is mapped to
-another key). A session records no task, seed or
-external verdict: ``task_id``, ``seed`` and ``outcome`` must be mapped with
-``load_traces(..., fields={"task_id": "gitBranch", ...})``, each name a key
+another key). Claude Code records no task, seed or
+external verdict: ``task_id``, ``seed`` and ``outcome`` are read from an
+``agentab`` object that a line may carry (``"agentab": {"task_id": "t1",
+"seed": 0, "outcome": true}``, added by the harness that ran the session,
+like OpenTelemetry's ``agentab.*`` attributes), or mapped with
+``load_traces(..., fields={"task_id": "gitBranch", ...})``. Each name is a key
 (or dotted path) looked up in the session's lines, the first line that has it
-giving the value; unmapped, the run is a rejection saying so. ``arm``,
+giving the value; not found, the run is a rejection saying so. ``arm``,
 ``cost_usd`` and ``latency_s`` may be mapped the same way, and ``model`` /
 ``harness``, which then replace the ones below.
 
@@ -98,8 +101,10 @@ from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "session_items", "sniff"]
 
-#: Default run-level mapping: only the run id is in a session; task_id, seed and outcome must be mapped.
-FIELDS: dict[str, str] = {"run_id": "sessionId"}
+#: Default run-level mapping: the run id is the session's; Claude Code writes no task, seed or verdict, so these
+#: are read from an ``agentab`` object a line may carry (the names OpenTelemetry runs use), or mapped.
+FIELDS: dict[str, str] = {"run_id": "sessionId", "task_id": "agentab.task_id", "seed": "agentab.seed",
+                          "outcome": "agentab.outcome"}
 _USE_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 _READ_TYPES = frozenset({"user", "assistant"})
 _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict"}
@@ -340,9 +345,9 @@ def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap) -> 
     for key in ("run_id", "task_id", "seed", "outcome"):
         if key not in found:
             if key == "run_id":
-                raise Reject("sessionId", "no sessionId: not a Claude Code session (no line has one)")
-            raise Reject(key, f"no {key}: a Claude Code session does not record {_HOW[key]}; map one with "
-                              f"fields={{{key!r}: <a key of its lines>}}")
+                raise Reject(fields[key], f"no run_id: no line has {fields[key]!r}")
+            raise Reject(fields[key], f"no {key}: a Claude Code session does not record {_HOW[key]} and no line has "
+                                      f"{fields[key]!r}; map one with fields={{{key!r}: <a key of its lines>}}")
         name, value = found[key]
         ok = {"run_id": lambda v: (isinstance(v, str) and v) or _is_int(v),
               "task_id": lambda v: (isinstance(v, str) and v) or _is_int(v),
@@ -492,8 +497,8 @@ FORMAT = Format(
     name="claude-code",
     summary="Claude Code session transcripts (~/.claude/projects/<project>/<session>.jsonl), one session per file",
     example='{"type": "assistant", "sessionId": "s1", "uuid": "u2", "parentUuid": "u1", "isSidechain": false, '
-    '"timestamp": "2026-02-10T21:11:58Z", "message": {"id": "msg_1", "role": "assistant", "model": "claude-opus-4-6", '
-    '"content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}], '
+    '"timestamp": "2026-02-10T21:11:58Z", "agentab": {"task_id": "t1", "seed": 0, "outcome": true}, '
+    '"message": {"id": "msg_1", "role": "assistant", "model": "claude-opus-4-6", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}], '
     '"usage": {"input_tokens": 3, "output_tokens": 27}}}',
     fields=FIELDS,
     sniff=sniff,
