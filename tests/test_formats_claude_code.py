@@ -351,3 +351,13 @@ def test_example_loads_by_name_and_detected(tmp_path: Path, monkeypatch: pytest.
     for path in FILES:  # the real sessions, detected
         head = path.read_bytes()[: formats.HEAD_BYTES]
         assert formats.detect(head, path.name) == "claude-code"
+
+
+def test_a_line_or_call_written_twice_is_read_once() -> None:
+    call = {"type": "tool_use", "id": "c1", "name": "ls", "input": {}}
+    said = {"type": "assistant", "uuid": "u1", "message": {"id": "m1", "role": "assistant", "content": [call],
+                                                           "usage": {"input_tokens": 5, "output_tokens": 1}}}
+    again = {**said, "uuid": "u2", "message": {**said["message"], "id": "m2"}}
+    rec = convert(lines_of(said, said, again)).record
+    assert len(rec["steps"]) == 1 and rec["metadata"]["repeated_calls"] == 1
+    assert rec["metadata"]["unread_lines"] == 1

@@ -32,10 +32,13 @@ Each ``tool_use`` block (also ``server_tool_use``, ``mcp_tool_use``) of an
 ``assistant`` line is a step, in file order; its observation is the
 ``tool_result`` block with the same ``tool_use_id`` (in a later ``user``
 line), by the error rule of :mod:`agentab.formats.messages` (``is_error:
-true`` is an error). A Task / Agent call's step also has ``sub_agent`` (the
-``agentId`` it started) and, when its ``toolUseResult`` reports them,
-``sub_agent_tool_calls``, ``sub_agent_tokens`` and ``sub_agent_duration_ms``. Calls are paired by id, not by walking ``parentUuid``.
-A call never answered keeps observation ``null``; a result whose call is not
+true`` is an error). Calls are paired by id, not by walking ``parentUuid``.
+A Task / Agent call's step also has ``metadata.sub_agent`` (the ``agentId``
+it started) and, when its ``toolUseResult`` reports them,
+``sub_agent_tool_calls``, ``sub_agent_tokens`` and ``sub_agent_duration_ms``.
+A line whose ``uuid`` was already read, and a call whose id was already
+seen, are read once (repeats counted: ``metadata.unread_lines``,
+``metadata.repeated_calls``). A call never answered keeps observation ``null``; a result whose call is not
 in the file (a cut or compacted transcript) is counted in the run's
 ``metadata.unmatched_results``. Lines with ``isSidechain: true`` are a
 sub-agent's (the Task / Agent tool): their steps are kept, with
@@ -51,7 +54,8 @@ most complete). ``tokens_in`` = ``input_tokens + cache_creation_input_tokens
 counts are also in the step's ``metadata``. A response's tokens go to its
 first step (its other steps: ``tokens_with_step``); a response without tool
 calls to the next step of the same agent, else that agent's last step, else
-the run's ``metadata.tokens_in`` / ``tokens_out``. ``costUSD`` (older
+the run's last step, else (no steps) the run's ``metadata.tokens_in`` /
+``tokens_out``. ``costUSD`` (older
 versions) is summed per response into ``cost_usd`` when every response has
 it; otherwise the partial sum is ``metadata.cost_usd_reported``.
 
@@ -138,6 +142,8 @@ class _Session:
         self.unread = 0
         self.unmatched = 0
         self.api_errors = 0
+        self.repeated = 0
+        self.uuids: set[str] = set()
         self.models: list[str] = []
         self.stamps: list[Any] = []
 
@@ -183,10 +189,11 @@ def _agent(line: dict[str, Any]) -> str:
 
 
 def _step(state: _Session, block: dict[str, Any], line: dict[str, Any], number: int, agent: str,
-          first: dict[str, Any] | None) -> dict[str, Any]:
+          first: dict[str, Any] | None) -> dict[str, Any] | None:
     call_id = required_text(block.get("id"), "id", "tool use id")
-    if call_id in state.open:
-        raise Reject("id", f"duplicate tool use id {call_id!r}: an earlier call with it is not answered yet")
+    if call_id in state.open or call_id in state.answered:  # the same call written again: one step
+        state.repeated += 1
+        return None
     name = required_text(block.get("name"), "name", "tool name")
     meta: dict[str, Any] = {"line": number, "call_id": call_id}
     if agent:
@@ -276,7 +283,8 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
             kind = block.get("type")
             if kind in _USE_TYPES and mine:
                 step = _step(state, block, line, number, agent, state.first_of.get(key))
-                state.first_of.setdefault(key, step)
+                if step is not None:
+                    state.first_of.setdefault(key, step)
             elif _is_result(kind) and not mine:
                 _answer(state, block, line)
         except Reject as problem:
@@ -326,6 +334,8 @@ def _finish(state: _Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]
         meta["unmatched_results"] = state.unmatched
     if state.api_errors:
         meta["api_error_lines"] = state.api_errors
+    if state.repeated:
+        meta["repeated_calls"] = state.repeated
     seconds = [s for s in map(_seconds, state.stamps) if s is not None]
     if len(seconds) > 1:
         meta["wall_s"] = max(seconds) - min(seconds)
@@ -392,6 +402,12 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[
         if kind not in _READ_TYPES:
             state.unread += 1
             continue
+        uuid = line.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in state.uuids:  # a line written twice (Claude Code has done so): read once
+                state.unread += 1
+                continue
+            state.uuids.add(uuid)
         if line.get("timestamp") is not None:
             state.stamps.append(line["timestamp"])
         session = line.get("sessionId")
