@@ -361,3 +361,9 @@ def test_a_line_or_call_written_twice_is_read_once() -> None:
     rec = convert(lines_of(said, said, again)).record
     assert len(rec["steps"]) == 1 and rec["metadata"]["repeated_calls"] == 1
     assert rec["metadata"]["unread_lines"] == 1
+
+
+def test_a_line_that_is_not_an_object_rejects_the_session() -> None:
+    (item,) = FORMAT.read_objects([lines_of({"type": "user", "message": {"role": "user", "content": "a"}})[0], [1]],
+                                  "<test>", MAPPED)
+    assert item.record is None and item.line == 2 and "expected a JSON object" in item.reason

@@ -451,7 +451,7 @@ def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: Field
         if problem is not None:
             return Item(number, reason=problem)
         if not isinstance(obj, dict):
-            return Item(number, field=f"line {number}", reason=f"expected a JSON object, got {describe(obj)}")
+            return Item(number, reason=f"expected a JSON object on line {number}, got {describe(obj)}")
         lines.append((number, obj))
     if not lines:
         return Item(1, reason="an empty Claude Code session file (no lines)")
