@@ -11,6 +11,7 @@ inspect         Inspect AI eval logs, ``.eval`` archives and ``.json`` (:mod:`.i
 tau2            tau2-bench results documents (``simulations``), or simulations one per line (:mod:`.tau2`)
 mini-swe-agent  mini-SWE-agent ``*.traj.json`` trajectories, v1 and v2 (:mod:`.mini_swe_agent`)
 openhands       OpenHands evaluation ``output.jsonl`` and event streams (:mod:`.openhands`)
+claude-code     Claude Code session transcripts (JSON Lines) (:mod:`.claude_code`)
 atif            Harbor ATIF ``trajectory.json`` with the trial's ``result.json`` (:mod:`.atif`)
 =============== ==================================================================
 
@@ -64,15 +65,16 @@ def available() -> dict[str, Format]:
     from agentab.formats.inspect_ai import FORMAT as INSPECT
     from agentab.formats.messages import ANTHROPIC, OPENAI
     from agentab.formats.atif import FORMAT as ATIF
+    from agentab.formats.claude_code import FORMAT as CLAUDE_CODE
     from agentab.formats.mini_swe_agent import FORMAT as MINI_SWE_AGENT
     from agentab.formats.openhands import FORMAT as OPENHANDS
     from agentab.formats.otel import FORMAT as OTEL
     from agentab.formats.tau2 import FORMAT as TAU2
 
     # Order matters to detection: specific signatures before the message lists (openai's sniff also claims tau2,
-    # mini-SWE-agent and OpenHands files, whose histories hold chat messages).
+    # mini-SWE-agent and OpenHands files, whose histories hold chat messages; anthropic's claims Claude Code sessions).
     return {"record": RECORD, "otel": OTEL, "tau2": TAU2, "mini-swe-agent": MINI_SWE_AGENT, "openhands": OPENHANDS,
-            "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
+            "claude-code": CLAUDE_CODE, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
 
 
 def get(name: str) -> Format:
