@@ -72,8 +72,8 @@ Times
     time is not recorded, so ``latency_s`` is missing.
 Metadata
     ``model``, ``harness``, ``environment``, ``exit_status``,
-    ``model_stats`` (as written), ``api_calls``, ``instance_id`` and where it
-    came from (``task_from``), ``entries`` (trajectory entries),
+    ``model_stats`` (as written), ``api_calls``, where the task id came from
+    (``task_from``), ``entries`` (trajectory entries),
     ``entries_without_action``, ``execution_time_s``, and for a retry-loop
     file (``attempts``) ``attempts`` (how many) and ``best_attempt_idx``: the
     steps are the chosen attempt's, cost and tokens the total over attempts
@@ -206,8 +206,8 @@ def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | N
         record["terminal_state"] = state
     _place_tokens(steps, meta, tokens_in, tokens_out)
     meta.update(_run_metadata(doc, info, replay))
-    if task is not None:
-        meta.update({"instance_id": task, "task_from": task_from})
+    if task_from is not None:
+        meta["task_from"] = task_from
     record["metadata"] = meta
     _apply_fields(doc, record, fields)
     if record.get("task_id") is None:
@@ -247,10 +247,14 @@ def _history_calls(history: Any) -> list[tuple[str, Any]]:
     if not isinstance(history, list):
         raise Reject("history", f"expected a list, got {type(history).__name__}")
     calls = []
-    for item in history:
-        if (isinstance(item, dict) and item.get("role") == "assistant" and not item.get("is_demo")
-                and isinstance(item.get("action"), str)):
-            calls.append((item["action"], item.get("tool_calls")))
+    for k, item in enumerate(history):
+        if not isinstance(item, dict):
+            raise Reject(f"history[{k}]", f"expected an object, got {type(item).__name__}")
+        if item.get("role") == "assistant" and not item.get("is_demo") and isinstance(item.get("action"), str):
+            tool_calls = item.get("tool_calls")
+            if tool_calls is not None and not isinstance(tool_calls, list):
+                raise Reject(f"history[{k}].tool_calls", f"expected a list, got {type(tool_calls).__name__}")
+            calls.append((item["action"], tool_calls))
     return calls
 
 
