@@ -139,8 +139,8 @@ def test_real_files_detected_by_suffix_and_by_content(registered):
 
 
 @pytest.mark.parametrize("head, name", [
-    (b'{"info": {"exit_status": "Submitted"}, "messages": [{"role": "system"}], '
-     b'"trajectory_format": "mini-swe-agent-1"}', "x.traj.json"),
+    (b'{"info": {"exit_status": "Submitted"}, "messages": [{"role": "system"}], "trajectory_format": "mini-1"}',
+     "x.traj.json"),
     (b'{"info": {}, "messages": [], "trajectory_format": "mini-swe-agent-1.1"}', "x.traj"),
     (b'{"instance_id": "a", "history": [{"action": "run", "observation": "x"}], "metrics": {}}', "output.jsonl"),
     (b'{"run_id": "r1", "task_id": "t", "seed": 0, "outcome": true, "steps": []}', "runs.jsonl"),

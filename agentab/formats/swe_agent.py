@@ -91,6 +91,7 @@ Bad input
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -102,13 +103,13 @@ from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, looku
 from agentab.formats.files import BOM, open_trace_file
 from agentab.formats.record import TOKENS_WITH_STEP
 
-__all__ = ["FORMAT", "FIELDS", "convert", "sniff"]
+__all__ = ["FIELDS", "FORMAT", "convert", "sniff"]
 
 #: Default field mapping: none (the rules above); ``fields=`` entries are dotted paths into the document.
 FIELDS: dict[str, str] = {}
 
 _HARNESS = "SWE-agent"
-_TIMEOUT = re.compile(r"The command '.*' was cancelled because it took more than \S+ seconds", re.S)
+_TIMEOUT = re.compile(r"The command '.*' was cancelled because it took more than \S+ seconds", re.DOTALL)
 _NOT_RUN = "not run: SWE-agent re-asked the model (a blocked command or a bash syntax error)"
 _DIFF = re.compile(r"^diff --git a/(.*?) b/(.*)$")
 #: A .traj's top level begins with one of these keys (SWE-agent 0.x and 1.x, retry-loop files).
@@ -125,7 +126,7 @@ def sniff(head: bytes, name: str) -> bool:
     .traj's, or any name with ``trajectory`` as the first key (after ``environment``) holding entries with
     ``action`` and ``observation`` keys. mini-SWE-agent's ``.traj.json`` (``messages``, ``trajectory_format``)
     has no ``trajectory`` key and is never claimed."""
-    text = head[len(BOM):] if head.startswith(BOM) else head
+    text = head.removeprefix(BOM)
     lower = name.lower().removesuffix(".gz")
     if b'"trajectory_format"' in text:
         return False
@@ -375,7 +376,7 @@ def _model_stats(info: Mapping[str, Any]) -> tuple[int | None, int | None, float
     sent, received, calls = _count(stats, "tokens_sent"), _count(stats, "tokens_received"), _count(stats, "api_calls")
     cost = stats.get("instance_cost")
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost >= 0
-                             or cost == float("inf")):
+                             or not math.isfinite(cost)):
         raise Reject("info.model_stats.instance_cost", f"expected dollars >= 0, got {json.dumps(cost)[:80]}")
     counted = not (calls and sent == 0)  # calls made, nothing counted: a replayed or human model
     meta: dict[str, Any] = {"model_stats": stats}
@@ -464,7 +465,7 @@ def _apply_fields(doc: Mapping[str, Any], record: dict[str, Any], fields: FieldM
                 raise Reject(path, f"{name}: `{path}` must be text, got {json.dumps(value)[:80]}")
             record["metadata"][name] = value
         elif name == "outcome":
-            if isinstance(value, bool) or (isinstance(value, (int, float)) and value == value):
+            if isinstance(value, bool) or (isinstance(value, (int, float)) and math.isfinite(value)):
                 record["outcome"] = value
             else:
                 raise Reject(path, f"outcome: `{path}` must be true/false or a number, got {json.dumps(value)[:80]}")
