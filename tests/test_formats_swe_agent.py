@@ -25,7 +25,8 @@ DATA = Path(__file__).parent / "data" / "swe_agent"
 FUNCTION_CALLING = DATA / "6e44b9__sweagenttestrepo-1c2844.traj"
 TEXT_ACTIONS = DATA / "swe-agent__test-repo-i1.traj"
 REPLAY = DATA / "marshmallow-code__marshmallow-1867.traj"
-REAL = (FUNCTION_CALLING, TEXT_ACTIONS, REPLAY)
+DEMONSTRATION = DATA / "humanevalfix-python-0.traj"
+REAL = (FUNCTION_CALLING, TEXT_ACTIONS, REPLAY, DEMONSTRATION)
 
 
 def raw(path: Path) -> dict[str, Any]:
@@ -80,9 +81,9 @@ def test_real_steps_tools_tokens_cost_against_the_raw_file(path):
         assert (rec["steps"][0]["tokens_in"], rec["steps"][0]["tokens_out"]) == (stats["tokens_sent"],
                                                                                  stats["tokens_received"])
         assert rec["cost_usd"] == stats["instance_cost"]
-    else:  # the replay: 11 api calls, 0 tokens and $0 written; unknown, not 0
-        assert stats["api_calls"] == 11 and stats["instance_cost"] == 0
-        assert "tokens_in" not in rec["steps"][0] and "cost_usd" not in rec
+    else:  # the replay (11 api calls) and the human demonstration (0): 0 tokens and $0 written; unknown, not 0
+        assert stats["api_calls"] == (11 if path == REPLAY else 0) and stats["instance_cost"] == 0
+        assert "tokens_in" not in rec["steps"][0] and "cost_usd" not in rec and "tokens_in" not in rec["metadata"]
     assert "outcome" not in rec  # not in a .traj: SWE-bench's report holds it
     assert rec["metadata"]["exit_status"] == doc["info"]["exit_status"] == "submitted"
     assert rec["metadata"]["api_calls"] == stats["api_calls"]
@@ -301,7 +302,7 @@ def test_load_traces_folder_auto_detects_and_needs_an_outcome(tmp_path, register
     with gzip.open(tmp_path / "extra.traj.gz", "wb") as fh:
         fh.write(json.dumps(variant()).encode())
     traces = agentab.load_traces(tmp_path, strict=False)
-    assert traces.n_read == 4 and len(traces.runs) == 0  # every run lacks its outcome, none is made up
+    assert traces.n_read == len(REAL) + 1 and len(traces.runs) == 0  # every run lacks its outcome, none is made up
     assert set(traces.rejected.field) == {"outcome"}
     assert {fmt for _, fmt in traces.formats} == {"swe-agent"}
 

@@ -24,7 +24,7 @@ outcome      none: left out (missing)                                     SWE-be
 model        ``replay_config.agent.model.name``                           metadata.model, when present
 harness      ``"SWE-agent"`` (+ ``info.swe_agent_version``)               metadata.harness
 cost_usd     ``info.model_stats.instance_cost``                           missing when absent, or 0 with
-                                                                          ``api_calls`` > 0
+                                                                          steps or ``api_calls`` > 0
 latency_s    none: missing                                                see ``execution_time`` below
 steps        ``trajectory[]``: each entry with an ``action``              rules below
 terminal     ``info.submission``: the patch's ``diff --git`` files        missing without a submission
@@ -61,9 +61,11 @@ Tokens
     ``tokens_received``): they go on the first step, the others marked as
     counted there (``metadata.tokens_with_step = 0``), so the run's total is
     right and each step's share is unknown. A run without steps keeps them in
-    ``metadata.tokens_in`` / ``tokens_out``. Zero tokens sent with
-    ``api_calls`` > 0 (a replayed or human "model" that counts nothing) are
-    unknown, not 0; so is a cost of 0 then.
+    ``metadata.tokens_in`` / ``tokens_out``. Zero tokens sent by a run that
+    has steps or ``api_calls`` > 0 (a replay, or a human demonstration: a
+    "model" that counts nothing) are unknown, not 0; so is a cost of 0 then
+    (also with tokens: a model SWE-agent has no price for). Zeros are kept
+    only for a run that made no call and took no step.
 Times
     A ``.traj`` has no timestamps. ``execution_time`` is how long the command
     ran in the environment (not the model's time): kept per step as
@@ -196,7 +198,7 @@ def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | N
         raise Reject("info", f"expected an object, got {type(info).__name__}")
     replay = _replay_config(doc.get("replay_config"))
     steps, meta = _steps(trajectory, _history_calls(doc.get("history")))
-    tokens_in, tokens_out, cost, stats_meta = _model_stats(info)
+    tokens_in, tokens_out, cost, stats_meta = _model_stats(info, bool(steps))
     meta.update(stats_meta)
     task, task_from = _task(replay, stem)
     record: dict[str, Any] = {"run_id": run_id, "task_id": task, "seed": 0, "steps": steps}
@@ -366,8 +368,11 @@ def _count(stats: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
-def _model_stats(info: Mapping[str, Any]) -> tuple[int | None, int | None, float | None, dict[str, Any]]:
-    """(tokens in, tokens out, cost, metadata) from ``info.model_stats``; unknown stays None."""
+def _model_stats(info: Mapping[str, Any], acted: bool) -> tuple[int | None, int | None, float | None, dict[str, Any]]:
+    """(tokens in, tokens out, cost, metadata) from ``info.model_stats``; unknown stays None.
+
+    ``acted``: the run has steps, so something (a model, a replay, a human demonstrator) replied.
+    """
     stats = info.get("model_stats")
     if stats is None:
         return None, None, None, {}
@@ -378,13 +383,14 @@ def _model_stats(info: Mapping[str, Any]) -> tuple[int | None, int | None, float
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost >= 0
                              or not math.isfinite(cost)):
         raise Reject("info.model_stats.instance_cost", f"expected dollars >= 0, got {json.dumps(cost)[:80]}")
-    counted = not (calls and sent == 0)  # calls made, nothing counted: a replayed or human model
+    replied = bool(calls) or acted
+    counted = not (replied and sent == 0)  # replies, nothing counted: a replayed or human "model"
     meta: dict[str, Any] = {"model_stats": stats}
     if calls is not None:
         meta["api_calls"] = calls
     if sent is None or received is None or not counted:
         sent = received = None
-    if cost is not None and (cost == 0 and calls):
+    if cost is not None and cost == 0 and replied:
         cost = None
     return sent, received, None if cost is None else float(cost), meta
 
