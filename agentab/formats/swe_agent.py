@@ -46,7 +46,9 @@ Steps
     with ``args`` the call's parsed ``arguments`` (the step's
     ``metadata.action`` keeps the command text, ``tool_call_id`` the id);
     otherwise the command's first word (``find_file``, ``edit``, ``python``),
-    with ``args = {"command": <the action text>}``.
+    with ``args = {"command": <the action text>}``; so is an entry the
+    history does not hold (SWE-agent leaves a run's final step, e.g.
+    ``submit``, out of its history).
 Observation
     ``{"content": <observation text>}``. A ``status`` only where the file
     shows one: ``"error"`` when the command was cancelled by SWE-agent's
