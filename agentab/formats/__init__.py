@@ -10,6 +10,7 @@ anthropic       records with a Messages API content-block list (:mod:`.messages`
 inspect         Inspect AI eval logs, ``.eval`` archives and ``.json`` (:mod:`.inspect_ai`)
 tau2            tau2-bench results documents (``simulations``), or simulations one per line (:mod:`.tau2`)
 mini-swe-agent  mini-SWE-agent ``*.traj.json`` trajectories, v1 and v2 (:mod:`.mini_swe_agent`)
+swe-agent       SWE-agent ``.traj`` trajectories, 0.x text actions and 1.x function calling (:mod:`.swe_agent`)
 openhands       OpenHands evaluation ``output.jsonl`` and event streams (:mod:`.openhands`)
 claude-code     Claude Code session transcripts (JSON Lines) (:mod:`.claude_code`)
 atif            Harbor ATIF ``trajectory.json`` with the trial's ``result.json`` (:mod:`.atif`)
@@ -62,19 +63,21 @@ RECORD = Format(
 
 def available() -> dict[str, Format]:
     """Every format by name."""
-    from agentab.formats.inspect_ai import FORMAT as INSPECT
-    from agentab.formats.messages import ANTHROPIC, OPENAI
     from agentab.formats.atif import FORMAT as ATIF
     from agentab.formats.claude_code import FORMAT as CLAUDE_CODE
+    from agentab.formats.inspect_ai import FORMAT as INSPECT
+    from agentab.formats.messages import ANTHROPIC, OPENAI
     from agentab.formats.mini_swe_agent import FORMAT as MINI_SWE_AGENT
     from agentab.formats.openhands import FORMAT as OPENHANDS
     from agentab.formats.otel import FORMAT as OTEL
+    from agentab.formats.swe_agent import FORMAT as SWE_AGENT
     from agentab.formats.tau2 import FORMAT as TAU2
 
-    # Order matters to detection: specific signatures before the message lists (openai's sniff also claims tau2,
-    # mini-SWE-agent and OpenHands files, whose histories hold chat messages; anthropic's claims Claude Code sessions).
-    return {"record": RECORD, "otel": OTEL, "tau2": TAU2, "mini-swe-agent": MINI_SWE_AGENT, "openhands": OPENHANDS,
-            "claude-code": CLAUDE_CODE, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
+    # Order matters to detection: specific signatures before the message lists (openai's sniff also claims
+    # tau2, mini-SWE-agent, SWE-agent and OpenHands files, whose histories hold chat messages; anthropic's
+    # claims Claude Code sessions).
+    return {"record": RECORD, "otel": OTEL, "tau2": TAU2, "mini-swe-agent": MINI_SWE_AGENT, "swe-agent": SWE_AGENT,
+            "openhands": OPENHANDS, "claude-code": CLAUDE_CODE, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
 
 
 def get(name: str) -> Format:

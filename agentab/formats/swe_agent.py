@@ -109,8 +109,10 @@ from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["FIELDS", "FORMAT", "convert", "sniff"]
 
-#: Default field mapping: none (the rules above); ``fields=`` entries are dotted paths into the document.
-FIELDS: dict[str, str] = {}
+#: Default field mapping: the outcome from a top-level ``outcome`` key (a .traj has none of its own: it is
+#: SWE-bench's verdict, added by the user; without it the run is rejected naming the key); other fields by the
+#: rules above. ``fields=`` entries are dotted paths into the document.
+FIELDS: dict[str, str] = {"outcome": "outcome"}
 
 _HARNESS = "SWE-agent"
 _TIMEOUT = re.compile(r"The command '.*' was cancelled because it took more than \S+ seconds", re.DOTALL)
@@ -488,7 +490,7 @@ FORMAT = Format(
     summary="SWE-agent trajectories: one .traj JSON document per instance (trajectory, history, info.model_stats)",
     example='{"trajectory": [{"action": "ls -F", "observation": "src/", "thought": "", "response": "", '
             '"execution_time": 0.2}], "history": [], "info": {"exit_status": "submitted", "model_stats": '
-            '{"instance_cost": 0.01, "tokens_sent": 900, "tokens_received": 40, "api_calls": 1}}}',
+            '{"instance_cost": 0.01, "tokens_sent": 900, "tokens_received": 40, "api_calls": 1}}, "outcome": true}',
     fields=FIELDS,
     sniff=sniff,
     read_file=_read_file,

@@ -25,13 +25,13 @@ from agentab.formats.files import BOM, JSON_SPACE, InflateLimit, open_trace_file
 from agentab.traces._arrays import locate as _locate
 from agentab.traces._arrays import resync_array as _resync_array
 from agentab.traces._arrays import split_array as _split_array
-from agentab.traces._results import is_results_table
 from agentab.traces._parallel import (
     PARALLEL_MIN_BYTES,
     default_workers,
     read_lines,
     read_parallel,
 )
+from agentab.traces._results import is_results_table
 from agentab.traces._tables import PathLike, Traces, _frames, _rejected_frame
 
 __all__ = ["SUFFIXES", "load_traces"]
@@ -40,7 +40,7 @@ Source = Union[PathLike, Mapping[str, Any], Sequence[Any]]
 
 #: File name endings read from a directory, and what each holds.
 SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjson.gz": "lines",
-            ".json": "array", ".json.gz": "array", ".eval": "archive"}
+            ".json": "array", ".json.gz": "array", ".eval": "archive", ".traj": "array", ".traj.gz": "array"}
 
 
 def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, str] | None = None,
