@@ -162,6 +162,7 @@ def test_one_run_per_arm_gives_a_verdict_and_a_note(primary, advice):
     assert result.decision.reasons[-1].startswith(NO_ADVICE + advice), result.decision.reasons[-1]
 
 
+@pytest.mark.slow  # many random degenerate designs through compare: run by `pytest -m slow` (CI)
 @SETTINGS
 @given(data=designs(), primary=st.sampled_from(["outcome", "rubric", "cost p50", "cost p95", "score"]),
        paired=st.sampled_from(["auto", False, True]), min_effect=st.sampled_from([None, "some"]))

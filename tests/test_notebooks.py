@@ -39,6 +39,7 @@ def test_notebook_is_committed_clean(path):
             assert cell.get("execution_count") is None, f"cell {number}: commit notebooks without execution counts"
 
 
+@pytest.mark.slow  # each notebook in a fresh kernel: run by `pytest -m slow` (CI)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path, tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTAB_NOTEBOOK_DIR", str(NOTEBOOK_DIR))
