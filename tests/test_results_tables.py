@@ -329,3 +329,14 @@ def test_compare_reads_a_results_table_with_fields_and_names_outcome_candidates_
         with pytest.raises(agentab.CompareError, match="primary metric 'outcome' is not a column.*resolved") as info:
             agentab.compare(SWE, arm="submission_folder", baseline=arms[0], n_resamples=199)
     assert 'fields={"outcome"' in str(info.value)
+
+
+def test_an_arm_named_candidate_fixes_the_roles_on_the_command_line_as_in_python(tmp_path, capsys):
+    """Two arms, 'candidate' and 'prod': prod is the baseline whatever the row order, as agentab.compare decides."""
+    rows = [{"task_id": f"t{t}", "arm": arm, "outcome": (t + (arm == "candidate")) % 3 == 0}
+            for t in range(12) for arm in ("candidate", "prod")]
+    path = tmp_path / "runs.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    code, out, err = run(capsys, "compare", str(path), "--arm-column", "arm", *FAST)
+    assert code == 0, err
+    assert out.startswith("agentab comparison: candidate") and "vs prod" in out.splitlines()[0]

@@ -186,7 +186,10 @@ def _runs_column(scores: pd.DataFrame, traces: agentab.Traces, column: str, wher
 
 def check_arms(data: pd.DataFrame, column: str, names: Sequence[str] | None, where_: str,
                flag: str = "--names BASELINE CANDIDATE") -> tuple[str, str]:
-    """The baseline and candidate arms of ``column``: --names; or two arms, one named baseline. Never by row order."""
+    """The baseline and candidate arms of ``column``: --names; or two arms, one named baseline (or candidate).
+
+    Never by row order.
+    """
     if column not in data.columns:
         raise InputError(f"{where_}: no column {column!r} for the arms (columns: {', '.join(map(str, data.columns))}); "
                          "name it with --arm-column COL")
@@ -212,6 +215,8 @@ def check_arms(data: pd.DataFrame, column: str, names: Sequence[str] | None, whe
         raise InputError(f"{where_}: column {column!r} has {len(arms)} arms ({', '.join(arms)}); pick two with {flag}")
     if "baseline" in arms:
         return "baseline", next(a for a in arms if a != "baseline")
+    if "candidate" in arms:  # as agentab.compare: the roles come from the names, never from the rows' order
+        return next(a for a in arms if a != "candidate"), "candidate"
     raise InputError(f"{where_}: column {column!r} has two arms, {arms[0]} and {arms[1]}, and neither is named "
                      f"baseline: say which is with {flag} (the arms are never chosen by row order)")
 
