@@ -45,7 +45,7 @@ from typing import Any
 import agentab
 import agentab.traces._parallel
 
-FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect")
+FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands")
 
 
 def _messages_openai(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -163,6 +163,100 @@ def _inspect_sample(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _tau2_simulation(rec: dict[str, Any], n: int) -> dict[str, Any]:
+    """One tau2 ``SimulationRun`` (the shape of tests/data/tau2/airline_grok-3_3sims.json)."""
+    messages: list[dict[str, Any]] = [
+        {"role": "assistant", "content": "Hi! How can I help you today?", "tool_calls": None, "turn_idx": 0,
+         "timestamp": "2026-11-02T09:00:00.000000", "cost": 0.0, "usage": None, "raw_data": None},
+        {"role": "user", "content": f"task {rec['task_id']}", "tool_calls": None, "turn_idx": 1,
+         "timestamp": "2026-11-02T09:00:00.500000", "cost": 0.0027,
+         "usage": {"completion_tokens": 71, "prompt_tokens": 549}, "raw_data": None}]
+    for step in rec["steps"]:
+        call_id = f"call_{n:06d}{step['index']:03d}"
+        usage = {"completion_tokens": step.get("tokens_out", 0), "prompt_tokens": step.get("tokens_in", 0)}
+        messages.append({
+            "role": "assistant", "content": "", "turn_idx": len(messages), "timestamp": step["started_at"],
+            "tool_calls": [{"id": call_id, "name": step["tool"], "arguments": step["args"], "requestor": "assistant"}],
+            "cost": 0.015, "usage": usage,
+            "raw_data": {"finish_reason": "tool_calls", "index": 0, "message": {
+                "content": "", "role": "assistant", "function_call": None,
+                "tool_calls": [{"function": {"arguments": json.dumps(step["args"]), "name": step["tool"]},
+                                "id": call_id, "type": "function"}]}, "provider_specific_fields": {}}})
+        obs = step.get("observation")
+        if obs is not None:
+            error = obs.get("status") == "error"
+            messages.append({"id": call_id, "role": "tool", "content": str(obs.get("error")) if error else json.dumps(obs),
+                             "requestor": "assistant", "error": error, "turn_idx": len(messages),
+                             "timestamp": step["ended_at"]})
+    reward = 1.0 if rec["outcome"] else 0.0
+    return {
+        "id": f"{n:08x}-0000-4000-8000-{n:012x}", "task_id": rec["task_id"], "timestamp": "2026-11-02T09:01:00",
+        "start_time": "2026-11-02T09:00:00", "end_time": "2026-11-02T09:01:00", "duration": 60.0,
+        "termination_reason": "user_stop", "agent_cost": 0.028, "user_cost": 0.0047,
+        "reward_info": {"reward": reward, "db_check": {"db_match": bool(rec["outcome"]), "db_reward": reward},
+                        "env_assertions": [], "action_checks": [], "nl_assertions": None,
+                        "communicate_checks": [], "reward_basis": ["DB"], "reward_breakdown": {"DB": reward},
+                        "info": {"env": None, "nl": None, "communicate": None, "action": None}},
+        "messages": messages, "trial": rec["seed"], "seed": 1000 + n}
+
+
+def _tau2_results(records: list[dict[str, Any]], offset: int) -> dict[str, Any]:
+    """A tau2 ``Results`` document: ``{timestamp, info, tasks, simulations}``."""
+    agent = {"implementation": records[0]["metadata"]["harness"], "llm": records[0]["metadata"]["model"],
+             "llm_args": {"temperature": 0.0}}
+    info = {"git_commit": "0" * 40, "num_trials": 5, "max_steps": 200, "max_errors": 10,
+            "user_info": {"implementation": "user_simulator", "llm": "xai/grok-3", "llm_args": {"temperature": 0.0}},
+            "agent_info": agent, "environment_info": {"domain_name": "bench", "tool_defs": None}, "seed": 300}
+    return {"timestamp": "2026-11-02T09:00:00", "info": info, "tasks": [],
+            "simulations": [_tau2_simulation(rec, offset + n) for n, rec in enumerate(records)]}
+
+
+def _openhands_line(rec: dict[str, Any], n: int) -> dict[str, Any]:
+    """One OpenHands ``output.jsonl`` line (the shape of tests/data/openhands/multi_swe_bench_output.jsonl.gz)."""
+    rec = {**rec, **_run_fields(rec)}
+    history: list[dict[str, Any]] = [
+        {"id": 0, "timestamp": "2026-11-02T09:00:00", "source": "agent", "message": "You are OpenHands agent.",
+         "action": "system", "args": {"content": "You are OpenHands agent.", "tools": None}},
+        {"id": 1, "timestamp": "2026-11-02T09:00:00", "source": "user", "message": f"task {rec['task_id']}",
+         "action": "message", "args": {"content": f"task {rec['task_id']}", "image_urls": None, "wait_for_response": False}}]
+    prompt = completion = 0
+    for step in rec["steps"]:
+        event_id = len(history)
+        prompt, completion = prompt + step.get("tokens_in", 0), completion + step.get("tokens_out", 0)
+        usage = {"completion_tokens": step.get("tokens_out", 0), "prompt_tokens": step.get("tokens_in", 0),
+                 "total_tokens": step.get("tokens_in", 0) + step.get("tokens_out", 0),
+                 "completion_tokens_details": None, "prompt_tokens_details": None}
+        metadata = {"function_name": step["tool"], "tool_call_id": f"toolu_{step['index']:02d}",
+                    "model_response": {"id": f"gen-{n}-{step['index']}", "created": 1746001974, "model": rec["model"],
+                                       "object": "chat.completion", "choices": [], "usage": usage},
+                    "total_calls_in_response": 1}
+        history.append({"id": event_id, "timestamp": step["started_at"], "source": "agent",
+                        "message": f"Running {step['tool']}", "action": "run", "tool_call_metadata": metadata,
+                        "llm_metrics": {"accumulated_cost": 0.0, "accumulated_token_usage": {
+                            "model": rec["model"], "prompt_tokens": prompt, "completion_tokens": completion,
+                            "cache_read_tokens": 0, "cache_write_tokens": 0, "response_id": ""},
+                            "costs": [], "response_latencies": [], "token_usages": []},
+                        "args": step["args"]})
+        obs = step.get("observation")
+        if obs is not None:
+            error = obs.get("status") == "error"
+            history.append({"id": event_id + 1, "timestamp": step["ended_at"], "source": "agent",
+                            "message": f"Command executed with exit code {1 if error else 0}.", "cause": event_id,
+                            "observation": "run", "tool_call_metadata": metadata,
+                            "content": str(obs.get("error")) if error else json.dumps(obs),
+                            "extras": {"command": step["tool"], "metadata": {"exit_code": 1 if error else 0, "pid": -1},
+                                       "hidden": False}, "success": not error})
+    return {"instance_id": rec["task_id"], "run_id": rec["run_id"], "seed": rec["seed"], "arm": rec["arm"],
+            "test_result": {"git_patch": "", "report": {"resolved": bool(rec["outcome"])}},
+            "instruction": f"task {rec['task_id']}",
+            "metadata": {"agent_class": rec["harness"], "llm_config": {"model": rec["model"]}, "max_iterations": 100},
+            "metrics": {"accumulated_cost": 0.5, "accumulated_token_usage": {
+                "model": "default", "prompt_tokens": prompt, "completion_tokens": completion, "cache_read_tokens": 0,
+                "cache_write_tokens": 0, "response_id": ""}, "costs": [{"model": rec["model"], "cost": 0.5}],
+                "response_latencies": [], "token_usages": []},
+            "error": None, "history": history}
+
+
 def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Path]]:
     """The records in every format; the paths of each format's files."""
     paths: dict[str, list[Path]] = {}
@@ -200,13 +294,24 @@ def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Pat
             for rec in arm_records:
                 zf.writestr(f"samples/{rec['task_id']}_epoch_{rec['seed'] + 1}.json", json.dumps(_inspect_sample(rec)))
         paths["inspect"].append(path)
+    paths["tau2"] = []
+    for arm in sorted({rec["arm"] for rec in records}):  # one results file per arm, as `tau2 run` writes them
+        path = folder / f"tau2-{arm}.json"
+        arm_records = [rec for rec in records if rec["arm"] == arm]
+        path.write_text(json.dumps(_tau2_results(arm_records, len(paths["tau2"]) * len(records)), indent=2))
+        paths["tau2"].append(path)
+    path = folder / "openhands-output.jsonl"
+    with path.open("w") as fh:
+        for n, rec in enumerate(records):
+            fh.write(json.dumps(_openhands_line(rec, n)) + "\n")
+    paths["openhands"] = [path]
     return paths
 
 
 def load(name: str, paths: list[Path], workers: int | None = None) -> agentab.Traces:
-    if name == "inspect":
-        arms = {p.stem: p for p in paths}
-        return agentab.load_traces(arms, format="inspect", workers=workers)
+    if name in ("inspect", "tau2"):
+        arms = {p.stem.removeprefix("tau2-"): p for p in paths}
+        return agentab.load_traces(arms, format=name, workers=workers)
     return agentab.load_traces(paths[0], format=name.removesuffix("-spans"), workers=workers)
 
 
