@@ -45,7 +45,7 @@ from typing import Any
 import agentab
 import agentab.traces._parallel
 
-FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands")
+FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands", "mini-swe-agent")
 
 
 def _messages_openai(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -257,6 +257,39 @@ def _openhands_line(rec: dict[str, Any], n: int) -> dict[str, Any]:
             "error": None, "history": history}
 
 
+def _mini_swe_agent_traj(rec: dict[str, Any]) -> dict[str, Any]:
+    """A mini-SWE-agent v1 ``.traj.json`` (the shape of tests/data/mini_swe_agent/django__django-12143.traj.json).
+
+    Text mode: one bash block per assistant message (the example's tool and
+    its arguments as the command), answered by ``<returncode>``/``<output>``;
+    the outcome is the top-level ``outcome`` key the docs page has users add.
+    """
+    rec = {**rec, **_run_fields(rec)}
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a helpful assistant that can interact multiple times with a computer "
+                                      "shell to solve programming tasks."},
+        {"role": "user", "content": f"<pr_description>\ntask {rec['task_id']}\n</pr_description>"}]
+    for step in rec["steps"]:
+        text = f"THOUGHT: next.\n\n```bash\n{step['tool']} '{json.dumps(step['args'])}'\n```"
+        usage = {"completion_tokens": step.get("tokens_out", 0), "prompt_tokens": step.get("tokens_in", 0),
+                 "total_tokens": step.get("tokens_in", 0) + step.get("tokens_out", 0)}
+        messages.append({"role": "assistant", "content": text, "extra": {"response": {
+            "id": f"{rec['run_id']}-{step['index']}", "choices": [{"finish_reason": "STOP", "index": 0, "message": {
+                "content": text, "role": "assistant", "function_call": None, "tool_calls": None}}],
+            "created": 1746001974, "model": rec["model"], "object": "chat.completion", "usage": usage}, "cost": 0.01}})
+        obs = step.get("observation")
+        if obs is not None:
+            code = 1 if obs.get("status") == "error" else 0
+            out = str(obs.get("error")) if code else json.dumps(obs)
+            messages.append({"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n{out}\n</output>"})
+    return {"run_id": rec["run_id"], "instance_id": rec["task_id"], "seed": rec["seed"], "arm": rec["arm"],
+            "outcome": bool(rec["outcome"]), "trajectory_format": "mini-swe-agent-1",
+            "info": {"exit_status": "Submitted", "submission": "diff --git a/x b/x\n",
+                     "model_stats": {"instance_cost": 0.01 * len(rec["steps"]), "api_calls": len(rec["steps"])},
+                     "mini_version": "1.9.0", "config": {"model": {"model_name": rec["model"]}}},
+            "messages": messages}
+
+
 def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Path]]:
     """The records in every format; the paths of each format's files."""
     paths: dict[str, list[Path]] = {}
@@ -305,6 +338,11 @@ def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Pat
         for n, rec in enumerate(records):
             fh.write(json.dumps(_openhands_line(rec, n)) + "\n")
     paths["openhands"] = [path]
+    trajs = folder / "mini-swe-agent"  # one file per run, loaded as a folder
+    trajs.mkdir()
+    for rec in records:
+        (trajs / f"{rec['run_id']}.traj.json").write_text(json.dumps(_mini_swe_agent_traj(rec), indent=2))
+    paths["mini-swe-agent"] = [trajs]
     return paths
 
 
@@ -315,21 +353,26 @@ def load(name: str, paths: list[Path], workers: int | None = None) -> agentab.Tr
     return agentab.load_traces(paths[0], format=name.removesuffix("-spans"), workers=workers)
 
 
-def same_runs(reference: agentab.Traces, other: agentab.Traces, seed_offset: int = 0) -> str:
+#: Formats whose every step is a shell command: the reference's tools are compared as "bash".
+BASH_FORMATS = ("mini-swe-agent", "swe-agent")
+
+
+def same_runs(reference: agentab.Traces, other: agentab.Traces, seed_offset: int = 0, bash: bool = False) -> str:
     """'identical' or what differs: runs per (task, seed, arm), steps per run, tools and outcomes.
 
-    ``seed_offset``: subtracted from ``other``'s seeds (Inspect numbers epochs, its seeds, from 1).
+    ``seed_offset``: subtracted from ``other``'s seeds (Inspect numbers epochs, its seeds, from 1);
+    ``bash``: the reference's tools all read as ``"bash"`` (the other format's one tool).
     """
-    def summary(t: agentab.Traces, offset: int) -> Any:
+    def summary(t: agentab.Traces, offset: int, as_bash: bool = False) -> Any:
         runs = t.runs.assign(key=t.runs["task_id"].astype(str) + "/" + (t.runs["seed"] - offset).astype(str) + "/"
                              + t.runs["arm"].astype(str))
         key = dict(zip(runs["run_id"].astype(str), runs["key"]))
         steps = t.steps.assign(key=t.steps["run_id"].astype(str).map(key))
-        tools = steps.groupby("key")["tool"].agg(lambda s: tuple(s.astype(str)))
+        tools = steps.groupby("key")["tool"].agg(lambda s: tuple("bash" if as_bash else v for v in s.astype(str)))
         return (sorted(runs["key"]), runs.set_index("key")["n_steps"].sort_index().tolist(),
                 tools.sort_index().tolist(), runs.set_index("key")["outcome"].astype(float).sort_index().tolist())
     names = ("runs", "steps per run", "tools", "outcomes")
-    diffs = [n for n, a, b in zip(names, summary(reference, 0), summary(other, seed_offset)) if a != b]
+    diffs = [n for n, a, b in zip(names, summary(reference, 0, bash), summary(other, seed_offset)) if a != b]
     return "identical" if not diffs else "DIFFERENT " + ", ".join(diffs)
 
 
@@ -359,11 +402,12 @@ def main() -> None:
             loaded[name] = load(name, paths[name], workers)
             times.setdefault((name, workers), []).append(time.perf_counter() - start)
     best = {key: min(values) for key, values in times.items()}
-    print(f"{'format':>10} {'MB':>7} {'seconds':>8} {'x record':>9} {'seconds, 1 process':>19} {'x record':>9}  check")
+    print(f"{'format':>14} {'MB':>7} {'seconds':>8} {'x record':>9} {'seconds, 1 process':>19} {'x record':>9}  check")
     for name in names:
-        size = sum(p.stat().st_size for p in paths[name]) / 1e6
-        check = same_runs(loaded["record"], loaded[name], seed_offset=1 if name == "inspect" else 0)
-        print(f"{name:>10} {size:>7.1f} {best[name, None]:>8.2f} {best[name, None] / best['record', None]:>9.2f} "
+        size = sum(f.stat().st_size for p in paths[name] for f in (p.iterdir() if p.is_dir() else [p])) / 1e6
+        check = same_runs(loaded["record"], loaded[name], seed_offset=1 if name == "inspect" else 0,
+                          bash=name in BASH_FORMATS)
+        print(f"{name:>14} {size:>7.1f} {best[name, None]:>8.2f} {best[name, None] / best['record', None]:>9.2f} "
               f"{best[name, 1]:>19.2f} {best[name, 1] / best['record', 1]:>9.2f}  {check}")
 
 
