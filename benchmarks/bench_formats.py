@@ -45,7 +45,7 @@ from typing import Any
 import agentab
 import agentab.traces._parallel
 
-FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands", "mini-swe-agent")
+FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands", "mini-swe-agent", "swe-agent")
 
 
 def _messages_openai(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -290,6 +290,47 @@ def _mini_swe_agent_traj(rec: dict[str, Any]) -> dict[str, Any]:
             "messages": messages}
 
 
+#: The mapping the swe-agent docs page has users give for what a .traj does not record.
+SWE_AGENT_FIELDS = {"seed": "seed", "outcome": "outcome"}
+
+
+def _swe_agent_traj(rec: dict[str, Any]) -> dict[str, Any]:
+    """A SWE-agent 1.x ``.traj`` with function calling (the shape of tests/data/swe_agent/*.traj).
+
+    ``trajectory[]`` entries and the ``history`` assistant items whose
+    ``tool_calls`` name the tool; the seed and outcome as top-level keys
+    the user's tooling adds, read with ``fields=SWE_AGENT_FIELDS``.
+    """
+    rec = {**rec, **_run_fields(rec)}
+    trajectory: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = [
+        {"message_type": "system_prompt", "role": "system", "content": "SETTING: autonomous programmer", "agent": "main"},
+        {"message_type": "observation", "role": "user", "content": f"task {rec['task_id']}", "agent": "main"}]
+    for step in rec["steps"]:
+        call_id = f"call_{step['index']:03d}"
+        action = f"{step['tool']} '{json.dumps(step['args'])}'"
+        obs = step.get("observation")
+        text = "" if obs is None else str(obs.get("error")) if obs.get("status") == "error" else json.dumps(obs)
+        trajectory.append({"action": action, "observation": text, "response": "next.", "thought": "next.",
+                           "execution_time": 0.25, "state": {"open_file": "n/a", "working_dir": "/testbed"},
+                           "query": [], "extra_info": {}})
+        history.append({"message_type": "action", "role": "assistant", "content": "next.", "thought": "next.",
+                        "action": action, "agent": "main", "tool_calls": [{
+                            "id": call_id, "type": "function",
+                            "function": {"name": step["tool"], "arguments": json.dumps(step["args"])}}]})
+        history.append({"message_type": "observation", "role": "tool", "content": text, "agent": "main",
+                        "tool_call_ids": [call_id]})
+    tokens_in = sum(s.get("tokens_in", 0) for s in rec["steps"])
+    tokens_out = sum(s.get("tokens_out", 0) for s in rec["steps"])
+    return {"environment": "main", "trajectory": trajectory, "history": history,
+            "info": {"submission": "diff --git a/x b/x\n", "exit_status": "submitted", "swe_agent_version": "1.0.1",
+                     "model_stats": {"instance_cost": 0.5, "tokens_sent": tokens_in, "tokens_received": tokens_out,
+                                     "api_calls": len(rec["steps"])}},
+            "replay_config": {"problem_statement": {"id": rec["task_id"], "type": "text"},
+                              "agent": {"name": "main", "model": {"name": rec["model"]}}},
+            "seed": rec["seed"], "outcome": bool(rec["outcome"])}
+
+
 def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Path]]:
     """The records in every format; the paths of each format's files."""
     paths: dict[str, list[Path]] = {}
@@ -343,6 +384,14 @@ def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Pat
     for rec in records:
         (trajs / f"{rec['run_id']}.traj.json").write_text(json.dumps(_mini_swe_agent_traj(rec), indent=2))
     paths["mini-swe-agent"] = [trajs]
+    paths["swe-agent"] = []
+    for arm in sorted({rec["arm"] for rec in records}):  # <output_dir>/<instance>/<instance>.traj, one folder per arm
+        root = folder / "swe-agent" / arm
+        for rec in records:
+            if rec["arm"] == arm:
+                (root / rec["run_id"]).mkdir(parents=True)
+                (root / rec["run_id"] / f"{rec['run_id']}.traj").write_text(json.dumps(_swe_agent_traj(rec), indent=2))
+        paths["swe-agent"].append(root)
     return paths
 
 
@@ -350,11 +399,13 @@ def load(name: str, paths: list[Path], workers: int | None = None) -> agentab.Tr
     if name in ("inspect", "tau2"):
         arms = {p.stem.removeprefix("tau2-"): p for p in paths}
         return agentab.load_traces(arms, format=name, workers=workers)
+    if name == "swe-agent":
+        return agentab.load_traces({p.name: p for p in paths}, format=name, fields=SWE_AGENT_FIELDS, workers=workers)
     return agentab.load_traces(paths[0], format=name.removesuffix("-spans"), workers=workers)
 
 
 #: Formats whose every step is a shell command: the reference's tools are compared as "bash".
-BASH_FORMATS = ("mini-swe-agent", "swe-agent")
+BASH_FORMATS = ("mini-swe-agent",)
 
 
 def same_runs(reference: agentab.Traces, other: agentab.Traces, seed_offset: int = 0, bash: bool = False) -> str:
@@ -404,7 +455,7 @@ def main() -> None:
     best = {key: min(values) for key, values in times.items()}
     print(f"{'format':>14} {'MB':>7} {'seconds':>8} {'x record':>9} {'seconds, 1 process':>19} {'x record':>9}  check")
     for name in names:
-        size = sum(f.stat().st_size for p in paths[name] for f in (p.iterdir() if p.is_dir() else [p])) / 1e6
+        size = sum(f.stat().st_size for p in paths[name] for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file()) / 1e6
         check = same_runs(loaded["record"], loaded[name], seed_offset=1 if name == "inspect" else 0,
                           bash=name in BASH_FORMATS)
         print(f"{name:>14} {size:>7.1f} {best[name, None]:>8.2f} {best[name, None] / best['record', None]:>9.2f} "
