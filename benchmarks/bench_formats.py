@@ -45,7 +45,7 @@ from typing import Any
 import agentab
 import agentab.traces._parallel
 
-FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands", "mini-swe-agent", "swe-agent")
+FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands", "mini-swe-agent", "swe-agent", "claude-code")
 
 
 def _messages_openai(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -331,6 +331,46 @@ def _swe_agent_traj(rec: dict[str, Any]) -> dict[str, Any]:
             "seed": rec["seed"], "outcome": bool(rec["outcome"])}
 
 
+def _claude_code_session(rec: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """A Claude Code session JSONL (the shape of tests/data/claude_code/tool_heavy.jsonl).
+
+    The run's task, seed and outcome in the ``agentab`` object the docs page
+    has the harness add to the first line.
+    """
+    rec = {**rec, **_run_fields(rec)}
+    session = f"{n:08x}-0000-4000-8000-{n:012x}"
+    common = {"isSidechain": False, "userType": "external", "cwd": "/home/user/project", "sessionId": session,
+              "version": "2.1.38", "gitBranch": "main"}
+    lines: list[dict[str, Any]] = [
+        {"parentUuid": None, **common, "type": "user", "message": {"role": "user", "content": f"task {rec['task_id']}"},
+         "uuid": f"{session}-u", "timestamp": "2026-11-02T09:00:00.000Z", "permissionMode": "bypassPermissions",
+         "agentab": {"task_id": rec["task_id"], "seed": rec["seed"], "outcome": bool(rec["outcome"])}}]
+    for step in rec["steps"]:
+        k = step["index"]
+        call_id = f"toolu_{n:08d}{k:04d}"
+        lines.append({"parentUuid": lines[-1]["uuid"], **common, "message": {
+            "model": rec["model"], "id": f"msg_{n:08d}{k:04d}", "type": "message", "role": "assistant",
+            "content": [{"type": "tool_use", "id": call_id, "name": step["tool"], "input": step["args"],
+                         "caller": {"type": "direct"}}],
+            "stop_reason": "tool_use", "stop_sequence": None,
+            "usage": {"input_tokens": step.get("tokens_in", 0), "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": step.get("tokens_out", 0),
+                      "service_tier": "standard"}},
+            "requestId": f"req_{n:08d}{k:04d}", "type": "assistant", "uuid": f"{session}-a{k}",
+            "timestamp": step["started_at"]})
+        obs = step.get("observation")
+        if obs is not None:
+            error = obs.get("status") == "error"
+            lines.append({"parentUuid": lines[-1]["uuid"], **common, "type": "user", "message": {
+                "role": "user", "content": [{"tool_use_id": call_id, "type": "tool_result",
+                                             "content": str(obs.get("error")) if error else json.dumps(obs),
+                                             "is_error": error}]},
+                "uuid": f"{session}-r{k}", "timestamp": step["ended_at"],
+                "toolUseResult": {"stdout": "", "stderr": "", "interrupted": False, "isImage": False},
+                "sourceToolAssistantUUID": f"{session}-a{k}"})
+    return lines
+
+
 def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Path]]:
     """The records in every format; the paths of each format's files."""
     paths: dict[str, list[Path]] = {}
@@ -392,6 +432,15 @@ def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Pat
                 (root / rec["run_id"]).mkdir(parents=True)
                 (root / rec["run_id"] / f"{rec['run_id']}.traj").write_text(json.dumps(_swe_agent_traj(rec), indent=2))
         paths["swe-agent"].append(root)
+    paths["claude-code"] = []
+    for arm in sorted({rec["arm"] for rec in records}):  # ~/.claude/projects/<project>/<session-id>.jsonl
+        root = folder / "claude-code" / arm
+        root.mkdir(parents=True)
+        for n, rec in enumerate(records):
+            if rec["arm"] == arm:
+                lines = _claude_code_session(rec, n)
+                (root / f"{lines[0]['sessionId']}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        paths["claude-code"].append(root)
     return paths
 
 
@@ -399,6 +448,8 @@ def load(name: str, paths: list[Path], workers: int | None = None) -> agentab.Tr
     if name in ("inspect", "tau2"):
         arms = {p.stem.removeprefix("tau2-"): p for p in paths}
         return agentab.load_traces(arms, format=name, workers=workers)
+    if name == "claude-code":
+        return agentab.load_traces({p.name: p for p in paths}, format=name, workers=workers)
     if name == "swe-agent":
         return agentab.load_traces({p.name: p for p in paths}, format=name, fields=SWE_AGENT_FIELDS, workers=workers)
     return agentab.load_traces(paths[0], format=name.removesuffix("-spans"), workers=workers)
