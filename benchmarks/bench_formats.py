@@ -45,7 +45,7 @@ from typing import Any
 import agentab
 import agentab.traces._parallel
 
-FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands", "mini-swe-agent", "swe-agent", "claude-code")
+FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands", "mini-swe-agent", "swe-agent", "claude-code", "atif")
 
 
 def _messages_openai(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -371,6 +371,43 @@ def _claude_code_session(rec: dict[str, Any], n: int) -> list[dict[str, Any]]:
     return lines
 
 
+#: ATIF records no seed: the docs page's mapping to a key the harness adds (``extra.seed``).
+ATIF_FIELDS = {"seed": "extra.seed"}
+
+
+def _atif_trial(rec: dict[str, Any], trial: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Harbor's ``agent/trajectory.json`` (ATIF-v1.5, function calling) and the trial's ``result.json``."""
+    rec = {**rec, **_run_fields(rec)}
+    steps: list[dict[str, Any]] = [{"step_id": 1, "timestamp": "2026-11-02T09:00:00Z", "source": "user",
+                                    "message": f"task {rec['task_id']}"}]
+    for step in rec["steps"]:
+        call_id = f"call_{step['index']:03d}"
+        obs = step.get("observation")
+        entry: dict[str, Any] = {
+            "step_id": len(steps) + 1, "timestamp": step["started_at"], "source": "agent", "model_name": rec["model"],
+            "message": "next.", "tool_calls": [{"tool_call_id": call_id, "function_name": step["tool"],
+                                                "arguments": step["args"]}],
+            "metrics": {"prompt_tokens": step.get("tokens_in", 0), "completion_tokens": step.get("tokens_out", 0),
+                        "cached_tokens": 0, "cost_usd": 0.002}}
+        if obs is not None:
+            text = str(obs.get("error")) if obs.get("status") == "error" else json.dumps(obs)
+            entry["observation"] = {"results": [{"source_call_id": call_id, "content": text}]}
+        steps.append(entry)
+    tokens_in = sum(s.get("tokens_in", 0) for s in rec["steps"])
+    tokens_out = sum(s.get("tokens_out", 0) for s in rec["steps"])
+    trajectory = {"schema_version": "ATIF-v1.5", "session_id": rec["run_id"],
+                  "agent": {"name": rec["harness"], "version": "2.0.0", "model_name": rec["model"]},
+                  "steps": steps, "extra": {"seed": rec["seed"]},
+                  "final_metrics": {"total_prompt_tokens": tokens_in, "total_completion_tokens": tokens_out,
+                                    "total_cached_tokens": 0, "total_cost_usd": 0.002 * len(rec["steps"])}}
+    result = {"id": rec["run_id"], "task_name": rec["task_id"], "trial_name": trial, "task_checksum": "0" * 64,
+              "agent_info": {"name": rec["harness"], "version": "2.0.0"},
+              "verifier_result": {"rewards": {"reward": 1.0 if rec["outcome"] else 0.0}},
+              "agent_execution": {"started_at": "2026-11-02T09:00:00Z", "finished_at": "2026-11-02T09:01:00Z"},
+              "exception_info": None}
+    return trajectory, result
+
+
 def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Path]]:
     """The records in every format; the paths of each format's files."""
     paths: dict[str, list[Path]] = {}
@@ -441,6 +478,17 @@ def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Pat
                 lines = _claude_code_session(rec, n)
                 (root / f"{lines[0]['sessionId']}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
         paths["claude-code"].append(root)
+    paths["atif"] = []
+    for arm in sorted({rec["arm"] for rec in records}):  # <job>/<task>__<7 characters>/{result.json, agent/}
+        root = folder / "atif" / arm
+        for n, rec in enumerate(records):
+            if rec["arm"] == arm:
+                trial = f"{rec['task_id']}__{arm[0]}{n:06d}"
+                trajectory, result = _atif_trial(rec, trial)
+                (root / trial / "agent").mkdir(parents=True)
+                (root / trial / "agent" / "trajectory.json").write_text(json.dumps(trajectory, indent=2))
+                (root / trial / "result.json").write_text(json.dumps(result, indent=2))
+        paths["atif"].append(root)
     return paths
 
 
@@ -450,6 +498,8 @@ def load(name: str, paths: list[Path], workers: int | None = None) -> agentab.Tr
         return agentab.load_traces(arms, format=name, workers=workers)
     if name == "claude-code":
         return agentab.load_traces({p.name: p for p in paths}, format=name, workers=workers)
+    if name == "atif":
+        return agentab.load_traces({p.name: p for p in paths}, format=name, fields=ATIF_FIELDS, workers=workers)
     if name == "swe-agent":
         return agentab.load_traces({p.name: p for p in paths}, format=name, fields=SWE_AGENT_FIELDS, workers=workers)
     return agentab.load_traces(paths[0], format=name.removesuffix("-spans"), workers=workers)
