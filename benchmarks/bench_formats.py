@@ -18,7 +18,39 @@ writes it:
   reader leaves to the span-by-span reader (as it does any file it does not
   read: a record to reject, odd value types...);
 - ``inspect``: an Inspect AI ``.eval`` zip (``header.json`` plus one sample
-  file per task and epoch; one archive per arm).
+  file per task and epoch; one archive per arm);
+- ``tau2``: a tau2-bench results document per arm (``{timestamp, info,
+  tasks, simulations}``; assistant ``tool_calls`` and ``tool`` messages
+  matched by ``id``, per-message ``usage`` and ``cost``, the reward in
+  ``reward_info.reward``), loaded as ``{arm: path}``;
+- ``openhands``: an evaluation ``output.jsonl`` (one instance a line; ``run``
+  action events with ``tool_call_metadata`` and the model response's
+  ``usage``, observations by ``cause`` with ``extras.metadata.exit_code``,
+  the outcome in ``test_result.report.resolved`` as SWE-bench's evaluation
+  adds it);
+- ``mini-swe-agent``: one v1 ``.traj.json`` per run in a folder (text mode:
+  a ```` ```bash ```` block per assistant message, the reply's
+  ``<returncode>`` / ``<output>``, ``extra.response.usage``), with the
+  top-level ``outcome`` key the reader's docs have users add; every step's
+  tool is ``bash``, so the check compares the reference's tools as ``bash``;
+- ``swe-agent``: one 1.x ``.traj`` per instance folder (function calling:
+  ``trajectory[]`` entries and ``history`` items with ``tool_calls``; tokens
+  as run totals in ``info.model_stats``), seed and outcome as top-level keys
+  read with ``fields={"seed": "seed", "outcome": "outcome"}``; a folder per
+  arm;
+- ``claude-code``: one session JSONL per run (``tool_use`` / ``tool_result``
+  lines linked by ``parentUuid``, Messages API ``usage``), the run's task,
+  seed and outcome in an ``agentab`` object on the first line; a folder per
+  arm;
+- ``atif``: Harbor trial folders (``<task>__<7 characters>/agent/trajectory.json``,
+  ATIF-v1.5 with ``tool_calls`` and per-step ``metrics``, and the trial's
+  ``result.json`` with ``verifier_result.rewards.reward``), the seed in the
+  trajectory's ``extra`` read with ``fields={"seed": "extra.seed"}``; a
+  folder per arm.
+
+The new formats' writers copy the structure of the real fixtures under
+``tests/data/<name>/`` and fill in the example's tool calls, observations,
+tokens and outcomes.
 
 Each is loaded with ``load_traces(path, format=...)`` (best of ``--repeat``)
 and checked: the same runs, steps, tools and outcomes as the reference. The
@@ -445,6 +477,12 @@ def write_all(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Pat
             for rec in arm_records:
                 zf.writestr(f"samples/{rec['task_id']}_epoch_{rec['seed'] + 1}.json", json.dumps(_inspect_sample(rec)))
         paths["inspect"].append(path)
+    return {**paths, **_write_agent_formats(records, folder)}
+
+
+def _write_agent_formats(records: list[dict[str, Any]], folder: Path) -> dict[str, list[Path]]:
+    """The records in the agent harnesses' formats (one file per arm, one line per run, or one file per run)."""
+    paths: dict[str, list[Path]] = {}
     paths["tau2"] = []
     for arm in sorted({rec["arm"] for rec in records}):  # one results file per arm, as `tau2 run` writes them
         path = folder / f"tau2-{arm}.json"
