@@ -61,6 +61,38 @@ large: OTLP/JSON takes 3.8 times the bytes of our record), and
 ``workers=1``, everything in this process (the cost per record).
 
 Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N]``.
+
+Last run (2026-12-01, ``python benchmarks/bench_formats.py``, 2 CPUs shared
+with other work; also in ``benchmarks/results/bench_formats.txt``)::
+
+    10,000 runs, 108,405 tool calls; best of 3, interleaved in random order; 2 CPUs
+            format      MB  seconds  x record  seconds, 1 process  x record  check
+            record    35.3     0.43      1.00                0.45      1.00  identical
+            openai    44.9     1.03      2.43                1.03      2.30  identical
+         anthropic    45.0     0.98      2.29                0.99      2.20  identical
+              otel   133.3     1.45      3.41                1.58      3.53  identical
+        otel-spans   133.3     1.57      3.67                2.25      5.02  identical
+           inspect     8.2     1.30      3.04                1.33      2.97  identical
+              tau2   181.2     1.76      4.13                1.75      3.89  identical
+         openhands   180.3     1.71      4.02                1.72      3.84  identical
+    mini-swe-agent   127.4     2.39      5.60                2.25      5.01  identical
+         swe-agent   131.6     1.85      4.35                1.86      4.15  identical
+       claude-code   171.8     2.49      5.85                2.57      5.73  identical
+              atif    92.1     2.54      5.97                2.65      5.90  identical
+
+Every new reader is over the issue's 3x: 3.9x (tau2) to 6.0x (atif). A
+cProfile of ``workers=1`` at 2,000 runs (21,312 calls) puts the time in each
+reader's per-message Python walk, not in JSON decoding (msgspec: 5-17% of
+each load): tau2 ``_message`` / ``_calls`` (0.32 of 0.74 s); openhands
+``_events.event_steps`` (0.47 of 0.91 s, ``_step`` and ``_event_kind`` per
+event); mini-swe-agent ``_steps.walk_steps`` (0.67 of 1.19 s; ``assistant``:
+the bash-block match and per-call usage, 0.46); swe-agent ``_steps`` (0.28 of
+0.87 s, with a ``json.loads`` of every call's arguments); claude-code
+``_read_line`` (0.52 of 1.45 s: one decode and check per line, 44,624 lines)
+and ``_convert``; atif ``_steps.segment`` (0.52 of 1.36 s) plus the folder
+walk of three entries per trial (``traces._load._files``, 0.20 s). The
+readers are not changed here; the formats also carry 2.6-5.1 times the bytes
+of our record.
 """
 
 from __future__ import annotations
