@@ -19,38 +19,18 @@ writes it:
   read: a record to reject, odd value types...);
 - ``inspect``: an Inspect AI ``.eval`` zip (``header.json`` plus one sample
   file per task and epoch; one archive per arm);
-- ``tau2``: a tau2-bench results document per arm (``{timestamp, info,
-  tasks, simulations}``; assistant ``tool_calls`` and ``tool`` messages
-  matched by ``id``, per-message ``usage`` and ``cost``, the reward in
-  ``reward_info.reward``), loaded as ``{arm: path}``;
-- ``openhands``: an evaluation ``output.jsonl`` (one instance a line; ``run``
-  action events with ``tool_call_metadata`` and the model response's
-  ``usage``, observations by ``cause`` with ``extras.metadata.exit_code``,
-  the outcome in ``test_result.report.resolved`` as SWE-bench's evaluation
-  adds it);
-- ``mini-swe-agent``: one v1 ``.traj.json`` per run in a folder (text mode:
-  a ```` ```bash ```` block per assistant message, the reply's
-  ``<returncode>`` / ``<output>``, ``extra.response.usage``), with the
-  top-level ``outcome`` key the reader's docs have users add; every step's
-  tool is ``bash``, so the check compares the reference's tools as ``bash``;
-- ``swe-agent``: one 1.x ``.traj`` per instance folder (function calling:
-  ``trajectory[]`` entries and ``history`` items with ``tool_calls``; tokens
-  as run totals in ``info.model_stats``), seed and outcome as top-level keys
-  read with ``fields={"seed": "seed", "outcome": "outcome"}``; a folder per
-  arm;
-- ``claude-code``: one session JSONL per run (``tool_use`` / ``tool_result``
-  lines linked by ``parentUuid``, Messages API ``usage``), the run's task,
-  seed and outcome in an ``agentab`` object on the first line; a folder per
-  arm;
-- ``atif``: Harbor trial folders (``<task>__<7 characters>/agent/trajectory.json``,
-  ATIF-v1.5 with ``tool_calls`` and per-step ``metrics``, and the trial's
-  ``result.json`` with ``verifier_result.rewards.reward``), the seed in the
-  trajectory's ``extra`` read with ``fields={"seed": "extra.seed"}``; a
-  folder per arm.
-
-The new formats' writers copy the structure of the real fixtures under
-``tests/data/<name>/`` and fill in the example's tool calls, observations,
-tokens and outcomes.
+- the agent harnesses' own files, each writer copying the structure of the
+  real fixture under ``tests/data/<name>/`` (see each ``_<name>_...``
+  writer): ``tau2`` (a results document per arm), ``openhands`` (an
+  ``output.jsonl``, the outcome in ``test_result.report.resolved``),
+  ``mini-swe-agent`` (a v1 text-mode ``.traj.json`` per run, the top-level
+  ``outcome`` key its docs have users add; its one tool is ``bash``, so the
+  check reads the reference's tools as ``bash``), ``swe-agent`` (a
+  function-calling ``.traj`` per instance folder, seed and outcome by
+  ``fields=``), ``claude-code`` (a session JSONL per run, an ``agentab``
+  object on its first line), ``atif`` (Harbor trial folders with
+  ``result.json``, the seed by ``fields=``). Folders are loaded as folders,
+  one per arm (``{arm: folder}``).
 
 Each is loaded with ``load_traces(path, format=...)`` (best of ``--repeat``)
 and checked: the same runs, steps, tools and outcomes as the reference. The
@@ -81,18 +61,14 @@ with other work; also in ``benchmarks/results/bench_formats.txt``)::
               atif    92.1     2.54      5.97                2.65      5.90  identical
 
 Every new reader is over the issue's 3x: 3.9x (tau2) to 6.0x (atif). A
-cProfile of ``workers=1`` at 2,000 runs (21,312 calls) puts the time in each
-reader's per-message Python walk, not in JSON decoding (msgspec: 5-17% of
-each load): tau2 ``_message`` / ``_calls`` (0.32 of 0.74 s); openhands
-``_events.event_steps`` (0.47 of 0.91 s, ``_step`` and ``_event_kind`` per
-event); mini-swe-agent ``_steps.walk_steps`` (0.67 of 1.19 s; ``assistant``:
-the bash-block match and per-call usage, 0.46); swe-agent ``_steps`` (0.28 of
-0.87 s, with a ``json.loads`` of every call's arguments); claude-code
-``_read_line`` (0.52 of 1.45 s: one decode and check per line, 44,624 lines)
-and ``_convert``; atif ``_steps.segment`` (0.52 of 1.36 s) plus the folder
-walk of three entries per trial (``traces._load._files``, 0.20 s). The
-readers are not changed here; the formats also carry 2.6-5.1 times the bytes
-of our record.
+cProfile (``workers=1``, 2,000 runs, 21,312 calls) puts the time in each
+reader's per-message Python walk, not JSON decoding (5-17%): tau2
+``_message``/``_calls`` 0.32 of 0.74 s; openhands ``event_steps`` 0.47 of
+0.91; mini-swe-agent ``walk_steps`` 0.67 of 1.19; swe-agent ``_steps`` 0.28 of
+0.87 (a ``json.loads`` per call's arguments); claude-code ``_read_line`` 0.52
+of 1.45 (a decode per line, 44,624 lines); atif ``segment`` 0.52 of 1.36 plus
+0.20 walking three entries per trial folder. The files are also 2.6-5.1
+times our record's bytes.
 """
 
 from __future__ import annotations
@@ -109,7 +85,8 @@ from typing import Any
 import agentab
 import agentab.traces._parallel
 
-FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect", "tau2", "openhands", "mini-swe-agent", "swe-agent", "claude-code", "atif")
+FORMATS = ("record", "openai", "anthropic", "otel", "otel-spans", "inspect",
+           "tau2", "openhands", "mini-swe-agent", "swe-agent", "claude-code", "atif")
 
 
 def _messages_openai(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -322,12 +299,7 @@ def _openhands_line(rec: dict[str, Any], n: int) -> dict[str, Any]:
 
 
 def _mini_swe_agent_traj(rec: dict[str, Any]) -> dict[str, Any]:
-    """A mini-SWE-agent v1 ``.traj.json`` (the shape of tests/data/mini_swe_agent/django__django-12143.traj.json).
-
-    Text mode: one bash block per assistant message (the example's tool and
-    its arguments as the command), answered by ``<returncode>``/``<output>``;
-    the outcome is the top-level ``outcome`` key the docs page has users add.
-    """
+    """A mini-SWE-agent v1 text-mode ``.traj.json`` (as tests/data/mini_swe_agent/django__django-12143.traj.json)."""
     rec = {**rec, **_run_fields(rec)}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a helpful assistant that can interact multiple times with a computer "
@@ -359,12 +331,7 @@ SWE_AGENT_FIELDS = {"seed": "seed", "outcome": "outcome"}
 
 
 def _swe_agent_traj(rec: dict[str, Any]) -> dict[str, Any]:
-    """A SWE-agent 1.x ``.traj`` with function calling (the shape of tests/data/swe_agent/*.traj).
-
-    ``trajectory[]`` entries and the ``history`` assistant items whose
-    ``tool_calls`` name the tool; the seed and outcome as top-level keys
-    the user's tooling adds, read with ``fields=SWE_AGENT_FIELDS``.
-    """
+    """A SWE-agent 1.x ``.traj`` with function calling (the shape of tests/data/swe_agent/*.traj)."""
     rec = {**rec, **_run_fields(rec)}
     trajectory: list[dict[str, Any]] = []
     history: list[dict[str, Any]] = [
@@ -396,11 +363,7 @@ def _swe_agent_traj(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _claude_code_session(rec: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """A Claude Code session JSONL (the shape of tests/data/claude_code/tool_heavy.jsonl).
-
-    The run's task, seed and outcome in the ``agentab`` object the docs page
-    has the harness add to the first line.
-    """
+    """A Claude Code session JSONL (as tests/data/claude_code/tool_heavy.jsonl), an ``agentab`` object on line 1."""
     rec = {**rec, **_run_fields(rec)}
     session = f"{n:08x}-0000-4000-8000-{n:012x}"
     common = {"isSidechain": False, "userType": "external", "cwd": "/home/user/project", "sessionId": session,
