@@ -162,3 +162,79 @@ def test_sniff_is_specific() -> None:
     for path in sorted((Path(__file__).parent / "data").rglob("*.json*")):
         if "openai_agents" not in path.parts and path.suffix in (".json", ".jsonl"):
             assert not sniff(path.read_bytes()[:65536], path.name), path
+
+
+def test_tokens_follow_each_agents_calls() -> None:
+    """Each generation's usage goes to the next step of its agent; the triage agent's (no steps) to the last step."""
+    rec = next(FORMAT.read_file(FIXTURE, FORMAT.fields)).record
+    spans = [s for s in raw() if s.get("trace_id") == traces()[0]["id"]]
+    gens = sorted((s for s in spans if s["span_data"]["type"] == "generation"), key=lambda s: s["started_at"])
+    used = [(g["span_data"]["usage"]["input_tokens"], g["span_data"]["usage"]["output_tokens"]) for g in gens]
+    assert used == [(50, 7), (120, 18), (180, 30), (240, 15)]
+    assert [(s["tokens_in"], s["tokens_out"]) for s in rec["steps"]] == [(120, 18), (180, 30), (240 + 50, 15 + 7)]
+
+
+def _span(sid: str, kind: str, start: int, parent: str | None = None, **data: Any) -> dict[str, Any]:
+    return {"object": "trace.span", "id": sid, "trace_id": "t1", "parent_id": parent,
+            "started_at": f"2026-01-01T00:00:{start:02d}+00:00", "ended_at": f"2026-01-01T00:00:{start + 1:02d}+00:00",
+            "span_data": {"type": kind, **data}, "error": data.pop("error", None)}
+
+
+def test_parallel_calls_share_their_response_and_other_spans_are_counted() -> None:
+    usage = {"input_tokens": 10, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 4},
+             "output_tokens_details": {"reasoning_tokens": 2}}
+    objs = [{"object": "trace", "id": "t1", "metadata": {"agentab.task_id": "a", "agentab.seed": "0",
+                                                         "agentab.outcome": "false"}},
+            _span("a1", "agent", 0, name="main"),
+            _span("g1", "response", 1, "a1", usage=usage),
+            _span("f1", "function", 2, "a1", name="x", input="{}", output="1"),
+            _span("f2", "function", 2, "a1", name="y", input='{"k": 1}', output="2"),
+            _span("g2", "response", 5, "a1", usage=usage),
+            _span("gr", "guardrail", 6, "a1", name="g", triggered=True),
+            _span("m1", "mcp_tools", 7, "a1", server="s", result=["t"]),
+            _span("h1", "handoff", 8, "a1", from_agent="main", to_agent="other")]
+    objs[-1]["error"] = {"message": "boom", "data": None}
+    (item,) = FORMAT.read_objects(objs, "<test>", FORMAT.fields)
+    rec = item.record
+    assert rec["outcome"] is False
+    first, second = rec["steps"]
+    assert (first["tokens_in"], first["tokens_out"]) == (10, 3) and first["metadata"]["tokens_cached"] == 4
+    assert second["tokens_in"] == 10 and "tokens_with_step" not in second["metadata"]  # the later call: last step
+    assert second["metadata"].get("tokens_reasoning") == 2 and second["tokens_out"] == 3
+    meta = rec["metadata"]
+    assert meta["guardrails"] == 1 and meta["guardrails_triggered"] == 1 and meta["mcp_tools_spans"] == 1
+    assert meta["handoffs"] == 1 and meta["span_errors"] == 1 and meta["span_types"]["function"] == 2
+    loaded = agentab.load_traces([rec])
+    assert loaded.runs["tokens"].iloc[0] == 26
+
+
+def test_parallel_sibling_points_at_its_response() -> None:
+    usage = {"input_tokens": 10, "output_tokens": 3}
+    objs = [{"object": "trace", "id": "t1", "metadata": {"agentab.task_id": "a", "agentab.seed": "0",
+                                                         "agentab.outcome": "1"}},
+            _span("g1", "generation", 1, usage=usage),
+            _span("f1", "function", 2, name="x"), _span("f2", "function", 3, name="y"),
+            _span("f3", "function", 4, name="z"), _span("g2", "generation", 5, usage=usage),
+            _span("f4", "function", 6, name="w")]
+    (item,) = FORMAT.read_objects(objs, "<test>", FORMAT.fields)
+    steps = item.record["steps"]
+    assert [s["metadata"].get("tokens_with_step") for s in steps] == [None, 0, 0, None]
+    assert "tokens_in" not in steps[1] and steps[3]["tokens_in"] == 10
+    assert agentab.load_traces([item.record]).runs["tokens"].iloc[0] == 26
+
+
+def test_load_traces_detects_and_reads_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through load_traces as a user would, with the format registered for the test (the registry is the lead's)."""
+    import gzip
+
+    from agentab import formats
+
+    registered = formats.available()
+    monkeypatch.setattr(formats, "available", lambda: {**registered, "openai-agents": FORMAT})
+    loaded = agentab.load_traces(FIXTURE, strict=False)
+    assert len(loaded.runs) == 1 and len(loaded.rejected) == 1
+    assert loaded.runs["n_steps"].iloc[0] == hand_count(traces()[0]["id"])["calls"]
+    assert set(loaded.rejected["field"]) == {"agentab.outcome"}
+    (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress(FIXTURE.read_bytes()))
+    again = agentab.load_traces(tmp_path / "t.jsonl.gz", format="openai-agents", strict=False)
+    assert len(again.runs) == 1

@@ -232,56 +232,83 @@ def _walk(spans: list[tuple[int, dict[str, Any]]], meta: dict[str, Any]) -> list
     ordered = _order(spans)
     has_model = any(s["span_data"].get("type") in _MODEL_TYPES for _, _, s in ordered)
     steps: list[dict[str, Any]] = []
-    pending, holder = _Usage(), None
-    types: dict[str, int] = {}
-    agents: list[str] = []
-    models: list[str] = []
-    handoffs: list[list[Any]] = []
-    guard = [0, 0]
-    errors = 0
+    pending: dict[str | None, _Usage] = {}  # per agent: model calls not yet given to a step
+    holder: dict[str | None, dict[str, Any]] = {}  # per agent: the step its last model call was given to
+    last: dict[str | None, dict[str, Any]] = {}  # per agent: its last step
+    seen = _Seen()
     for _, line, span in ordered:
         data = span["span_data"]
         kind = data["type"]
-        types[kind] = types.get(kind, 0) + 1
         is_turn = kind == "custom" and isinstance(data.get("data"), dict) and data["data"].get("sdk_span_type") == "turn"
         if kind in _MODEL_TYPES or (is_turn and not has_model):
-            pending.add(data.get("usage") if kind in _MODEL_TYPES else data["data"].get("usage"), line)
-            model = data.get("model")
-            if isinstance(model, str) and model and model not in models:
-                models.append(model)
-        if kind == "function":
-            step = _step(len(steps), line, span, _agent_of(span.get("parent_id"), by_id, memo))
-            if pending.calls:
-                pending.give(step)
-                holder = step
-            elif holder is not None and "tokens_in" in holder:
-                step["metadata"][TOKENS_WITH_STEP] = holder["index"]
-            steps.append(step)
+            agent = _agent_of(span.get("parent_id"), by_id, memo)
+            pending.setdefault(agent, _Usage()).add(
+                data.get("usage") if kind in _MODEL_TYPES else data["data"].get("usage"), line)
+        if kind != "function":
+            seen.note(span, data)
             continue
-        if span.get("error") is not None:
-            errors += 1
-        if kind == "agent" and isinstance(data.get("name"), str) and data["name"] not in agents:
-            agents.append(data["name"])
-        elif kind == "handoff":
-            handoffs.append([data.get("from_agent"), data.get("to_agent")])
-        elif kind == "guardrail":
-            guard[0] += 1
-            guard[1] += data.get("triggered") is True
-    pending.give(steps[-1] if steps else meta)
-    if models:
-        meta["model"] = models[0]
-        if len(models) > 1:
-            meta["models"] = models
-    meta.update(agents=agents, handoffs=len(handoffs), span_types=types)
-    if handoffs:
-        meta["handoff_path"] = handoffs
-    if guard[0]:
-        meta.update(guardrails=guard[0], guardrails_triggered=guard[1])
-    if types.get("mcp_tools"):
-        meta["mcp_tools_spans"] = types["mcp_tools"]
-    if errors:
-        meta["span_errors"] = errors
+        seen.note(span, data, step=True)
+        agent = _agent_of(span.get("parent_id"), by_id, memo)
+        step = _step(len(steps), line, span, agent)
+        mine = pending.get(agent)
+        if mine is not None and mine.calls:
+            mine.give(step)
+            holder[agent] = step
+        elif agent in holder and "tokens_in" in holder[agent]:
+            step["metadata"][TOKENS_WITH_STEP] = holder[agent]["index"]
+        steps.append(step)
+        last[agent] = step
+    for agent, usage in pending.items():  # calls after an agent's last step: to it, else the run's last step
+        usage.give(last.get(agent) or (steps[-1] if steps else meta))
+    seen.into(meta)
     return steps
+
+
+class _Seen:
+    """Counts of the spans of a trace that are not steps (agents, handoffs, guardrails, models, errors)."""
+
+    def __init__(self) -> None:
+        self.types: dict[str, int] = {}
+        self.agents: list[str] = []
+        self.models: list[str] = []
+        self.handoffs: list[list[Any]] = []
+        self.guardrails = 0
+        self.triggered = 0
+        self.errors = 0
+
+    def note(self, span: dict[str, Any], data: dict[str, Any], step: bool = False) -> None:
+        kind = data["type"]
+        self.types[kind] = self.types.get(kind, 0) + 1
+        if step:
+            return
+        if span.get("error") is not None:
+            self.errors += 1
+        name = data.get("name")
+        model = data.get("model")
+        if kind in _MODEL_TYPES and isinstance(model, str) and model and model not in self.models:
+            self.models.append(model)
+        elif kind == "agent" and isinstance(name, str) and name not in self.agents:
+            self.agents.append(name)
+        elif kind == "handoff":
+            self.handoffs.append([data.get("from_agent"), data.get("to_agent")])
+        elif kind == "guardrail":
+            self.guardrails += 1
+            self.triggered += data.get("triggered") is True
+
+    def into(self, meta: dict[str, Any]) -> None:
+        if self.models:
+            meta["model"] = self.models[0]
+            if len(self.models) > 1:
+                meta["models"] = self.models
+        meta.update(agents=self.agents, handoffs=len(self.handoffs), span_types=self.types)
+        if self.handoffs:
+            meta["handoff_path"] = self.handoffs
+        if self.guardrails:
+            meta.update(guardrails=self.guardrails, guardrails_triggered=self.triggered)
+        if self.types.get("mcp_tools"):
+            meta["mcp_tools_spans"] = self.types["mcp_tools"]
+        if self.errors:
+            meta["span_errors"] = self.errors
 
 
 def _value(key: str, value: Any) -> Any:
@@ -410,32 +437,28 @@ def trace_items(numbered: Iterator[tuple[int, Any, str | None]], fields: FieldMa
 
 
 def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
-    text = fh.read()
-    body = text.removeprefix(BOM.decode() if isinstance(text, str) else BOM)
-    stripped = body.strip(" \t\n\r" if isinstance(body, str) else JSON_SPACE)
-    opener = stripped[:1]
-    if opener in ("[", b"["):
+    """``(line, object, problem)`` of a JSON Lines file, a JSON array, or the ingest payload ``{"data": [...]}``."""
+    body = fh.read().removeprefix(BOM)
+    opener = body.lstrip(JSON_SPACE)[:1]
+    if opener in (b"[", b"{"):
         try:
-            objects = _decode(body)
-        except (msgspec.DecodeError, RecursionError) as err:
-            yield 1, None, f"malformed JSON array: {err}"
-            return
-        yield from ((i, obj, None) for i, obj in enumerate(objects, start=1))
-        return
-    lines = body.splitlines()
-    if len(lines) > 0 and opener in ("{", b"{"):
-        try:  # the ingest payload {"data": [...]} (or one object spread over lines)
             whole = _decode(body)
-            if isinstance(whole, dict) and isinstance(whole.get("data"), list) and "object" not in whole:
-                yield from ((i, obj, None) for i, obj in enumerate(whole["data"], start=1))
-                return
-            if isinstance(whole, dict) and len(lines) > 1 and stripped.count("\n") and "object" in whole:
-                yield 1, whole, None
-                return
-        except (msgspec.DecodeError, RecursionError):
-            pass
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip(" \t\r" if isinstance(raw, str) else b" \t\r"):
+        except (msgspec.DecodeError, RecursionError) as err:
+            whole = err
+        if isinstance(whole, list):
+            yield from ((i, obj, None) for i, obj in enumerate(whole, start=1))
+            return
+        if isinstance(whole, dict) and isinstance(whole.get("data"), list) and "object" not in whole:
+            yield from ((i, obj, None) for i, obj in enumerate(whole["data"], start=1))
+            return
+        if isinstance(whole, dict):  # one item (a one-line file, or one object spread over lines)
+            yield 1, whole, None
+            return
+        if opener == b"[":
+            yield 1, None, f"malformed JSON array: {whole}"
+            return
+    for number, raw in enumerate(body.split(b"\n"), start=1):
+        if not raw.strip(JSON_SPACE):
             continue
         try:
             yield number, _decode(raw), None
