@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,10 @@ def test_reads_runs_with_steps_tokens_and_agents() -> None:
     assert meta["handoffs"] == want["handoffs"] and meta["handoff_path"] == [["triage", "fixer"]]
     assert meta["agents"] == ["triage", "fixer"] and meta["harness"] == "openai-agents"
     assert meta["model"] == "scripted-model" and meta["workflow_name"] == "fix-bug"
+    spans = [s for s in raw() if s.get("trace_id") == rec["run_id"]]
+    wall = (max(datetime.fromisoformat(s["ended_at"]) for s in spans)
+            - min(datetime.fromisoformat(s["started_at"]) for s in spans)).total_seconds()
+    assert rec["latency_s"] == pytest.approx(wall, abs=1e-6)
     # the second trace's metadata has no outcome: a rejection saying how to map one
     assert second.record is None and second.field == "agentab.outcome" and "fields=" in second.reason
 
@@ -121,6 +126,10 @@ def test_no_steps_tokens_go_to_run_metadata() -> None:
     ({"span_data": "x"}, "span_data"),
     ({"span_data": {"type": "function", "name": "f", "input": "not json"}}, "span_data.input"),
     ({"span_data": {"type": "function", "name": "f"}, "started_at": "yesterday"}, "started_at"),
+    ({"span_data": {"type": "function", "name": "f"}, "started_at": "2026-01-01T00:00:05Z",
+      "ended_at": "2026-01-01T00:00:04Z"}, "ended_at"),
+    ({"span_data": {"type": "function", "name": ""}}, "span_data.name"),
+    ({"span_data": {"type": "generation", "usage": {"input_tokens": -1, "output_tokens": 0}}}, "span_data.usage"),
 ])
 def test_bad_spans_reject_their_run_by_field(span: dict[str, Any], field: str) -> None:
     objs = [{"object": "trace", "id": "t1", "metadata": {"agentab.task_id": "a", "agentab.seed": "0",

@@ -112,6 +112,10 @@ class _Usage:
     """Tokens of model calls not yet given to a step (``known`` False once a call has no usage)."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Nothing pending."""
         self.tin = 0
         self.tout = 0
         self.cached = 0
@@ -154,7 +158,7 @@ class _Usage:
             if value:
                 meta[key] = meta.get(key, 0) + value
         meta.pop(TOKENS_WITH_STEP, None)
-        self.__init__()  # type: ignore[misc]
+        self.reset()
 
 
 def _agent_of(span_id: Any, spans: dict[str, tuple[int, dict[str, Any]]], memo: dict[Any, str | None]) -> str | None:
@@ -213,15 +217,21 @@ def _step(index: int, line: int, span: dict[str, Any], agent: str | None) -> dic
     return step
 
 
-def _order(spans: list[tuple[int, dict[str, Any]]]) -> list[tuple[float, int, dict[str, Any]]]:
+def _order(spans: list[tuple[int, dict[str, Any]]], meta: dict[str, Any]) -> list[tuple[float, int, dict[str, Any]]]:
+    """The spans in start order (unstarted last, then by line); the trace's wall time into ``meta["_wall"]``."""
     out = []
+    first, last = float("inf"), float("-inf")
     for line, span in spans:
         start = _seconds(span.get("started_at"), line, "started_at")
         end = _seconds(span.get("ended_at"), line, "ended_at")
         if start is not None and end is not None and end < start:
             raise _AtLine(line, "ended_at", "ended_at precedes started_at")
+        first = min(first, start) if start is not None else first
+        last = max(last, end) if end is not None else last
         out.append((start if start is not None else float("inf"), line, span))
     out.sort(key=lambda t: (t[0], t[1]))
+    if last >= first:
+        meta["_wall"] = last - first
     return out
 
 
@@ -229,7 +239,7 @@ def _walk(spans: list[tuple[int, dict[str, Any]]], meta: dict[str, Any]) -> list
     """The steps, tokens placed, and the span counts in ``meta``."""
     by_id = {span.get("id"): (line, span) for line, span in spans if span.get("id") is not None}
     memo: dict[Any, str | None] = {}
-    ordered = _order(spans)
+    ordered = _order(spans, meta)
     has_model = any(s["span_data"].get("type") in _MODEL_TYPES for _, _, s in ordered)
     steps: list[dict[str, Any]] = []
     pending: dict[str | None, _Usage] = {}  # per agent: model calls not yet given to a step
@@ -377,10 +387,9 @@ def _convert(trace: dict[str, Any], spans: list[tuple[int, dict[str, Any]]], fie
         if key in out:
             meta[key] = out.pop(key)
             meta.pop("models", None)
-    starts = [s for _, sp in spans if (s := _seconds(sp.get("started_at"), 0, "started_at")) is not None]
-    ends = [e for _, sp in spans if (e := _seconds(sp.get("ended_at"), 0, "ended_at")) is not None]
-    if starts and ends and "latency_s" not in out and max(ends) >= min(starts):
-        out["latency_s"] = max(ends) - min(starts)
+    wall = meta.pop("_wall", None)
+    if wall is not None and "latency_s" not in out:
+        out["latency_s"] = wall
     out["steps"] = steps
     out["metadata"] = meta
     return out
