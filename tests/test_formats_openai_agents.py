@@ -148,7 +148,9 @@ def test_json_array_and_ingest_payload(tmp_path: Path) -> None:
     objs = raw()
     (tmp_path / "a.json").write_text(json.dumps(objs), encoding="utf-8")
     (tmp_path / "b.json").write_text(json.dumps({"data": objs}), encoding="utf-8")
-    for name in ("a.json", "b.json"):
+    lines = "".join(json.dumps({"data": objs[i:i + 5]}) + "\n" for i in range(0, len(objs), 5))
+    (tmp_path / "c.jsonl").write_text(lines, encoding="utf-8")
+    for name in ("a.json", "b.json", "c.jsonl"):
         items = list(FORMAT.read_file(tmp_path / name, FORMAT.fields))
         assert len(items) == 2 and items[0].record is not None and len(items[0].record["steps"]) == 3
 

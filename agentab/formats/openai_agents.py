@@ -7,7 +7,8 @@ endpoint (``trace.export()`` / ``span.export()``): objects with ``"object":
 "trace"`` (``id``, ``workflow_name``, ``group_id``, ``metadata``) and
 ``"object": "trace.span"`` (``id``, ``trace_id``, ``parent_id``,
 ``started_at``, ``ended_at``, ``span_data`` with a ``type``, ``error``), as
-JSON Lines, a JSON array, or the ingest payload ``{"data": [...]}``. One
+JSON Lines, a JSON array, or the ingest payload ``{"data": [...]}`` (also one
+per line). One
 trace (its ``id``; a span's ``trace_id``) is one run, whatever the order of
 its items; the item's line is the line of the trace's first item.
 
@@ -470,11 +471,17 @@ def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
         if not raw.strip(JSON_SPACE):
             continue
         try:
-            yield number, _decode(raw), None
+            obj = _decode(raw)
         except msgspec.DecodeError as err:
             yield number, None, f"malformed JSON on line {number}: {err}"
+            continue
         except RecursionError:
             yield number, None, f"JSON nested too deeply to read on line {number}"
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("data"), list) and "object" not in obj:
+            yield from ((number, item, None) for item in obj["data"])  # one ingest payload per line
+        else:
+            yield number, obj, None
 
 
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
@@ -509,10 +516,12 @@ def sniff(head: bytes, name: str = "") -> bool:
 FORMAT = Format(
     name="openai-agents",
     summary="OpenAI Agents SDK trace export (trace and trace.span objects, as sent to the traces ingest endpoint)",
-    example='{"object": "trace.span", "id": "span_1", "trace_id": "trace_1", "parent_id": null, '
-    '"started_at": "2026-02-10T21:11:58Z", "ended_at": "2026-02-10T21:11:59Z", '
+    example='{"data": [{"object": "trace", "id": "trace_1", "workflow_name": "fix-bug", "group_id": null, '
+    '"metadata": {"agentab.task_id": "t1", "agentab.seed": "0", "agentab.outcome": "true"}}, '
+    '{"object": "trace.span", "id": "span_1", "trace_id": "trace_1", "parent_id": null, '
+    '"started_at": "2026-02-10T21:11:58+00:00", "ended_at": "2026-02-10T21:11:59+00:00", '
     '"span_data": {"type": "function", "name": "read_file", "input": "{\\"path\\": \\"a.py\\"}", "output": "x"}, '
-    '"error": null}',
+    '"error": null}]}',
     fields=FIELDS,
     sniff=sniff,
     read_file=read_file,
