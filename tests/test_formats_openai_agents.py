@@ -69,6 +69,9 @@ def test_reads_runs_with_steps_tokens_and_agents() -> None:
     assert meta["handoffs"] == want["handoffs"] and meta["handoff_path"] == [["triage", "fixer"]]
     assert meta["agents"] == ["triage", "fixer"] and meta["harness"] == "openai-agents"
     assert meta["model"] == "scripted-model" and meta["workflow_name"] == "fix-bug"
+    task = next(s["span_data"]["data"] for s in raw() if s.get("trace_id") == rec["run_id"]
+                and s["span_data"]["type"] == "custom" and s["span_data"]["name"] == "task")
+    assert meta["sdk_run_usage"]["input_tokens"] == task["usage"]["input_tokens"] == want["tin"]
     spans = [s for s in raw() if s.get("trace_id") == rec["run_id"]]
     wall = (max(datetime.fromisoformat(s["ended_at"]) for s in spans)
             - min(datetime.fromisoformat(s["started_at"]) for s in spans)).total_seconds()

@@ -50,9 +50,11 @@ calls; ``models`` when several), ``workflow_name``, ``group_id``,
 ``trace_metadata`` (the trace's metadata), ``agents`` (in order of start),
 ``handoffs`` (the count) and ``handoff_path`` (``[from, to]`` pairs),
 ``guardrails`` / ``guardrails_triggered``, ``mcp_tools_spans``,
-``span_types`` (a count per type) and ``span_errors`` (errors of spans that
-are not steps). ``latency_s`` is the last ``ended_at`` minus the first
-``started_at``. An item of an unknown ``object``, a span without an object
+``span_types`` (a count per type), ``span_errors`` (errors of spans that
+are not steps) and ``sdk_run_usage`` (the usage the SDK's ``task`` span totals,
+kept as written). ``latency_s`` is the last ``ended_at`` minus the first
+``started_at``. A malformed line is a rejection of its own (the trace it
+belonged to cannot be known). An item of an unknown ``object``, a span without an object
 ``span_data`` or of a type the SDK does not write, or a malformed timestamp is
 a rejection of its run naming the field.
 """
@@ -80,7 +82,7 @@ FIELDS: dict[str, str] = {"run_id": "id", "task_id": "agentab.task_id", "seed": 
                           "outcome": "agentab.outcome"}
 #: The span types the SDK writes.
 SPAN_TYPES = frozenset({"agent", "function", "generation", "response", "handoff", "guardrail", "custom",
-                        "mcp_tools", "transcription", "speech", "speech_group", "task", "turn"})
+                        "mcp_tools", "transcription", "speech", "speech_group"})
 _MODEL_TYPES = frozenset({"generation", "response"})
 _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict"}
 _decode = msgspec.json.decode
@@ -286,6 +288,7 @@ class _Seen:
         self.guardrails = 0
         self.triggered = 0
         self.errors = 0
+        self.run_usage: dict[str, Any] | None = None
 
     def note(self, span: dict[str, Any], data: dict[str, Any], step: bool = False) -> None:
         kind = data["type"]
@@ -305,6 +308,9 @@ class _Seen:
         elif kind == "guardrail":
             self.guardrails += 1
             self.triggered += data.get("triggered") is True
+        elif kind == "custom" and isinstance(data.get("data"), dict) and data["data"].get("sdk_span_type") == "task":
+            if isinstance(data["data"].get("usage"), dict) and self.run_usage is None:
+                self.run_usage = data["data"]["usage"]
 
     def into(self, meta: dict[str, Any]) -> None:
         if self.models:
@@ -320,6 +326,8 @@ class _Seen:
             meta["mcp_tools_spans"] = self.types["mcp_tools"]
         if self.errors:
             meta["span_errors"] = self.errors
+        if self.run_usage is not None:
+            meta["sdk_run_usage"] = self.run_usage
 
 
 def _value(key: str, value: Any) -> Any:
