@@ -23,7 +23,7 @@ def test_registry_lists_record_first_and_get_names_the_formats():
 
 
 #: Every format the registry must hold, in its order (a reader missing from it fails here, never skips).
-FORMATS = ("record", "otel", "tau2", "mini-swe-agent", "swe-agent", "openhands", "claude-code", "openai", "anthropic", "inspect", "atif")
+FORMATS = ("record", "otel", "openai-agents", "tau2", "mini-swe-agent", "swe-agent", "openhands", "claude-code", "openai", "anthropic", "inspect", "atif")
 
 
 def test_registry_holds_exactly_the_formats_by_name():

@@ -8,6 +8,7 @@ otel            OpenTelemetry GenAI spans as OTLP JSON (:mod:`.otel`)
 openai          records with a Chat Completions message list (:mod:`.messages`)
 anthropic       records with a Messages API content-block list (:mod:`.messages`)
 inspect         Inspect AI eval logs, ``.eval`` archives and ``.json`` (:mod:`.inspect_ai`)
+openai-agents   OpenAI Agents SDK trace export (``trace`` and ``trace.span`` objects) (:mod:`.openai_agents`)
 tau2            tau2-bench results documents (``simulations``), or simulations one per line (:mod:`.tau2`)
 mini-swe-agent  mini-SWE-agent ``*.traj.json`` trajectories, v1 and v2 (:mod:`.mini_swe_agent`)
 swe-agent       SWE-agent ``.traj`` trajectories, 0.x text actions and 1.x function calling (:mod:`.swe_agent`)
@@ -68,6 +69,7 @@ def available() -> dict[str, Format]:
     from agentab.formats.inspect_ai import FORMAT as INSPECT
     from agentab.formats.messages import ANTHROPIC, OPENAI
     from agentab.formats.mini_swe_agent import FORMAT as MINI_SWE_AGENT
+    from agentab.formats.openai_agents import FORMAT as OPENAI_AGENTS
     from agentab.formats.openhands import FORMAT as OPENHANDS
     from agentab.formats.otel import FORMAT as OTEL
     from agentab.formats.swe_agent import FORMAT as SWE_AGENT
@@ -76,8 +78,8 @@ def available() -> dict[str, Format]:
     # Order matters to detection: specific signatures before the message lists (openai's sniff also claims
     # tau2, mini-SWE-agent, SWE-agent and OpenHands files, whose histories hold chat messages; anthropic's
     # claims Claude Code sessions).
-    return {"record": RECORD, "otel": OTEL, "tau2": TAU2, "mini-swe-agent": MINI_SWE_AGENT, "swe-agent": SWE_AGENT,
-            "openhands": OPENHANDS, "claude-code": CLAUDE_CODE, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
+    return {"record": RECORD, "otel": OTEL, "openai-agents": OPENAI_AGENTS, "tau2": TAU2,
+            "mini-swe-agent": MINI_SWE_AGENT, "swe-agent": SWE_AGENT, "openhands": OPENHANDS, "claude-code": CLAUDE_CODE, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
 
 
 def get(name: str) -> Format:
