@@ -79,7 +79,8 @@ def available() -> dict[str, Format]:
     # tau2, mini-SWE-agent, SWE-agent and OpenHands files, whose histories hold chat messages; anthropic's
     # claims Claude Code sessions).
     return {"record": RECORD, "otel": OTEL, "openai-agents": OPENAI_AGENTS, "tau2": TAU2,
-            "mini-swe-agent": MINI_SWE_AGENT, "swe-agent": SWE_AGENT, "openhands": OPENHANDS, "claude-code": CLAUDE_CODE, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
+            "mini-swe-agent": MINI_SWE_AGENT, "swe-agent": SWE_AGENT, "openhands": OPENHANDS,
+            "claude-code": CLAUDE_CODE, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
 
 
 def get(name: str) -> Format:
