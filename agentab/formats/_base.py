@@ -10,6 +10,7 @@ fault and why. Counting one item per record read is what keeps
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentab.formats.decode import Prepared
 
-__all__ = ["Item", "Part", "Format", "FieldMap", "Reject", "MISSING", "lookup", "resolve_fields"]
+__all__ = ["Item", "Part", "Format", "FieldMap", "Reject", "MISSING", "describe", "lookup", "resolve_fields", "token_count"]
 
 #: agentab's name of a run-level field -> the format's name for it (an attribute, a key, a dotted path).
 FieldMap = Mapping[str, str]
@@ -135,6 +136,29 @@ class Reject(Exception):
         super().__init__(reason)
         self.field = field
         self.reason = reason
+
+
+def describe(value: Any) -> str:
+    """A value as a rejection quotes it: its type and the start of its JSON."""
+    text = json.dumps(value, default=repr)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def token_count(obj: Any, key: str, where: str, *, whole_floats: bool = False) -> int | None:
+    """The count at ``obj[key]``: an integer >= 0, or None when absent (unknown, never 0); a :class:`Reject`
+    naming ``where.key`` otherwise. ``whole_floats`` also takes 12.0 as 12 (writers that store counts as floats).
+
+    Examples
+    --------
+    >>> token_count({"prompt_tokens": 12}, "prompt_tokens", "usage"), token_count({}, "prompt_tokens", "usage")
+    (12, None)
+    """
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    if whole_floats and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value is None or (type(value) is int and value >= 0):
+        return value
+    raise Reject(f"{where}.{key}", f"expected a token count, a whole number (integer >= 0), got {describe(value)}")
 
 
 #: What :func:`lookup` returns for a path that is not there (``None`` is a value).

@@ -5,11 +5,11 @@ The rules are in :mod:`agentab.formats.messages` ("Run-level fields").
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentab.formats._base import MISSING as _MISSING
+from agentab.formats._base import describe
 from agentab.formats._base import Reject as _Reject
 from agentab.formats._base import lookup as _lookup
 
@@ -23,11 +23,6 @@ FIELDS: dict[str, str] = {
 _FALLBACK = {"seed": "trial", "outcome": "reward", "messages": "traj"}
 #: Longest text kept in metadata from an unmapped run-level key.
 _MAX_TEXT = 256
-
-
-def describe(value: Any) -> str:
-    text = json.dumps(value, default=repr)
-    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
 def _is_int(value: Any) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import Reject as _Reject
+from agentab.formats._base import token_count
 from agentab.formats._message_fields import describe
 from agentab.formats.record import TOKENS_WITH_STEP
 
@@ -86,10 +87,7 @@ def observation_of(result: dict[str, Any], content: Any) -> dict[str, Any]:
 
 
 def _count(usage: dict[str, Any], key: str) -> int | None:
-    value = usage.get(key)
-    if value is None or (type(value) is int and value >= 0):
-        return value
-    raise _Reject(f"usage.{key}", f"expected a token count (integer >= 0), got {describe(value)}")
+    return token_count(usage, key, "usage")
 
 
 def usage_openai(usage: Any) -> tuple[int | None, int | None, None]:

@@ -103,7 +103,7 @@ from typing import Any
 
 import msgspec
 
-from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
+from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup, token_count
 from agentab.formats.files import BOM, open_trace_file
 from agentab.formats.record import TOKENS_WITH_STEP
 
@@ -362,14 +362,7 @@ def _function_call(tool_calls: list[Any], where: str) -> tuple[str, dict[str, An
 
 
 def _count(stats: Mapping[str, Any], key: str) -> int | None:
-    if stats.get(key) is None:
-        return None
-    value = stats[key]
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Reject(f"info.model_stats.{key}", f"expected a whole number >= 0, got {json.dumps(value)[:80]}")
-    return value
+    return token_count(stats, key, "info.model_stats", whole_floats=True)  # SWE-agent may write 900.0
 
 
 def _model_stats(info: Mapping[str, Any], acted: bool) -> tuple[int | None, int | None, float | None, dict[str, Any]]:

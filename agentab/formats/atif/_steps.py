@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import msgspec
 
-from agentab.formats._base import Reject
+from agentab.formats._base import Reject, token_count
 from agentab.formats.files import open_trace_file
 from agentab.formats.record import TOKENS_WITH_STEP
 
@@ -234,13 +233,7 @@ def _observation(results: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _count(metrics: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = metrics.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Reject(f"{where}.{key}", f"a token count must be a whole number >= 0, got {value!r}")
-    return value
+_count = token_count  # the count at metrics[key]: an int >= 0, None when absent; a rejection otherwise
 
 
 def _timestamp(value: Any, where: str) -> Any:

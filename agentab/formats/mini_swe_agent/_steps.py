@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from agentab.formats._base import Reject, lookup
+from agentab.formats._base import Reject, lookup, token_count
 
 __all__ = ["Run", "describe", "walk_steps"]
 
@@ -30,12 +30,7 @@ def describe(value: Any) -> str:
 # --------------------------------------------------------------------------- #
 # Model calls: tokens and cost
 # --------------------------------------------------------------------------- #
-def _count(obj: Any, key: str, where: str) -> Any:
-    """The count at ``obj[key]``: an int >= 0, None when absent; a rejection otherwise."""
-    value = obj.get(key) if isinstance(obj, dict) else None
-    if value is None or (type(value) is int and value >= 0):
-        return value
-    raise Reject(f"{where}.{key}", f"expected a token count (integer >= 0), got {describe(value)}")
+_count = token_count  # the count at obj[key]: an int >= 0, None when absent; a rejection otherwise
 
 
 def _call(extra: Any) -> dict[str, Any]:
