@@ -40,6 +40,13 @@ class Item:
     record. ``source`` overrides the file name (e.g. the member of a zip
     archive: ``"log.eval:samples/3_epoch_1.json"``). ``field`` names the
     field at fault, as a path into the input (``"messages[3].tool_call_id"``).
+
+    ``missing``: the required run-level fields (``run_id``, ``task_id``,
+    ``seed``, ``outcome``) that the file does not hold, each with
+    ``(field, reason)`` as a rejection would give them. The record leaves
+    them out (a :class:`~agentab.formats.decode.Prepared` holds None there);
+    the loader fills them from ``fields={"path": ...}`` or ``outcomes=`` and
+    rejects the run with that field and reason when it cannot.
     """
 
     line: int
@@ -47,6 +54,7 @@ class Item:
     field: str | None = None
     reason: str | None = None
     source: str | None = None
+    missing: Mapping[str, tuple[str | None, str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,10 @@ class Traces:
     formats : tuple of (str, str)
         Each file's (or record list's) format, as given or detected by
         ``load_traces(format="auto")``.
+    unmatched_outcomes : pandas.DataFrame or None
+        The rows of ``load_traces(..., outcomes=)`` that matched no run
+        loaded (None when no ``outcomes`` table was given). Runs that no row
+        matched are in ``rejected``. Not kept by :meth:`to_parquet`.
 
     Examples
     --------
@@ -107,6 +111,7 @@ class Traces:
     n_read: int
     sources: tuple[str, ...] = field(default=())
     formats: tuple[tuple[str, str], ...] = field(default=())
+    unmatched_outcomes: pd.DataFrame | None = field(default=None)
 
     def __len__(self) -> int:
         return len(self.runs)
