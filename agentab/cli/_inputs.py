@@ -212,6 +212,8 @@ def read_table(paths: Path | Sequence[Path], args: argparse.Namespace) -> pd.Dat
     paths = [paths] if isinstance(paths, Path) else list(paths)
     for path in paths:
         require_file(path)
+    if getattr(args, "outcomes", None) is not None:
+        raise InputError("--outcomes joins verdicts to trace files; a results table has its outcome column already")
     table = _results(paths, args, fields(args))
     for expression, before, after in table.attrs.get("where", []):
         note(args, f"--where {expression!r}: {after:,} of {before:,} rows kept")
@@ -282,11 +284,18 @@ def load(source: Any, args: argparse.Namespace, progress: Progress) -> agentab.T
     try:
         with progress.phase("loading", unit=" files") as tick:
             traces = agentab.load_traces(source, format=getattr(args, "format", "auto"), fields=field_map,
-                                         strict=not args.lenient, progress=tick)
+                                         outcomes=getattr(args, "outcomes", None), strict=not args.lenient,
+                                         progress=tick)
     except (TypeError, ValueError) as err:  # a bad --format or --field: the loader's message names it
         if isinstance(err, TraceError):
             raise
-        raise InputError(str(err).replace("`format` ==", "--format").replace("`fields`", "--field")) from err
+        raise InputError(str(err).replace("`format` ==", "--format").replace("`fields`", "--field")
+                         .replace("`outcomes`", "--outcomes")) from err
+    unmatched = traces.unmatched_outcomes
+    if unmatched is not None and len(unmatched):
+        first = ", ".join(f"{k} {unmatched.loc[0, k]}" for k in unmatched.columns if k not in ("row", "outcome"))
+        note(args, f"{len(unmatched):,} rows of --outcomes matched no run (the first: row {unmatched.loc[0, 'row']}, "
+             f"{first})")
     converted = sorted({fmt for _, fmt in traces.formats if fmt != "record"})
     if converted and getattr(args, "format", "auto") == "auto":
         note(args, f"read as {', '.join(converted)} (detected; --format to choose)")

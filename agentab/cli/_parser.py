@@ -144,6 +144,10 @@ def add_format(parser: Any) -> None:
                         help="the traces' format: auto (default: detected per file), or one of `agentab formats`")
     add_field(parser)
     add_where(parser)
+    parser.add_argument("--outcomes", type=Path, metavar="TABLE",
+                        help="join the runs' verdicts from a results table (.csv, .tsv, .parquet, .jsonl, .json; "
+                        "SWE-bench's report.json) with an outcome column and run_id, or task_id (and seed); for "
+                        "converted trace formats, e.g. SWE-agent trajectories and their SWE-bench report")
 
 
 def add_field(parser: Any) -> None:
@@ -151,7 +155,8 @@ def add_field(parser: Any) -> None:
     parser.add_argument("--field", action="append", metavar="NAME=KEY",
                         help="read agentab's NAME (task_id, arm, outcome, seed, cost_usd, ...) from KEY: a column of a "
                         "results table, or a converted format's attribute, key or dotted path (repeatable), e.g. "
-                        "--field task_id=instance_id --field outcome=is_resolved")
+                        "--field task_id=instance_id --field outcome=is_resolved; --field 'path={task_id}/{seed}/*' "
+                        "reads run fields from each trace file's path")
 
 
 def add_where(parser: Any) -> None:

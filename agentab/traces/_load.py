@@ -25,6 +25,8 @@ from agentab.formats.files import BOM, JSON_SPACE, InflateLimit, open_trace_file
 from agentab.traces._arrays import locate as _locate
 from agentab.traces._arrays import resync_array as _resync_array
 from agentab.traces._arrays import split_array as _split_array
+from agentab.traces._outcomes import read_outcomes
+from agentab.traces._overlay import Overlay, PathTemplate
 from agentab.traces._parallel import (
     PARALLEL_MIN_BYTES,
     default_workers,
@@ -44,7 +46,7 @@ SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjso
 
 
 def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, str] | None = None,
-                arm: str | None = None, strict: bool = True, workers: int | None = None,
+                outcomes: Any = None, arm: str | None = None, strict: bool = True, workers: int | None = None,
                 progress: Callable[[str, int, int], None] | None = None) -> Traces:
     """Load agent run traces into a :class:`Traces` (runs and steps tables).
 
@@ -70,7 +72,27 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
         (``run_id``, ``task_id``, ``seed``, ``arm``, ``model``, ``harness``,
         ``outcome``, ``cost_usd``, ``latency_s``) -> the format's name for
         it (an attribute, a key, a dotted path), replacing the format's
-        default. Not used by agentab's own record.
+        default. Not used by agentab's own record. Two more forms:
+        ``"path"`` -> a template of the file path, e.g.
+        ``{"path": "{task_id}/{seed}/*"}``, whose ``{name}`` parts give
+        run-level fields (``run_id``, ``task_id``, ``seed``, ``arm``,
+        ``model``, ``harness``; ``*``, ``?`` and ``**`` as in globs),
+        matched against each file's path relative to the source folder (or
+        the end of a file's path given directly): its values replace the
+        reader's, and a run whose path does not match is rejected. And, for
+        OpenTelemetry spans, ``"span.name"``, ``"span.name:<regex>"`` and
+        ``"resource:<attribute>"`` (see :mod:`agentab.formats.otel`).
+    outcomes : path or DataFrame, optional
+        A results table holding the runs' verdicts (CSV, TSV, Parquet, JSON
+        Lines, JSON; SWE-bench's run report or per-instance
+        ``report.json``): an ``outcome`` column, and ``run_id`` or
+        ``task_id`` (+ ``seed``). Joined to the runs of converted formats:
+        a row's outcome replaces the file's (which is kept as
+        ``metadata.outcome_in_file``); a run no row matches keeps its
+        file's outcome, or is rejected if it has none; rows matching no
+        run are in ``Traces.unmatched_outcomes``. A table without ``seed``
+        matches by task alone, and a task with several runs is then an
+        error. See :mod:`agentab.traces._overlay`.
     arm : str, optional
         Arm of every run in ``source`` (not with a dict source). A record
         whose own ``arm`` differs is an error.
@@ -123,9 +145,9 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
     _load_traces_iv(source, arm, strict, workers)
     if progress is not None and not callable(progress):
         raise TypeError(f"`progress` must be callable as progress(path, done, total), got {progress!r}")
-    _formats_iv(format, fields)
+    fields, overlay = _formats_iv(format, fields, outcomes)
     decoder = RecordDecoder(strict=strict)
-    reader = _Reader(decoder, default_workers() if workers is None else workers, progress, format, fields)
+    reader = _Reader(decoder, default_workers() if workers is None else workers, progress, format, fields, overlay)
     if progress is not None:
         reader.total = sum(1 for _ in _paths(source))
     if isinstance(source, Mapping):
@@ -138,8 +160,8 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
     if decoder.n_read == 0:
         raise TraceError(f"no trace records found in {_describe(sources, source)}")
     runs, steps = _frames(runs_table, steps_table, rejected)
-    return Traces(runs=runs, steps=steps, rejected=_rejected_frame(rejected),
-                  n_read=decoder.n_read, sources=tuple(sources), formats=tuple(reader.chosen))
+    return Traces(runs=runs, steps=steps, rejected=_rejected_frame(rejected), n_read=decoder.n_read,
+                  sources=tuple(sources), formats=tuple(reader.chosen), unmatched_outcomes=overlay.finish())
 
 
 def _load_traces_iv(source: Any, arm: Any, strict: Any, workers: Any) -> None:
@@ -164,15 +186,23 @@ def _load_traces_iv(source: Any, arm: Any, strict: Any, workers: Any) -> None:
         )
 
 
-def _formats_iv(format: Any, fields: Any) -> None:
+def _formats_iv(format: Any, fields: Any, outcomes: Any) -> tuple[dict[str, str] | None, Overlay]:
+    """The checked format and ``fields`` (without ``path``), and the overlay of the path template and outcomes."""
     if not isinstance(format, str) or (format != "auto" and format not in formats.available()):
         raise TypeError(f"`format` == {format!r}: must be 'auto' or one of {', '.join(formats.available())}")
+    template = None
     if fields is not None:
         if not isinstance(fields, Mapping):
             raise TypeError(f"`fields` must be a mapping {{agentab field: the format's name}}, got {type(fields).__name__}")
         if format == "record":
             raise TypeError("`fields` renames the fields of converted formats; agentab's own record has fixed names")
+        fields = dict(fields)
+        if "path" in fields:
+            template = PathTemplate.compile(fields.pop("path"))
         formats.resolve_fields({}, fields, formats.RUN_FIELDS)  # unknown names and empty values are errors here
+    if outcomes is not None and format == "record":
+        raise TypeError("`outcomes` joins verdicts to converted formats; agentab's own record carries its outcome")
+    return fields, Overlay(template, None if outcomes is None else read_outcomes(outcomes))
 
 
 def _describe(sources: list[str], source: Any) -> str:
@@ -186,7 +216,7 @@ class _Reader:
 
     def __init__(self, decoder: RecordDecoder, workers: int,
                  progress: Callable[[str, int, int], None] | None = None, format: str = "auto",
-                 fields: Mapping[str, str] | None = None) -> None:
+                 fields: Mapping[str, str] | None = None, overlay: Overlay | None = None) -> None:
         self.decoder = decoder
         self.workers = workers
         self.sources: list[str] = []
@@ -195,10 +225,12 @@ class _Reader:
         self.done = 0
         self.format = format
         self.fields = fields
+        self.overlay = Overlay() if overlay is None else overlay
         self.chosen: list[tuple[str, str]] = []  # (source, format) in reading order
 
     def feed(self, source: Any, arm: str | None) -> None:
         if isinstance(source, (str, os.PathLike)):
+            root = Path(source) if os.path.isdir(source) else None
             for path in _files(Path(source)):
                 self.sources.append(str(path))
                 if isinstance(path, _Unreadable):  # a folder that cannot be listed, a FIFO or device found in one
@@ -206,7 +238,7 @@ class _Reader:
                         raise TraceError(path.reason, source=str(path))
                     self.decoder.reject(str(path), 1, None, path.reason)
                 else:
-                    self.read_file(path, arm)
+                    self.read_file(path, arm, root)
                 self.done += 1
                 if self.progress is not None:
                     self.progress(str(path), self.done, self.total)
@@ -278,13 +310,17 @@ class _Reader:
         """The run-level field mapping of a converted format: its defaults with the user's ``fields``."""
         return formats.resolve_fields(fmt.fields, self.fields, formats.RUN_FIELDS)
 
-    def _convert(self, name: str, arm: str | None, items: Iterable[formats.Item], parsed: bool) -> None:
+    def _convert(self, name: str, arm: str | None, items: Iterable[formats.Item], parsed: bool,
+                 path: Path | None = None, root: Path | None = None) -> None:
         """Send a converted format's items to the decoder: records to validate, rejections to count.
 
         ``parsed``: the records were converted from JSON read from a file
         (:meth:`RecordDecoder.add_items`); else they are checked as given in
-        memory (:func:`_add_object`).
+        memory (:func:`_add_object`). The fields a file lacks are filled (or
+        the run rejected) first: :class:`~agentab.traces._overlay.Overlay`,
+        with ``path`` (and the source folder ``root``) for its path template.
         """
+        items = self.overlay.apply(items, path, root)
         with gc_paused():
             if parsed:
                 self.decoder.add_items(name, items, arm)
@@ -299,33 +335,39 @@ class _Reader:
         """Whether to read a file by several processes: large, uncompressed, JSON Lines the format splits."""
         if self.workers < 2 or path.name.lower().endswith(".gz") or path.stat().st_size < PARALLEL_MIN_BYTES:
             return False
+        if self.overlay.active and fmt.name != "record":  # the overlay joins in this process
+            return False
         return fmt.name == "record" or (fmt.read_part is not None and fmt.splits is not None and fmt.splits(path))
 
-    def read_file(self, path: Path, arm: str | None) -> None:
-        """Read one file; a file inflating past the limits is a rejection from where it stopped (strict: raised)."""
+    def read_file(self, path: Path, arm: str | None, root: Path | None = None) -> None:
+        """Read one file (found under the folder ``root``, if one was given); a file inflating past the limits is a
+        rejection from where it stopped (strict: raised)."""
         n_read = self.decoder.n_read
         try:
-            self._read_file(path, arm)
+            self._read_file(path, arm, root)
         except InflateLimit as err:
             if self.decoder.strict:
                 raise
             self.decoder.reject(str(path), self.decoder.n_read - n_read + 1, None,
                                 f"{err.reason}; the rest of the file was left out")
 
-    def _read_file(self, path: Path, arm: str | None) -> None:
+    def _read_file(self, path: Path, arm: str | None, root: Path | None) -> None:
         name = str(path)
         try:
             fmt = self._file_format(path)
+            if fmt.name == "record" and self.overlay.active:
+                raise TraceError("agentab's own record carries its identity and outcome: fields['path'] and "
+                                 "outcomes= apply to converted formats only", source=name)
             if fmt.name != "record":
                 fields = self._fields(fmt)
                 if self._split(path, fmt):  # large: read whole if the format can do it fast, else in parts
                     whole = fmt.read_whole(path, fields) if fmt.read_whole is not None else None
                     if whole is not None:
-                        self._convert(name, arm, whole.items, parsed=True)
+                        self._convert(name, arm, whole.items, parsed=True, path=path, root=root)
                         return
                     if read_parallel(self.decoder, path, arm, self.workers, fmt, fields):
                         return
-                self._convert(name, arm, fmt.read_file(path, fields), parsed=True)
+                self._convert(name, arm, fmt.read_file(path, fields), parsed=True, path=path, root=root)
             elif _kind(path) == "archive":
                 raise TraceError("an archive is not agentab's record (an Inspect .eval log? format='inspect')",
                                  source=name)
