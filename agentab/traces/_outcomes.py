@@ -9,7 +9,10 @@ Columns: ``outcome`` (true/false or a number; blank = no verdict, and the run it
 as False) and ``run_id`` or ``task_id`` (``instance_id``, SWE-bench's name, is read as ``task_id``), with
 ``seed`` when a task has several runs. A SWE-bench run report gives ``resolved_ids`` true and
 ``unresolved_ids`` and ``empty_patch_ids`` false; ``error_ids`` and ``incomplete_ids`` were not evaluated, so
-a run of theirs is rejected saying so rather than counted as a failure.
+a run of theirs is rejected saying so rather than counted as a failure (also sb-cli's ``failed_ids`` and
+``pending_ids``). A folder is read as SWE-bench's evaluation logs: every ``report.json`` under it, each
+``{instance_id: {"resolved": ...}}`` or, as some runs save it, the instance's own ``{"resolved": ...}`` in a
+folder named after the instance (``logs/<instance_id>/report.json``).
 """
 
 from __future__ import annotations
@@ -31,10 +34,13 @@ __all__ = ["Found", "OutcomeTable", "read_outcomes"]
 
 #: SWE-bench run-report lists: their verdict, or None (not evaluated: the reason).
 _SWEBENCH_LISTS = {"resolved_ids": True, "unresolved_ids": False, "empty_patch_ids": False,
-                   "error_ids": None, "incomplete_ids": None}
-_SWEBENCH_WHY = {"error_ids": "SWE-bench's report lists it in error_ids: its evaluation failed, so it has no verdict "
-                 "(leaderboards count it unresolved; say so in an outcomes table of your own to count it)",
-                 "incomplete_ids": "SWE-bench's report lists it in incomplete_ids: it was never evaluated"}
+                   "error_ids": None, "failed_ids": None, "incomplete_ids": None, "pending_ids": None}
+_UNEVALUATED = ("SWE-bench's report lists it in {}: {}, so it has no verdict (leaderboards count it unresolved; "
+                "say so in an outcomes table of your own to count it)")
+_SWEBENCH_WHY = {"error_ids": _UNEVALUATED.format("error_ids", "its evaluation failed"),
+                 "failed_ids": _UNEVALUATED.format("failed_ids", "its evaluation failed"),
+                 "incomplete_ids": _UNEVALUATED.format("incomplete_ids", "it was never evaluated"),
+                 "pending_ids": _UNEVALUATED.format("pending_ids", "it was not yet evaluated")}
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,8 @@ class OutcomeTable:
 
 
 def read_outcomes(source: Any) -> OutcomeTable:
-    """An outcomes table from a path (CSV, TSV, Parquet, JSON Lines, JSON) or a DataFrame.
+    """An outcomes table from a path (CSV, TSV, Parquet, JSON Lines, JSON, a folder of SWE-bench
+    ``report.json``) or a DataFrame.
 
     Examples
     --------
@@ -109,7 +116,9 @@ def read_outcomes(source: Any) -> OutcomeTable:
         frame, label = source.copy(), "<DataFrame>"
     elif isinstance(source, (str, Path)):
         label = str(source)
-        if str(source).lower().endswith(".json"):
+        if Path(source).is_dir():
+            frame = _read_report_folder(Path(source))
+        elif str(source).lower().endswith(".json"):
             frame, excluded = _read_json(Path(source))
         else:
             frame = load_results(source)
@@ -132,12 +141,35 @@ def read_outcomes(source: Any) -> OutcomeTable:
                         {(key,): why for key, why in excluded.items()} if by == ("task_id",) else {})
 
 
-def _read_json(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
-    """A JSON outcomes file: a SWE-bench run report, a per-instance report, or an array of flat objects."""
+def _load_json(path: Path) -> Any:
     try:
-        data = json.loads(path.read_bytes())
+        return json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError) as err:
         raise TraceError(f"cannot read the outcomes table: {err}", source=str(path)) from err
+
+
+def _read_report_folder(folder: Path) -> pd.DataFrame:
+    """SWE-bench evaluation logs: every ``report.json`` under ``folder`` (links to folders not followed)."""
+    rows: list[dict[str, Any]] = []
+    reports = sorted(p for p in folder.rglob("report.json") if p.is_file())
+    if not reports:
+        raise TraceError("no report.json under this folder (SWE-bench's evaluation logs hold one per instance)",
+                         source=str(folder))
+    for path in reports:
+        data = _load_json(path)
+        if isinstance(data, dict) and isinstance(data.get("resolved"), bool):  # the instance's own, flat
+            rows.append({"task_id": path.parent.name, "outcome": data["resolved"]})
+        elif isinstance(data, dict) and data and all(isinstance(v, dict) and "resolved" in v for v in data.values()):
+            rows.extend({"task_id": k, "outcome": v["resolved"]} for k, v in data.items())
+        else:
+            raise TraceError("not a SWE-bench instance report: expected {instance_id: {\"resolved\": ...}} or "
+                             "{\"resolved\": ...}", source=str(path))
+    return pd.DataFrame.from_records(rows, columns=["task_id", "outcome"])
+
+
+def _read_json(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A JSON outcomes file: a SWE-bench run report, a per-instance report, or an array of flat objects."""
+    data = _load_json(path)
     if isinstance(data, list):
         if not all(isinstance(row, dict) for row in data):
             raise TraceError("a JSON outcomes table is an array of objects", source=str(path))
