@@ -114,7 +114,7 @@ class Budget:
             "its compressed size", "the archive's size")
 
 
-def read_member(archive: zipfile.ZipFile, member: str, name: str, budget: Budget | None = None) -> bytes:
+def read_member(archive: zipfile.ZipFile, member: str, name: str, budget: Budget | None = None) -> bytearray:
     """The inflated bytes of an archive member, streamed and bounded (:class:`InflateLimit`).
 
     ``name``: how errors name the member (``"log.eval:samples/1_epoch_1.json"``). ``budget``: the archive's
@@ -128,18 +128,17 @@ def read_member(archive: zipfile.ZipFile, member: str, name: str, budget: Budget
         cap, why = budget.left, budget.why
     if info.file_size > cap:  # the declared size already says no (a lying one is caught while reading)
         raise InflateLimit(why, source=name)
-    chunks, total = [], 0
+    data = bytearray()  # grown in place and returned as it is: the member is in memory once, not twice
     try:
         with archive.open(info) as fh:
             while chunk := fh.read(2**20):
-                total += len(chunk)
-                if total > cap:
+                if len(data) + len(chunk) > cap:
                     raise InflateLimit(why, source=name)
-                chunks.append(chunk)
+                data += chunk
     finally:
         if budget is not None:
-            budget.left -= min(total, budget.left)
-    return b"".join(chunks)
+            budget.left -= min(len(data), budget.left)
+    return data
 
 
 def printable(text: str) -> str:

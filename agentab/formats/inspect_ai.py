@@ -347,7 +347,7 @@ def _read_objects(objects: Sequence[Any], name: str, fields: FieldMap) -> Iterat
             yield item
 
 
-def _decode(data: bytes) -> tuple[Any, tuple[int, str] | None]:
+def _decode(data: bytes | bytearray) -> tuple[Any, tuple[int, str] | None]:
     """JSON bytes -> (value, None), or (None, (line, message)). NaN and Infinity (Inspect writes them) are read."""
     try:
         return msgspec.json.decode(data), None
