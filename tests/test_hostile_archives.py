@@ -256,6 +256,21 @@ def test_a_duplicated_member_name_is_read_once_its_last_copy(tmp_path):
     assert traces.n_read == 1 and "header.json is not JSON" in traces.rejected.loc[0, "reason"]
 
 
+@pytest.mark.parametrize("ref", ["../../etc/passwd", "/etc/passwd", "a\x00b.json", "\x1b[2Jx\n.json",
+                                 "s3://bucket/x.json", "C:\\x.json", "sub/../../x.json"])
+def test_a_file_named_inside_an_atif_trajectory_is_never_followed_out_of_its_folder(tmp_path, ref):
+    """The one reader that follows names written inside a file (ATIF's ``continued_trajectory_ref``)."""
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    (tmp_path / "x.json").write_text(formats.get("atif").example)  # what "../x.json" would reach
+    doc = dict(json.loads(formats.get("atif").example), continued_trajectory_ref=ref)
+    (trial / "trajectory.json").write_text(json.dumps(doc))
+    traces = _lenient(trial / "trajectory.json", format="atif")
+    [reason] = traces.rejected["reason"]
+    assert reason == f"the run continues in {ref!r}, which is not a file beside this trajectory: a partial run"
+    assert reason.isprintable()
+
+
 # --------------------------------------------------------------------------- #
 # Corrupt members: one rejection each, the rest loads
 # --------------------------------------------------------------------------- #
