@@ -145,6 +145,16 @@ Bad input
     not JSON is one rejection for the whole file. ``line`` is 1 for a
     ``.eval`` member, and the sample's position in ``samples`` (1-based) for a
     ``.json`` log.
+Hostile archives
+    A member is read by its name through :mod:`zipfile`, never extracted,
+    so a name like ``samples/../../x.json`` is only a name; names (and error
+    text quoting them) are shown with control characters and terminal
+    escapes escaped (``samples/\\x1b[2J...``). Each member is inflated with a
+    cap, and the archive's members share one more: together no more than
+    :mod:`agentab.formats.files` allows one compressed file of the archive's
+    size. A member over either cap, or corrupt (bad CRC, bad deflate, bzip2
+    or LZMA data, encrypted, an unknown method), or whose name holds a NUL
+    byte, is one rejection; the other samples load.
 
 This module finds the logs and their samples (archives, JSON logs, objects);
 a sample becomes a record in :mod:`._inspect_sample`, its run-level fields
