@@ -4,7 +4,11 @@ Decompression is bounded: a gzip file (``.gz``) or an archive member (an Inspect
 stream, and reading stops with :class:`InflateLimit` (a :class:`~agentab.errors.TraceError` naming the file and
 the limit) once it has given more than :data:`MAX_INFLATED_BYTES`, or more than :data:`MAX_INFLATION_RATIO`
 times its compressed size (past the first :data:`RATIO_FREE_BYTES`). Both are module constants a user may set
-(``agentab.formats.files.MAX_INFLATED_BYTES = 16 * 2**30``); they are read at each opening.
+(``agentab.formats.files.MAX_INFLATED_BYTES = 16 * 2**30``); they are read at each opening. The members of
+one archive share one more budget (:class:`Budget`): together they may inflate to no more than one file of the
+archive's size on disk, so neither thousands of small members nor members whose compressed data overlap (each
+honest alone) escape the ratio. A member is read only through :mod:`zipfile`, by name: its name is never a path
+on disk; :func:`printable` makes it (and errors quoting it) safe to show.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from pathlib import Path
 
 from agentab.errors import TraceError
 
-__all__ = ["BOM", "JSON_SPACE", "InflateLimit", "MAX_INFLATED_BYTES", "MAX_INFLATION_RATIO", "RATIO_FREE_BYTES",
-           "first_keys", "inflate_cap", "is_record_keys", "open_trace_file", "read_member"]
+__all__ = ["BOM", "JSON_SPACE", "Budget", "InflateLimit", "MAX_INFLATED_BYTES", "MAX_INFLATION_RATIO",
+           "RATIO_FREE_BYTES", "first_keys", "inflate_cap", "is_record_keys", "open_trace_file", "printable",
+           "read_member"]
 
 #: Most bytes one compressed file or archive member may inflate to (4 GiB).
 MAX_INFLATED_BYTES = 4 * 2**30
@@ -92,24 +97,62 @@ def open_trace_file(path: Path):
         raise
 
 
-def read_member(archive: zipfile.ZipFile, member: str, name: str) -> bytes:
+class Budget:
+    """The inflated bytes the members of one archive have left, together: :func:`inflate_cap` of the archive's
+    size on disk (``compressed``), spent by each :func:`read_member` given it.
+
+    Examples
+    --------
+    >>> budget = Budget(1_000)  # 200 times 1,000 bytes is less than the free first MiB
+    >>> budget.left == RATIO_FREE_BYTES, "members together" in budget.why
+    (True, True)
+    """
+
+    def __init__(self, compressed: int) -> None:
+        self.left, why = inflate_cap(compressed)
+        self.why = "the archive's members together " + why.replace("inflates", "inflate", 1).replace(
+            "its compressed size", "the archive's size")
+
+
+def read_member(archive: zipfile.ZipFile, member: str, name: str, budget: Budget | None = None) -> bytearray:
     """The inflated bytes of an archive member, streamed and bounded (:class:`InflateLimit`).
 
-    ``name``: how errors name the member (``"log.eval:samples/1_epoch_1.json"``). An encrypted member or an
-    unsupported compression method raises ``RuntimeError`` / ``NotImplementedError`` from :mod:`zipfile`.
+    ``name``: how errors name the member (``"log.eval:samples/1_epoch_1.json"``). ``budget``: the archive's
+    (:class:`Budget`), lowered by what this member inflated to, also when it stops. :mod:`zipfile` gives no
+    more than the member's declared size (a member longer than it says fails its CRC check). An encrypted
+    member or an unsupported compression method raises ``RuntimeError`` / ``NotImplementedError``.
     """
     info = archive.getinfo(member)
     cap, why = inflate_cap(info.compress_size)
+    if budget is not None and budget.left < cap:
+        cap, why = budget.left, budget.why
     if info.file_size > cap:  # the declared size already says no (a lying one is caught while reading)
         raise InflateLimit(why, source=name)
-    chunks, total = [], 0
-    with archive.open(info) as fh:
-        while chunk := fh.read(2**20):
-            total += len(chunk)
-            if total > cap:
-                raise InflateLimit(why, source=name)
-            chunks.append(chunk)
-    return b"".join(chunks)
+    data = bytearray()  # grown in place and returned as it is: the member is in memory once, not twice
+    try:
+        with archive.open(info) as fh:
+            while chunk := fh.read(2**20):
+                if len(data) + len(chunk) > cap:
+                    raise InflateLimit(why, source=name)
+                data += chunk
+    finally:
+        if budget is not None:
+            budget.left -= min(len(data), budget.left)
+    return data
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every character Python cannot print (control characters, NUL, newlines, terminal escapes,
+    bidirectional overrides, lone surrogates) written as its escape, so it shows as one safe line.
+
+    Examples
+    --------
+    >>> printable("samples/\x1b[2Jx\n\u202e_epoch_1.json")
+    'samples/\\x1b[2Jx\\n\\u202e_epoch_1.json'
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def first_keys(head: bytes) -> frozenset[str] | None:

@@ -145,6 +145,16 @@ Bad input
     not JSON is one rejection for the whole file. ``line`` is 1 for a
     ``.eval`` member, and the sample's position in ``samples`` (1-based) for a
     ``.json`` log.
+Hostile archives
+    A member is read by its name through :mod:`zipfile`, never extracted,
+    so a name like ``samples/../../x.json`` is only a name; names (and error
+    text quoting them) are shown with control characters and terminal
+    escapes escaped (``samples/\\x1b[2J...``). Each member is inflated with a
+    cap, and the archive's members share one more: together no more than
+    :mod:`agentab.formats.files` allows one compressed file of the archive's
+    size. A member over either cap, or corrupt (bad CRC, bad deflate, bzip2
+    or LZMA data, encrypted, an unknown method), or whose name holds a NUL
+    byte, is one rejection; the other samples load.
 
 This module finds the logs and their samples (archives, JSON logs, objects);
 a sample becomes a record in :mod:`._inspect_sample`, its run-level fields
@@ -154,6 +164,8 @@ and outcome in :mod:`._inspect_fields`.
 from __future__ import annotations
 
 import json
+import lzma
+import os
 import re
 import zipfile
 import zlib
@@ -167,7 +179,7 @@ from agentab.errors import TraceError
 from agentab.formats._base import FieldMap, Format, Item
 from agentab.formats._inspect_fields import DEFAULTS, Header
 from agentab.formats._inspect_sample import sample_item
-from agentab.formats.files import InflateLimit, open_trace_file, read_member
+from agentab.formats.files import Budget, InflateLimit, open_trace_file, printable, read_member
 
 __all__ = ["FORMAT"]
 
@@ -176,10 +188,14 @@ _START = "_journal/start.json"
 _SAMPLES = "samples/"
 
 
-#: What reading one archive member may raise: corrupt data, an encrypted member (``RuntimeError``), an
-#: unsupported compression method (``NotImplementedError``), a bad header field (``ValueError``).
-_MEMBER_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError, NotImplementedError, ValueError,
-                  KeyError)
+#: What reading one archive member may raise: corrupt data (deflate: ``zlib.error``, bzip2: ``OSError``, LZMA:
+#: ``lzma.LZMAError``), an encrypted member (``RuntimeError``), an unsupported compression method
+#: (``NotImplementedError``), a bad header field (``ValueError``).
+_MEMBER_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, lzma.LZMAError, RuntimeError,
+                  NotImplementedError, ValueError, KeyError)
+#: What opening an archive may raise: a corrupt central directory, an unsupported zip version
+#: (``NotImplementedError``), a member name flagged UTF-8 that is not (``UnicodeDecodeError``, a ValueError).
+_ARCHIVE_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, ValueError)
 
 _EVAL_KEY = re.compile(rb'"eval"\s*:\s*\{')
 
@@ -213,31 +229,35 @@ def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
 
 
 def _read_archive(path: Path, fields: FieldMap) -> Iterator[Item]:
-    name = str(path)
+    """The samples of a ``.eval`` archive. Members are read by name through :mod:`zipfile`, never as paths;
+    they share one inflation :class:`~agentab.formats.files.Budget`; errors show their names escaped."""
+    name = printable(str(path))
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError) as err:
-        raise TraceError(f"not a readable Inspect .eval archive (zip): {err}", source=name) from err
+        budget = Budget(os.fstat(archive.fp.fileno()).st_size)
+    except _ARCHIVE_ERRORS as err:
+        raise TraceError(f"not a readable Inspect .eval archive (zip): {printable(str(err))}", source=name) from err
     with archive:
         members = list(dict.fromkeys(archive.namelist()))  # a re-logged sample: its name once, its last copy read
         samples = sorted((m for m in members if m.startswith(_SAMPLES) and m.endswith(".json")), key=_member_order)
-        header, problem = _archive_header(archive, members)
+        header, problem = _archive_header(archive, members, budget)
         if header is None:
             field, reason = problem
             if not samples:
                 yield Item(line=1, field=field, reason=reason)
             for member in samples:
-                yield Item(line=1, field=field, reason=reason, source=f"{name}:{member}")
+                yield Item(line=1, field=field, reason=reason, source=f"{name}:{printable(member)}")
             return
+        yield from _nul_named(archive, name)
         for member in samples:
-            source = f"{name}:{member}"
+            source = f"{name}:{printable(member)}"
             try:
-                data = read_member(archive, member, source)
+                data = read_member(archive, member, source, budget)
             except InflateLimit as err:
                 yield Item(line=1, reason=err.reason, source=source)
                 continue
             except _MEMBER_ERRORS as err:  # corrupt, encrypted, or an unsupported compression method
-                yield Item(line=1, reason=f"cannot read this archive member: {err}", source=source)
+                yield Item(line=1, reason=f"cannot read this archive member: {printable(str(err))}", source=source)
                 continue
             sample, error = _decode(data)
             if error is not None:
@@ -246,18 +266,29 @@ def _read_archive(path: Path, fields: FieldMap) -> Iterator[Item]:
             yield sample_item(sample, header, fields, 1, source)
 
 
-def _archive_header(archive: zipfile.ZipFile, members: list[str]) -> tuple[Header | None, tuple[str, str]]:
+def _nul_named(archive: zipfile.ZipFile, name: str) -> Iterator[Item]:
+    """A rejection for each sample member whose name holds a NUL byte (:mod:`zipfile` cuts the name there, so
+    it would be dropped unseen, or taken for the member it is cut to)."""
+    for info in archive.infolist():
+        original = info.orig_filename
+        if original != info.filename and original.startswith(_SAMPLES) and original.endswith(".json"):
+            yield Item(line=1, field="name", source=f"{name}:{printable(original)}",
+                       reason="the member's name holds a NUL byte: not a sample Inspect wrote, left out")
+
+
+def _archive_header(archive: zipfile.ZipFile, members: list[str],
+                    budget: Budget) -> tuple[Header | None, tuple[str, str]]:
     """The log header (``header.json``, else ``_journal/start.json``), or why there is none."""
     member = _HEADER if _HEADER in members else _START if _START in members else None
     if member is None:
         return None, (_HEADER, ("the archive has no header.json (nor _journal/start.json): "
                                 "not an Inspect .eval log, or one whose writing never started"))
     try:
-        doc, error = _decode(read_member(archive, member, f"{archive.filename}:{member}"))
+        doc, error = _decode(read_member(archive, member, f"{archive.filename}:{member}", budget))
     except InflateLimit as err:
         return None, (member, f"cannot read {member}: {err.reason}")
     except _MEMBER_ERRORS as err:
-        return None, (member, f"cannot read {member}: {err}")
+        return None, (member, f"cannot read {member}: {printable(str(err))}")
     if error is not None:
         return None, (member, f"{member} is not JSON (line {error[0]}: {error[1]})")
     if not isinstance(doc, dict) or not isinstance(doc.get("eval"), dict):
@@ -326,7 +357,7 @@ def _read_objects(objects: Sequence[Any], name: str, fields: FieldMap) -> Iterat
             yield item
 
 
-def _decode(data: bytes) -> tuple[Any, tuple[int, str] | None]:
+def _decode(data: bytes | bytearray) -> tuple[Any, tuple[int, str] | None]:
     """JSON bytes -> (value, None), or (None, (line, message)). NaN and Infinity (Inspect writes them) are read."""
     try:
         return msgspec.json.decode(data), None
