@@ -3,8 +3,8 @@ archives are inflated with a cap (per file, per member, and per archive), member
 are shown escaped, and a corrupt member is one counted rejection while the rest loads.
 
 Every hostile file is built in ``tmp_path`` at test time; the limits are lowered (monkeypatched module
-constants) so a few hundred kilobytes trip them. The tests marked ``xfail(strict=True)`` are gaps in files
-this change does not own (the loader, the results tables): each flips when the lead applies the edit named.
+constants) so a few hundred kilobytes trip them. Two tests (a corrupt .gz with strict=False, a Parquet bomb) cover gaps once in files
+outside the readers: the loader and the results tables.
 """
 
 from __future__ import annotations
@@ -404,8 +404,6 @@ def test_a_broken_gzip_is_a_typed_one_line_error_naming_the_file(tmp_path, how):
     _one_line(err)
 
 
-@pytest.mark.xfail(reason="lead: _Reader.read_file (traces/_load.py) counts a corrupt .gz as one rejection "
-                          "when strict=False, as it does InflateLimit", strict=True)
 @pytest.mark.parametrize("how", ["truncated", "not gzip"])
 def test_lenient_a_broken_gzip_is_one_rejection_and_the_other_files_load(tmp_path, how):
     _broken_gz(tmp_path, how)
@@ -419,8 +417,6 @@ def test_lenient_a_broken_gzip_is_one_rejection_and_the_other_files_load(tmp_pat
 # --------------------------------------------------------------------------- #
 # Results tables: Parquet pages are compressed too
 # --------------------------------------------------------------------------- #
-@pytest.mark.xfail(reason="lead: traces/_results._read bounds a Parquet file's declared inflated size with "
-                          "formats.files.inflate_cap before pd.read_parquet", strict=True)
 def test_a_parquet_bomb_is_refused_by_its_declared_size(tmp_path, small_limits):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")

@@ -7,6 +7,7 @@ the columns of ``Traces.runs``, ``Traces.steps`` and ``Traces.rejected`` are lis
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import stat
@@ -340,13 +341,14 @@ class _Reader:
         return fmt.name == "record" or (fmt.read_part is not None and fmt.splits is not None and fmt.splits(path))
 
     def read_file(self, path: Path, arm: str | None, root: Path | None = None) -> None:
-        """Read one file (found under the folder ``root``, if one was given); a file inflating past the limits is a
-        rejection from where it stopped (strict: raised)."""
+        """Read one file (found under the folder ``root``, if one was given); a file inflating past the limits, or a
+        corrupt gzip stream, is a rejection from where it stopped (strict: raised)."""
         n_read = self.decoder.n_read
         try:
             self._read_file(path, arm, root)
-        except InflateLimit as err:
-            if self.decoder.strict:
+        except TraceError as err:  # past the limits, or a corrupt gzip stream (truncated, not gzip, bad CRC/data)
+            corrupt = isinstance(err.__cause__, (EOFError, zlib.error, gzip.BadGzipFile))
+            if self.decoder.strict or not (isinstance(err, InflateLimit) or corrupt):
                 raise
             self.decoder.reject(str(path), self.decoder.n_read - n_read + 1, None,
                                 f"{err.reason}; the rest of the file was left out")

@@ -242,6 +242,7 @@ def _read(item: Any, *, strict: bool) -> pd.DataFrame:
         if name.endswith(_JSONL_SUFFIXES):
             return _read_jsonl(path, strict=strict)
         if name.endswith(".parquet"):
+            _check_parquet_size(path)
             return pd.read_parquet(path)
         if name.endswith((".csv", ".tsv")):
             return pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",",
@@ -252,6 +253,21 @@ def _read(item: Any, *, strict: bool) -> pd.DataFrame:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise TraceError(f"cannot read the table: {first}", source=str(path)) from err
     raise TraceError("not a results table: expected .csv, .tsv, .parquet, .jsonl or .ndjson", source=str(path))
+
+
+def _check_parquet_size(path: Path) -> None:
+    """Refuse, unread, a Parquet file whose column chunks declare more inflated bytes than the limits of
+    :mod:`agentab.formats.files` allow for its size on disk (a decompression bomb)."""
+    import pyarrow.parquet as pq
+
+    from agentab.formats.files import InflateLimit, inflate_cap
+
+    meta = pq.ParquetFile(path).metadata
+    inflated = sum(meta.row_group(i).column(j).total_uncompressed_size
+                   for i in range(meta.num_row_groups) for j in range(meta.num_columns))
+    cap, why = inflate_cap(path.stat().st_size)
+    if inflated > cap:
+        raise InflateLimit(why, source=str(path))
 
 
 def _read_jsonl(path: Path, *, strict: bool) -> pd.DataFrame:
