@@ -123,6 +123,7 @@ FIELDS: dict[str, str] = {"outcome": "outcome"}
 _HARNESS = "SWE-agent"
 #: The run-level fields a record needs: a path the document lacks leaves them to the loader (Item.missing).
 _REQUIRED = ("run_id", "task_id", "seed", "outcome")
+_NO_VERDICT = " (a .traj records no verdict: SWE-bench's evaluation report holds it)"
 _TIMEOUT = re.compile(r"The command '.*' was cancelled because it took more than \S+ seconds", re.DOTALL)
 _NOT_RUN = "not run: SWE-agent re-asked the model (a blocked command or a bash syntax error)"
 _DIFF = re.compile(r"^diff --git a/(.*?) b/(.*)$")
@@ -238,8 +239,7 @@ def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | N
     _apply_fields(doc, record, fields, missing)
     if "outcome" not in record:
         path = fields.get("outcome", FIELDS["outcome"])
-        absent(missing, "outcome", path, f"outcome: no `{path}` in the .traj (a .traj records no verdict: "
-                                         "SWE-bench's evaluation report holds it)")
+        absent(missing, "outcome", path, f"outcome: no `{path}` in the .traj{_NO_VERDICT}")
     return record
 
 
@@ -486,7 +486,8 @@ def _apply_fields(doc: Mapping[str, Any], record: dict[str, Any], fields: FieldM
         if name in _REQUIRED and value in (MISSING, None):
             record.pop(name, None)
             missing.pop(name, None)
-            absent(missing, name, path, f"{name}: no `{path}` in the .traj")
+            why = _NO_VERDICT if name == "outcome" else ""
+            absent(missing, name, path, f"{name}: no `{path}` in the .traj{why}")
             continue
         if name in _REQUIRED:
             missing.pop(name, None)
