@@ -756,10 +756,9 @@ def test_a_sample_without_tool_calls_or_usage_has_unknown_tokens(tmp_path):
 
 def test_mapped_identity_fields_the_sample_lacks_are_absent_not_rejected(tmp_path):
     item, settled = lacking(sample(3, 1), tmp_path, task_id="metadata.instance", seed="metadata.trial")
-    assert item.missing == {"task_id": ("metadata.instance", "sample 3 epoch 1: task_id: no `metadata.instance` in "
-                                                             "the sample or the log"),
-                            "seed": ("metadata.trial", "sample 3 epoch 1: seed: no `metadata.trial` in the sample "
-                                                       "or the log")}
+    task = "sample 3 epoch 1: task_id: no `metadata.instance` in the sample or the log"
+    seed = "sample 3 epoch 1: seed: no `metadata.trial` in the sample or the log"
+    assert item.missing == {"task_id": ("metadata.instance", task), "seed": ("metadata.trial", seed)}
     assert item.record["outcome"] is True and settled.field == "metadata.instance"
     # a seed that is there but not an integer is still a rejection
     bad = sample(3, 1)
@@ -769,5 +768,5 @@ def test_mapped_identity_fields_the_sample_lacks_are_absent_not_rejected(tmp_pat
 
 def test_a_scorer_named_among_others_is_a_rejection_but_with_no_scores_absent(tmp_path):
     assert "its scorers: match" in rejection(sample(), tmp_path, outcome="judge").reason
-    item, settled = lacking(sample(scores=None), tmp_path, outcome="judge")
+    _, settled = lacking(sample(scores=None), tmp_path, outcome="judge")
     assert settled.field == "scores" and "it has no scores" in settled.reason

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import agentab
-from agentab.formats.claude_code import sniff as claude_sniff
 from agentab.formats._missing import settle
+from agentab.formats.claude_code import sniff as claude_sniff
 from agentab.formats.messages import ANTHROPIC, OPENAI
 from agentab.formats.openai_agents import FORMAT, sniff
 from agentab.formats.otel import FORMAT as OTEL

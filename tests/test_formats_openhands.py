@@ -316,8 +316,8 @@ def test_files_json_lines_arrays_and_malformed_lines(tmp_path):
 def test_in_memory_event_stream_is_one_run():
     (item,) = FORMAT.read_objects(copy.deepcopy(json.loads(STREAM.read_text())), "gui", FIELDS)
     assert item.record["run_id"] == "gui" and len(item.record["steps"]) == 4
-    assert item.missing == {"outcome": (None, "no outcome: an OpenHands event stream records no verdict of an "
-                                              "external check")}
+    why = "no outcome: an OpenHands event stream records no verdict of an external check"
+    assert item.missing == {"outcome": (None, why)}
 
 
 @pytest.mark.parametrize("where", ["steps", "runs"])

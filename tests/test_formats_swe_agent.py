@@ -239,8 +239,8 @@ def test_fields_read_dotted_paths_and_a_missing_path_rejects():
     rec = convert(doc, "r1", None, {"outcome": "info.resolved", "arm": "replay_config.agent.model.name"})
     assert rec["outcome"] is True and rec["arm"] == "gpt-4o"
     (item,) = FORMAT.read_objects([variant()], "<test>", {"outcome": "info.resolved"})
-    assert item.missing == {"outcome": ("info.resolved", "outcome: no `info.resolved` in the .traj (a .traj records "
-                                                         "no verdict: SWE-bench's evaluation report holds it)")}
+    why = "outcome: no `info.resolved` in the .traj (a .traj records no verdict: SWE-bench's evaluation report holds it)"
+    assert item.missing == {"outcome": ("info.resolved", why)}
     assert "outcome" not in item.record and len(item.record["steps"]) == 5
     assert (settle(item).field, settle(item).reason) == item.missing["outcome"]
     item = rejection(variant(), outcome="info.exit_status")

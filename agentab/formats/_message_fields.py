@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentab.formats._base import MISSING as _MISSING
-from agentab.formats._base import describe
 from agentab.formats._base import Reject as _Reject
+from agentab.formats._base import describe
 from agentab.formats._base import lookup as _lookup
 from agentab.formats._missing import absent
 

@@ -89,7 +89,6 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
-from agentab.formats._missing import absent
 from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import (
     Tokens,
@@ -98,6 +97,7 @@ from agentab.formats._message_parts import (
     required_text,
     usage_anthropic,
 )
+from agentab.formats._missing import absent
 from agentab.formats.files import (
     BOM,
     JSON_SPACE,

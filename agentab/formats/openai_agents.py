@@ -73,10 +73,16 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
-from agentab.formats._missing import absent
 from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import call_arguments
-from agentab.formats.files import BOM, JSON_SPACE, first_keys, is_record_keys, open_trace_file
+from agentab.formats._missing import absent
+from agentab.formats.files import (
+    BOM,
+    JSON_SPACE,
+    first_keys,
+    is_record_keys,
+    open_trace_file,
+)
 from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "sniff", "trace_items"]

@@ -108,7 +108,15 @@ from typing import Any
 
 import msgspec
 
-from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup, token_count
+from agentab.formats._base import (
+    MISSING,
+    FieldMap,
+    Format,
+    Item,
+    Reject,
+    lookup,
+    token_count,
+)
 from agentab.formats._missing import absent
 from agentab.formats.files import BOM, open_trace_file
 from agentab.formats.record import TOKENS_WITH_STEP

@@ -109,7 +109,6 @@ import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
 from agentab.formats._message_fields import describe
-from agentab.formats._missing import absent
 from agentab.formats._message_parts import (
     Calls,
     Tokens,
@@ -121,6 +120,7 @@ from agentab.formats._message_parts import (
     required_text,
     usage_openai,
 )
+from agentab.formats._missing import absent
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 
 __all__ = ["FIELDS", "FORMAT", "sniff"]
