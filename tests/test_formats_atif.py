@@ -19,6 +19,7 @@ import pytest
 import agentab
 from agentab import formats
 from agentab.formats import Item
+from agentab.formats._missing import settle
 from agentab.formats.atif import DEFAULTS, FORMAT, VERSIONS
 from agentab.formats.record import TOKENS_WITH_STEP
 
@@ -49,6 +50,16 @@ def rejection_of(path: Path, **fields: str) -> Item:
     (item,) = items(path, **fields)
     assert item.record is None and item.reason, item
     return item
+
+
+def lacking_of(path: Path, key: str, **fields: str) -> Item:
+    """The rejection the loader gives a run that lacks ``key`` (and only it) when nothing fills it."""
+    (item,) = items(path, **fields)
+    assert item.record is not None and list(item.missing) == [key] and key not in item.record, item
+    assert isinstance(item.record["steps"], list)
+    settled = settle(item)
+    assert settled.record is None and settled.reason
+    return settled
 
 
 def load(records: list[dict[str, Any]]) -> agentab.Traces:
@@ -220,7 +231,7 @@ def test_a_part_file_without_its_trajectory_is_read_as_a_run(tmp_path):
     part = tmp_path / "hello-world__Summ1Ab" / "agent" / "trajectory.summarization-1-answers.json"
     part.parent.mkdir(parents=True)
     shutil.copy(SUMMARIZED.parent / part.name, part)
-    item = rejection_of(part)  # read (not skipped): a run of its own, with no result.json
+    item = lacking_of(part, "outcome")  # read (not skipped): a run of its own, with no result.json
     assert item.field == "outcome"
 
 
@@ -231,7 +242,8 @@ def test_text_actions_without_tool_calls_are_rejected_not_zero_steps():
 
 
 def test_no_result_json_is_a_rejection_not_a_made_up_outcome():
-    item = rejection_of(TIMEOUT)
+    item = lacking_of(TIMEOUT, "outcome")
+    assert len(record_of(TIMEOUT, outcome="agent.name")["steps"]) > 0  # the run itself is read whole
     assert item.field == "outcome" and "result.json" in item.reason
 
 
@@ -254,7 +266,7 @@ def test_reward_rules(tmp_path):
     path = trial_copy(tmp_path, TIMEOUT, trial_result("hello-world", "x__abcdefg", reward=None,
                                                       exception_info={"exception_type": "AgentTimeoutError",
                                                                       "exception_message": "timed out"}))
-    item = rejection_of(path)
+    item = lacking_of(path, "outcome")
     assert item.field == "result.json.verifier_result" and "AgentTimeoutError" in item.reason
     result = trial_result("hello-world", "x__abcdefg")
     result["verifier_result"] = {"rewards": {"pass": 1, "style": 0.5}}
@@ -274,11 +286,16 @@ def test_task_from_folder_and_fields(tmp_path):
     plain = tmp_path / "runs" / "trajectory.json"
     plain.parent.mkdir()
     plain.write_text(json.dumps(doc))
-    assert rejection_of(plain, outcome="extra.reward").field == "task_id"
+    assert lacking_of(plain, "task_id", outcome="extra.reward").field == "task_id"
     rec = record_of(plain, outcome="extra.reward", task_id="agent.name", arm="extra.arm", seed="steps.0.step_id")
     assert (rec["task_id"], rec["arm"], rec["seed"], rec["outcome"]) == ("terminus-2", "v2", 1, True)
     assert rec["run_id"] == doc["session_id"]
-    assert rejection_of(plain, outcome="extra.nope").field == "extra.nope"
+    assert lacking_of(plain, "outcome", outcome="extra.nope", task_id="agent.name").field == "extra.nope"
+    assert rejection_of(plain, outcome="extra.reward", task_id="agent.name", arm="extra.nope").field == "extra.nope"
+    # a run id the user maps to a path that is not there: absent, not the rules' fallback; the seed with it
+    (item,) = items(plain, outcome="extra.reward", task_id="agent.name", run_id="extra.run")
+    assert list(item.missing) == ["run_id", "seed"] and "run_id" not in item.record
+    assert settle(item).field == "extra.run"
 
 
 def test_multi_step_trial_reads_its_step_result(tmp_path):

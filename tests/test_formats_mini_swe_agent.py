@@ -20,6 +20,7 @@ import pytest
 import agentab
 import agentab.formats
 from agentab import load_traces
+from agentab.formats._missing import settle
 from agentab.formats.messages import OPENAI
 from agentab.formats.mini_swe_agent import FORMAT
 
@@ -116,6 +117,9 @@ def test_real_file_matches_hand_counts(path):
     assert rec["task_id"] == raw["instance_id"] and rec["run_id"] == str(path)
     assert rec["metadata"]["model"] == raw["info"]["config"]["model"]["model_name"]
     assert "outcome" not in rec  # the verdict is in SWE-bench's report, not in the trajectory
+    (item,) = FORMAT.read_file(path, FORMAT.fields)
+    assert list(item.missing) == ["outcome"] and item.missing["outcome"][0] == "outcome"
+    assert "SWE-bench's evaluation report" in settle(item).reason
     last = steps[-1]
     assert last["observation"] == {"content": raw["messages"][-1]["content"], "submission": True}
     assert last["args"]["command"].startswith("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
@@ -242,8 +246,9 @@ def test_identity_defaults_and_mapping(tmp_path):
     (item,) = read(path, {"seed": "trial", "outcome": "resolved"})
     assert (item.record["seed"], item.record["outcome"]) == (3, True)
     assert "seed_assumed" not in item.record["metadata"]
-    item = convert(v1([*START]))
-    assert item.record is None and item.field == "instance_id"
+    item = convert(v1([*START]))  # in memory, no instance id and no file name: the task is absent
+    assert list(item.missing) == ["task_id", "outcome"] and "task_id" not in item.record
+    assert settle(item).field == "instance_id" and "no file name to use" in settle(item).reason
 
 
 # --------------------------------------------------------------------------- #

@@ -14,6 +14,7 @@ import pytest
 import agentab
 from agentab import formats
 from agentab.formats import Item
+from agentab.formats._missing import settle
 from agentab.formats.messages import ANTHROPIC, OPENAI
 from agentab.formats.openhands import FIELDS, FORMAT, history_steps, sniff
 
@@ -66,12 +67,15 @@ def hand_count(line: dict[str, Any]) -> dict[str, int]:
 # --------------------------------------------------------------------------- #
 # The real fixtures
 # --------------------------------------------------------------------------- #
-def test_real_output_without_report_is_rejected_for_its_outcome_not_its_task():
+def test_real_output_without_report_lacks_its_outcome_not_its_task():
     items = list(FORMAT.read_file(OUTPUT, FIELDS))
-    assert len(items) == 3 and all(item.record is None for item in items)
-    assert {item.field for item in items} == {"test_result.report.resolved"}
-    assert all("no outcome" in item.reason and "eval_infer" in item.reason for item in items)
-    assert [item.line for item in items] == [1, 2, 3]
+    assert len(items) == 3 and all(list(item.missing) == ["outcome"] for item in items)
+    assert [len(item.record["steps"]) for item in items] == [22, 32, 49]  # the record is whole but the outcome
+    rejected = [settle(item) for item in items]
+    assert all(item.record is None for item in rejected)
+    assert {item.field for item in rejected} == {"test_result.report.resolved"}
+    assert all("no outcome" in item.reason and "eval_infer" in item.reason for item in rejected)
+    assert [item.line for item in rejected] == [1, 2, 3]
 
 
 def test_real_output_steps_errors_tokens_match_the_raw_file():
@@ -131,8 +135,10 @@ def test_real_event_stream_steps_and_tokens():
     assert sum(s["tokens_in"] for s in steps) == sum(u["prompt_tokens"] for u in usage) == 17297
     assert sum(s["tokens_out"] for s in steps) == sum(u["completion_tokens"] for u in usage)
     assert counts["events"] == {"change_agent_state": 1, "message": 2}
-    # a stream records no verdict: the run is a rejection saying so
+    # a stream records no verdict: the outcome is absent, saying so
     (item,) = FORMAT.read_file(STREAM, FIELDS)
+    assert len(item.record["steps"]) == 4 and list(item.missing) == ["outcome"]
+    item = settle(item)
     assert item.record is None and "no outcome" in item.reason and "event stream" in item.reason
 
 
@@ -268,9 +274,11 @@ def test_an_unknown_action_with_tool_call_metadata_is_a_step():
 
 
 def test_run_fields_task_outcome_and_overrides():
-    item = rejection({"history": []})
-    assert item.field == "instance_id" and item.reason.startswith("no task_id")
-    assert rejection(line([], test_result={"git_patch": ""})).field == "test_result.report.resolved"
+    (item,) = FORMAT.read_objects([{"history": []}], "<test>", FIELDS)
+    assert list(item.missing) == ["task_id", "outcome"] and item.record["run_id"] == "<test>:1"
+    assert settle(item).field == "instance_id" and settle(item).reason.startswith("no task_id")
+    (item,) = FORMAT.read_objects([line([], test_result={"git_patch": ""})], "<test>", FIELDS)
+    assert item.missing["outcome"][0] == "test_result.report.resolved" and item.record["task_id"] == "t1"
     assert convert({"instance_id": 3, "report": {"resolved": False}, "history": []})["outcome"] is False
     rec = convert(line([], score=0.5, run="a", attempt=2), outcome="score", run_id="run", seed="attempt")
     assert (rec["outcome"], rec["run_id"], rec["seed"]) == (0.5, "a", 2)
@@ -302,12 +310,14 @@ def test_files_json_lines_arrays_and_malformed_lines(tmp_path):
     stream = tmp_path / "django-1.json"
     stream.write_text(json.dumps(good["history"]))
     (item,) = FORMAT.read_file(stream, FIELDS)
-    assert item.record is None and "event stream" in item.reason
+    assert item.record["task_id"] == "django-1" and "event stream" in settle(item).reason
 
 
 def test_in_memory_event_stream_is_one_run():
     (item,) = FORMAT.read_objects(copy.deepcopy(json.loads(STREAM.read_text())), "gui", FIELDS)
-    assert item.record is None and "event stream" in item.reason
+    assert item.record["run_id"] == "gui" and len(item.record["steps"]) == 4
+    why = "no outcome: an OpenHands event stream records no verdict of an external check"
+    assert item.missing == {"outcome": (None, why)}
 
 
 @pytest.mark.parametrize("where", ["steps", "runs"])
@@ -340,7 +350,7 @@ def test_real_sdk_output_steps_errors_and_unknown_tokens():
                           not in (None, 0) for e in history))
     assert calls == [8, 9] and errors == [1, 8]
     # no report: rejected for the outcome; the file's own score can be mapped
-    assert {item.field for item in FORMAT.read_file(SDK, FIELDS)} == {"test_result.report.resolved"}
+    assert {settle(item).field for item in FORMAT.read_file(SDK, FIELDS)} == {"test_result.report.resolved"}
     items = list(FORMAT.read_file(SDK, {**FIELDS, "outcome": "test_result.final_score.result"}))
     traces = load(items)
     runs = traces.runs.set_index("task_id").loc[[line_["instance_id"] for line_ in raw]]

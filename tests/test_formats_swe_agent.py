@@ -18,6 +18,7 @@ import pytest
 import agentab
 from agentab import formats
 from agentab.formats import Item
+from agentab.formats._missing import settle
 from agentab.formats.swe_agent import FORMAT, convert, sniff
 from agentab.traces import _load
 
@@ -237,8 +238,11 @@ def test_fields_read_dotted_paths_and_a_missing_path_rejects():
     doc = variant(resolved=True)
     rec = convert(doc, "r1", None, {"outcome": "info.resolved", "arm": "replay_config.agent.model.name"})
     assert rec["outcome"] is True and rec["arm"] == "gpt-4o"
-    item = rejection(variant(), outcome="info.resolved")
-    assert item.field == "info.resolved" and "no `info.resolved`" in item.reason
+    (item,) = FORMAT.read_objects([variant()], "<test>", {"outcome": "info.resolved"})
+    why = "outcome: no `info.resolved` in the .traj (a .traj records no verdict: SWE-bench's evaluation report holds it)"
+    assert item.missing == {"outcome": ("info.resolved", why)}
+    assert "outcome" not in item.record and len(item.record["steps"]) == 5
+    assert (settle(item).field, settle(item).reason) == item.missing["outcome"]
     item = rejection(variant(), outcome="info.exit_status")
     assert item.field == "info.exit_status" and "true/false or a number" in item.reason
 
@@ -279,11 +283,16 @@ def test_rejections_name_the_entry(change, field, words):
 def test_in_memory_documents_need_a_task():
     doc = variant()
     del doc["replay_config"]
-    item = rejection(doc)
-    assert "fields={'task_id'" in item.reason
+    (item,) = FORMAT.read_objects([doc], "<test>", {})
+    assert list(item.missing) == ["task_id", "outcome"] and "task_id" not in item.record
+    assert settle(item).field == "replay_config.problem_statement.id" and "fields={'task_id'" in settle(item).reason
     assert rejection([1, 2]).reason.startswith("not a SWE-agent .traj")
     (ok,) = FORMAT.read_objects([doc], "<mem>", {"task_id": "environment"})
-    assert ok.record["task_id"] == "main" and ok.record["run_id"] == "<mem>[1]"
+    assert ok.record["task_id"] == "main" and ok.record["run_id"] == "<mem>[1]" and list(ok.missing) == ["outcome"]
+    # a mapped path the document lacks: the task is still absent, named by that path
+    doc["info"]["resolved"] = False
+    (item,) = FORMAT.read_objects([doc], "<mem>", {"task_id": "info.instance", "outcome": "info.resolved"})
+    assert item.missing == {"task_id": ("info.instance", "task_id: no `info.instance` in the .traj")}
 
 
 def test_not_json_is_one_rejection(tmp_path):

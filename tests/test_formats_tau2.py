@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import agentab
+from agentab.formats._missing import settle
 from agentab.formats.tau2 import FIELDS, FORMAT, sniff
 
 DATA = Path(__file__).parent / "data"
@@ -198,13 +199,28 @@ def test_a_reward_that_is_not_0_or_1_stays_a_number():
     assert [item.record["metadata"]["reward"] for item in items] == [0.5, 0.25, 1.0]
 
 
+@pytest.mark.parametrize("edit, key, field, words", [
+    (lambda s: s.update(reward_info=None), "outcome", "reward_info", "never evaluated"),
+    (lambda s: s["reward_info"].pop("reward"), "outcome", "reward_info.reward", "no outcome"),
+    (lambda s: s.update(trial=None), "seed", "trial", "no seed"),
+    (lambda s: s.pop("task_id"), "task_id", "task_id", "no task_id"),
+])
+def test_absent_run_fields_are_left_to_the_loader(edit, key, field, words):
+    doc = _document()
+    sim = doc["simulations"][0]
+    n_calls = sum(len(m.get("tool_calls") or ()) for m in sim["messages"] if m.get("role") == "assistant")
+    edit(sim)
+    item = objects([doc])[0]
+    assert list(item.missing) == [key] and key not in item.record
+    assert len(item.record["steps"]) == n_calls > 0
+    settled = settle(item)
+    assert settled.record is None and settled.field == field and words in settled.reason
+
+
 @pytest.mark.parametrize("edit, field, words", [
-    (lambda s: s.update(reward_info=None), "reward_info", "never evaluated"),
     (lambda s: s["reward_info"].update(reward=float("nan")), "reward_info.reward", "finite number"),
     (lambda s: s["reward_info"].update(reward=10**400), "reward_info.reward", "finite number"),
-    (lambda s: s.update(trial=None), "trial", "no seed"),
     (lambda s: s.update(trial="0"), "trial", "integer"),
-    (lambda s: s.pop("task_id"), "task_id", "no task_id"),
     (lambda s: s["messages"][1].update(role="narrator"), "messages[1].role", "role"),
     (lambda s: s["messages"].append({"role": "tool", "id": "call_nowhere", "content": "x", "error": False}),
      None, "no earlier tool call has id 'call_nowhere'"),

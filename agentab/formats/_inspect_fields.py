@@ -59,18 +59,28 @@ class Header:
         self.first_scorer = first.get("name") if isinstance(first.get("name"), str) else None
 
 
-def record_fields(sample: Mapping[str, Any], header: Header, fields: FieldMap,
-                  steps: list[dict[str, Any]]) -> dict[str, Any]:
-    """The record of a sample whose steps are ``steps``: its run-level fields and metadata."""
+class Absent(_Reject):
+    """Raised by a field's lookup: the sample and the log do not hold this required run-level field."""
+
+
+def record_fields(sample: Mapping[str, Any], header: Header, fields: FieldMap, steps: list[dict[str, Any]],
+                  missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    """The record of a sample whose steps are ``steps``: its run-level fields and metadata; the required
+    fields it lacks are left out and put in ``missing`` (:attr:`~agentab.formats._base.Item.missing`)."""
     sample_id, epoch = sample.get("id"), sample.get("epoch")
-    scorer, raw, outcome = _outcome(sample, header, fields)
-    record: dict[str, Any] = {
-        "run_id": _ident(sample, header, fields, "run_id"),
-        "task_id": _ident(sample, header, fields, "task_id"),
-        "seed": _seed(sample, header, fields),
-        "steps": steps,
-        "outcome": outcome,
-    }
+    record: dict[str, Any] = {}
+    scorer = raw = None
+    for name, get in (("run_id", lambda: _ident(sample, header, fields, "run_id")),
+                      ("task_id", lambda: _ident(sample, header, fields, "task_id")),
+                      ("seed", lambda: _seed(sample, header, fields)),
+                      ("outcome", lambda: _outcome(sample, header, fields))):
+        try:
+            record[name] = get()
+        except Absent as lack:
+            missing.setdefault(name, (lack.field, lack.reason))
+    if "outcome" in record:
+        scorer, raw, record["outcome"] = record["outcome"]
+    record["steps"] = steps
     arm = _text_field(sample, header, fields, "arm")
     if arm is not None:
         record["arm"] = arm
@@ -89,8 +99,9 @@ def record_fields(sample: Mapping[str, Any], header: Header, fields: FieldMap,
                        ("sample_id", sample_id), ("epoch", epoch), ("sample_uuid", sample.get("uuid"))):
         if value not in (None, ""):
             metadata[key] = value
-    metadata["scorer"] = scorer
-    metadata["score"] = _plain(raw)
+    if scorer is not None:
+        metadata["scorer"] = scorer
+        metadata["score"] = _plain(raw)
     scores = _scores(sample, header)
     if scores:
         metadata["scores"] = {name: _plain(score.get("value") if isinstance(score, dict) else score)
@@ -146,7 +157,7 @@ def _ident(sample: Mapping[str, Any], header: Header, fields: FieldMap, name: st
     for part in (path or DEFAULTS[name]).split(":"):
         value = _lookup(sample, header, part)
         if value is None or value == "":
-            raise _Reject(part, f"{name}: no `{part}` in the sample or the log")
+            raise (Absent if value is None else _Reject)(part, f"{name}: no `{part}` in the sample or the log")
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise _Reject(part, f"{name}: `{part}` must be text or an integer, got {value!r}")
         parts.append(value)
@@ -156,6 +167,8 @@ def _ident(sample: Mapping[str, Any], header: Header, fields: FieldMap, name: st
 def _seed(sample: Mapping[str, Any], header: Header, fields: FieldMap) -> int:
     path = fields.get("seed") or DEFAULTS["seed"]
     value = _lookup(sample, header, path)
+    if value is None:
+        raise Absent(path, f"seed: no `{path}` in the sample or the log")
     if isinstance(value, bool) or not isinstance(value, int):
         raise _Reject(path, f"seed: `{path}` must be an integer, got {value!r}")
     return value
@@ -214,7 +227,7 @@ def _outcome(sample: Mapping[str, Any], header: Header, fields: FieldMap) -> tup
     nth = _NTH_SCORE.fullmatch(spec)
     if nth is not None or spec in scores or (spec.startswith("scores.") and spec[7:] in scores):
         if not scores:
-            raise _Reject("scores", f"no scores{_why_unscored(sample)}: a run needs an external verdict")
+            raise Absent("scores", f"no scores{_why_unscored(sample)}: a run needs an external verdict")
         if nth is not None:
             if int(nth.group(1)) >= len(scores):
                 raise _Reject("scores", f"outcome {spec!r}: the sample has {len(scores)} scorer(s): {', '.join(scores)}")
@@ -233,8 +246,11 @@ def _outcome(sample: Mapping[str, Any], header: Header, fields: FieldMap) -> tup
     value = _lookup(sample, header, spec)
     if value is not None:
         return spec, value, _to_outcome(value, spec, spec)
-    known = f"; its scorers: {', '.join(scores)}" if scores else f"; it has no scores{_why_unscored(sample)}"
-    raise _Reject("scores", f"outcome {spec!r}: no such scorer (nor a path in the sample or log){known}")
+    if not scores:  # nothing to choose from: absent
+        raise Absent("scores", f"outcome {spec!r}: no such scorer (nor a path in the sample or log); it has no "
+                               f"scores{_why_unscored(sample)}")
+    raise _Reject("scores", f"outcome {spec!r}: no such scorer (nor a path in the sample or log); its scorers: "
+                            f"{', '.join(scores)}")
 
 
 def _why_unscored(sample: Mapping[str, Any]) -> str:
@@ -253,7 +269,8 @@ def _to_outcome(value: Any, scorer: str, field: str) -> bool | float:
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
             what = "NaN (unscored)" if math.isnan(value) else str(value)
-            raise _Reject(field, f"scorer {scorer!r}: the score is {what}, not a verdict")
+            raise (Absent if math.isnan(value) else _Reject)(field, f"scorer {scorer!r}: the score is {what}, "
+                                                                    "not a verdict")
         return float(value)
     if isinstance(value, str):
         text = value.strip()

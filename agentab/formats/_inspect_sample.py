@@ -30,13 +30,17 @@ def _label(sample: Any) -> str:
 
 
 def sample_item(sample: Any, header: Header, fields: FieldMap, line: int, source: str | None) -> Item:
+    missing: dict[str, tuple[str | None, str]] = {}
     try:
-        return Item(line=line, record=_convert(sample, header, fields), source=source)
+        record = _convert(sample, header, fields, missing)
+        lacking = {name: (field, f"{_label(sample)}: {reason}") for name, (field, reason) in missing.items()}
+        return Item(line=line, record=record, source=source, missing=lacking or None)
     except _Reject as bad:
         return Item(line=line, field=bad.field, reason=f"{_label(sample)}: {bad.reason}", source=source)
 
 
-def _convert(sample: Any, header: Header, fields: FieldMap) -> dict[str, Any]:
+def _convert(sample: Any, header: Header, fields: FieldMap, missing: dict[str, tuple[str | None, str]]
+             ) -> dict[str, Any]:
     if not isinstance(sample, dict):
         raise _Reject(None, f"a sample must be a JSON object, got {type(sample).__name__}")
     sample_id, epoch = sample.get("id"), sample.get("epoch")
@@ -57,7 +61,7 @@ def _convert(sample: Any, header: Header, fields: FieldMap) -> dict[str, Any]:
         calls = _events(steps, call_ids, events)
     if steps:
         _tokens(steps, call_ids, calls, sample.get("model_usage"))
-    record = record_fields(sample, header, fields, steps)
+    record = record_fields(sample, header, fields, steps, missing)
     totals = None if steps else _usage_totals(sample.get("model_usage"))
     if totals is not None:  # no step to hold them: the run's totals (else its tokens are unknown, not 0)
         record["metadata"]["tokens_in"], record["metadata"]["tokens_out"] = totals

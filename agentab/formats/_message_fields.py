@@ -9,9 +9,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentab.formats._base import MISSING as _MISSING
-from agentab.formats._base import describe
 from agentab.formats._base import Reject as _Reject
+from agentab.formats._base import describe
 from agentab.formats._base import lookup as _lookup
+from agentab.formats._missing import absent
 
 #: Default run-level mapping: agentab's name -> the key in the input.
 FIELDS: dict[str, str] = {
@@ -34,16 +35,19 @@ def _is_number(value: Any) -> bool:
 
 
 def run_fields(rec: dict[str, Any], fields: Mapping[str, str], where: str, line: int
-               ) -> tuple[dict[str, Any], list[Any], str]:
-    """The record without steps, the message list and its key; raises _Reject."""
-    found, used = _found(rec, fields)
+               ) -> tuple[dict[str, Any], list[Any], str, dict[str, tuple[str | None, str]]]:
+    """The record without steps, the message list, its key, and the required fields the run lacks
+    (:attr:`~agentab.formats._base.Item.missing`); raises _Reject."""
+    found, used, nulls = _found(rec, fields)
 
-    def missing(key: str) -> _Reject:
+    def missing(key: str) -> tuple[str, str]:
         name = fields[key]
+        if key in nulls:
+            return name, "outcome is null: a run needs the verdict of an external check"
         also = f" or {_FALLBACK[key]!r}" if key in _FALLBACK and name == FIELDS[key] else ""
-        return _Reject(name, f"no {key}: the run has no {name!r}{also}")
+        return name, f"no {key}: the run has no {name!r}{also}"
 
-    out = _identity(found, missing, where, line)
+    out, lacking = _identity(found, missing, where, line)
     meta: dict[str, Any] = {}
     for key in ("arm", "model", "harness"):
         if key in found:
@@ -61,20 +65,23 @@ def run_fields(rec: dict[str, Any], fields: Mapping[str, str], where: str, line:
                 raise _Reject(name, f"{key} must be a number >= 0, got {describe(value)}")
             out[key] = value
     if "messages" not in found:
-        raise missing("messages")
+        raise _Reject(*missing("messages"))
     messages_key, messages = found["messages"]
     if not isinstance(messages, list):
         raise _Reject(messages_key, f"expected a list of messages, got {describe(messages)}")
     extra = _extra(rec, used, meta)
     if extra:
         out["metadata"] = extra
-    return out, messages, messages_key
+    return out, messages, messages_key, lacking
 
 
-def _found(rec: dict[str, Any], fields: Mapping[str, str]) -> tuple[dict[str, tuple[str, Any]], set[str]]:
+def _found(rec: dict[str, Any], fields: Mapping[str, str]
+           ) -> tuple[dict[str, tuple[str, Any]], set[str], set[str]]:
     """agentab name -> (input name, value) of every mapped field the run has (the fallback names tried
-    while the default is in use), and the top-level keys used; a null outcome is a rejection."""
+    while the default is in use), the top-level keys used, and ``{"outcome"}`` if the outcome is null
+    (not yet judged: absent, with its own reason)."""
     used: set[str] = set()
+    nulls: set[str] = set()
     found: dict[str, tuple[str, Any]] = {}
     for key, name in fields.items():
         value = _lookup(rec, name)
@@ -87,14 +94,16 @@ def _found(rec: dict[str, Any], fields: Mapping[str, str]) -> tuple[dict[str, tu
         if value is not _MISSING and value is not None:
             found[key] = (name, value)
         elif key == "outcome" and value is None:
-            raise _Reject(name, "outcome is null: a run needs the verdict of an external check")
-    return found, used
+            nulls.add(key)
+    return found, used, nulls
 
 
-def _identity(found: dict[str, tuple[str, Any]], missing: Callable[[str], _Reject], where: str,
-              line: int) -> dict[str, Any]:
-    """``run_id`` (absent: ``<where>:<line>``), ``task_id``, ``seed`` and ``outcome``, checked in that order."""
+def _identity(found: dict[str, tuple[str, Any]], missing: Callable[[str], tuple[str, str]], where: str,
+              line: int) -> tuple[dict[str, Any], dict[str, tuple[str | None, str]]]:
+    """``run_id`` (absent: ``<where>:<line>``), ``task_id``, ``seed`` and ``outcome``, checked in that order,
+    and the required ones absent (left to the loader: :attr:`~agentab.formats._base.Item.missing`)."""
     out: dict[str, Any] = {}
+    lacking: dict[str, tuple[str | None, str]] = {}
     for key in ("run_id", "task_id"):
         if key in found:
             name, value = found[key]
@@ -102,22 +111,23 @@ def _identity(found: dict[str, tuple[str, Any]], missing: Callable[[str], _Rejec
                 raise _Reject(name, f"{key} must be non-empty text or an integer, got {describe(value)}")
             out[key] = value
         elif key == "task_id":
-            raise missing(key)
+            absent(lacking, key, *missing(key))
     if "run_id" not in out:
         out["run_id"] = f"{where}:{line}"
-    if "seed" not in found:
-        raise missing("seed")
-    name, value = found["seed"]
-    if not _is_int(value):
-        raise _Reject(name, f"seed must be an integer, got {describe(value)}")
-    out["seed"] = value
-    if "outcome" not in found:
-        raise missing("outcome")
-    name, value = found["outcome"]
-    if not isinstance(value, (bool, int, float)):
-        raise _Reject(name, f"outcome must be true/false or a number, got {describe(value)}")
-    out["outcome"] = value
-    return out
+    for key, valid, expected in (("seed", _is_int, "an integer"),
+                                 ("outcome", _is_outcome, "true/false or a number")):
+        if key not in found:
+            absent(lacking, key, *missing(key))
+            continue
+        name, value = found[key]
+        if not valid(value):
+            raise _Reject(name, f"{key} must be {expected}, got {describe(value)}")
+        out[key] = value
+    return out, lacking
+
+
+def _is_outcome(value: Any) -> bool:
+    return isinstance(value, (bool, int, float))
 
 
 def _extra(rec: dict[str, Any], used: set[str], meta: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,10 @@ external verdict: ``task_id``, ``seed`` and ``outcome`` are read from an
 like OpenTelemetry's ``agentab.*`` attributes), or mapped with
 ``load_traces(..., fields={"task_id": "gitBranch", ...})``. Each name is a key
 (or dotted path) looked up in the session's lines, the first line that has it
-giving the value; not found, the run is a rejection saying so. ``arm``,
+giving the value; not found, the field is named in ``Item.missing`` with a
+reason saying so, for the loader to fill from the file path or an outcomes
+table (``fields={"path": ...}``, ``outcomes=``), and the session is rejected
+with that reason when nothing fills it. ``arm``,
 ``cost_usd`` and ``latency_s`` may be mapped the same way, and ``model`` /
 ``harness``, which then replace the ones below.
 
@@ -71,8 +74,8 @@ other than ``user`` / ``assistant`` are not read (``metadata.unread_lines``).
 the first's).
 Malformed JSON, a non-object line, a malformed content block or usage count
 is a rejection of the session at that line, naming the field
-(``message.content[0].id``); a missing run-level field is one at the
-session's first line.
+(``message.content[0].id``); a run-level field of the wrong type is one at
+the session's first line.
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ from agentab.formats._message_parts import (
     required_text,
     usage_anthropic,
 )
+from agentab.formats._missing import absent
 from agentab.formats.files import (
     BOM,
     JSON_SPACE,
@@ -342,8 +346,10 @@ def _finish(state: _Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]
     return state.steps, meta
 
 
-def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[str, Any]:
-    """The run-level fields, each from the first line that has its mapped key; raises Reject."""
+def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap,
+              missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    """The run-level fields, each from the first line that has its mapped key; the required ones no line has go
+    to ``missing``; raises Reject."""
     found: dict[str, tuple[str, Any]] = {}
     for key, name in fields.items():
         for _, line in lines:
@@ -355,9 +361,12 @@ def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap) -> 
     for key in ("run_id", "task_id", "seed", "outcome"):
         if key not in found:
             if key == "run_id":
-                raise Reject(fields[key], f"no run_id: no line has {fields[key]!r}")
-            raise Reject(fields[key], f"no {key}: a Claude Code session does not record {_HOW[key]} and no line has "
-                                      f"{fields[key]!r}; map one with fields={{{key!r}: <a key of its lines>}}")
+                absent(missing, key, fields[key], f"no run_id: no line has {fields[key]!r}")
+            else:
+                absent(missing, key, fields[key], f"no {key}: a Claude Code session does not record {_HOW[key]} and "
+                                                  f"no line has {fields[key]!r}; map one with "
+                                                  f"fields={{{key!r}: <a key of its lines>}}")
+            continue
         name, value = found[key]
         ok = {"run_id": lambda v: (isinstance(v, str) and v) or _is_int(v),
               "task_id": lambda v: (isinstance(v, str) and v) or _is_int(v),
@@ -390,7 +399,8 @@ def _sub_agent(lines: Sequence[tuple[int, dict[str, Any]]]) -> str | None:
     return None
 
 
-def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[str, Any]:
+def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
+             missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
     state = _Session()
     finals = _finals(lines)
     costs: dict[str, Any] = {}
@@ -426,13 +436,13 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[
             meta[key] = first[name]
     if len(sessions) > 1:  # e.g. a resumed session's earlier lines
         meta["session_ids"] = list(sessions)
-    out = _identity(lines, fields)
+    out = _identity(lines, fields, missing)
     for key in ("model", "harness"):  # a mapping of them replaces what the session gives
         if key in out:
             meta[key] = out.pop(key)
             meta.pop("models", None)
     agent = _sub_agent(lines)
-    if agent is not None and fields.get("run_id") == FIELDS["run_id"]:
+    if agent is not None and fields.get("run_id") == FIELDS["run_id"] and "run_id" in out:
         meta["parent_session"] = out["run_id"]
         meta["agent"] = agent
         out["run_id"] = f"{out['run_id']}:agent-{agent}"
@@ -455,8 +465,9 @@ def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: Field
         lines.append((number, obj))
     if not lines:
         return Item(1, reason="an empty Claude Code session file (no lines)")
+    missing: dict[str, tuple[str | None, str]] = {}
     try:
-        return Item(lines[0][0], record=_convert(lines, plan))
+        return Item(lines[0][0], record=_convert(lines, plan, missing), missing=missing or None)
     except _AtLine as problem:
         return Item(problem.line, field=problem.field, reason=problem.reason)
     except Reject as problem:

@@ -64,7 +64,10 @@ first key, in the log (``"eval.model"``, ``"eval.metadata.arm"``,
 ``"eval.task"``); several paths joined by ``:`` are looked up each and joined
 (``fields={"run_id": "eval.task:id:epoch"}``). A default path the log lacks
 leaves an optional field out; a path you gave that a sample lacks rejects the
-sample. ``fields={"outcome": name}`` picks the scorer: a scorer name
+sample, except for the required run_id, task_id, seed and outcome: those the
+sample lacks are named in ``Item.missing``, for the loader to fill from the
+file path or an outcomes table (``fields={"path": ...}``, ``outcomes=``), and
+the sample is rejected with that reason when nothing fills them. ``fields={"outcome": name}`` picks the scorer: a scorer name
 (``"match"``, also ``"scores.match"``), ``"scores[N]"`` for the N-th, or
 ``"scorer.key"`` for one entry of a dict-valued score; otherwise the name is
 read as a path (``"metadata.passed"``) and converted the same way.
@@ -92,10 +95,11 @@ Outcome
     integer, float or numeric text -> a float. So a C/I scorer gives a
     boolean outcome; one that also gives ``"P"`` mixes true/false with 0.5,
     which loads as floats (1, 0, 0.5) with an ``agentab.TraceWarning``.
-    Rejected: no scores at all (e.g. a sample that errored before scoring;
-    the reason quotes the sample's error), an unknown scorer, ``NaN``
-    (``Score.unscored``) or infinite values, other text, lists, and dicts
-    (pick a key with ``"scorer.key"``).
+    Absent (``Item.missing``; the reason quotes the sample's error): no
+    scores at all (e.g. a sample that errored before scoring), or ``NaN``
+    (``Score.unscored``). Rejected: an unknown scorer among the sample's
+    scorers, infinite values, other text, lists, and dicts (pick a key with
+    ``"scorer.key"``).
 Tokens
     Counted per model call: ``tokens_in`` = ``total_tokens -
     output_tokens`` (every prompt token, cached or not: Inspect's

@@ -28,7 +28,7 @@ seed         ``seed``, else ``trial`` required: integer (tau-bench: ``trial``)
 arm          ``arm``                  text
 model        ``model``                text, to ``metadata.model``
 harness      ``harness``              text, to ``metadata.harness``
-outcome      ``outcome``, else        required, not null: bool or number
+outcome      ``outcome``, else        required: bool or number
              ``reward``               (tau-bench: ``reward``)
 cost_usd     ``cost_usd``             number >= 0 (tau2-bench: ``agent_cost``)
 latency_s    ``latency_s``            number >= 0 (tau2-bench:
@@ -37,6 +37,10 @@ messages     ``messages``, else       the message list (tau-bench: ``traj``)
              ``traj``
 ============ ======================== =========================================
 
+A required field (task_id, seed, outcome) the run lacks (or a null
+outcome: not yet judged) is named in ``Item.missing``, for the loader to
+fill from the file path or an outcomes table (``fields={"path": ...}``,
+``outcomes=``); the run is rejected with that reason when nothing fills it.
 The "else" names are tried only while the default name is in use. Values are
 never converted: a seed of ``"3"`` or ``2.0`` is rejected, not read as 3.
 Every other top-level key whose value is a small scalar (null, a boolean, a
@@ -306,8 +310,8 @@ def _convert(obj: Any, line: int, where: str, fields: dict[str, str], steps_of: 
     if not isinstance(obj, dict):
         return Item(line, field=None, reason=f"expected a run object, got {describe(obj)}")
     try:
-        out, messages, mk = run_fields(obj, fields, where, line)
-        return Item(line, record=steps_of(out, messages, mk))
+        out, messages, mk, lacking = run_fields(obj, fields, where, line)
+        return Item(line, record=steps_of(out, messages, mk), missing=lacking or None)
     except _Reject as problem:
         return Item(line, field=problem.field, reason=problem.reason)
     except RecursionError:

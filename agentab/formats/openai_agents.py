@@ -21,7 +21,10 @@ names OpenTelemetry runs use; the SDK's metadata values are text, so
 ``"0"`` is read as seed 0 and ``"true"`` / ``"false"`` / a number text as the
 outcome), or mapped with ``load_traces(..., fields={"task_id": "workflow_name",
 ...})``: each name is looked up in the trace object, then in its ``metadata``.
-Not found, the run is a rejection saying how to map it.
+Not found, the field is named in ``Item.missing`` with a reason saying how to
+map it, for the loader to fill from the file path or an outcomes table
+(``fields={"path": ...}``, ``outcomes=``); the run is rejected with that
+reason when nothing fills it.
 
 Steps
 -----
@@ -72,7 +75,14 @@ import msgspec
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
 from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import call_arguments
-from agentab.formats.files import BOM, JSON_SPACE, first_keys, is_record_keys, open_trace_file
+from agentab.formats._missing import absent
+from agentab.formats.files import (
+    BOM,
+    JSON_SPACE,
+    first_keys,
+    is_record_keys,
+    open_trace_file,
+)
 from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "sniff", "trace_items"]
@@ -361,7 +371,8 @@ def _value(key: str, value: Any) -> Any:
     return number if isinstance(number, (int, float)) and not isinstance(number, bool) and number >= 0 else None
 
 
-def _identity(trace: dict[str, Any], fields: FieldMap) -> dict[str, Any]:
+def _identity(trace: dict[str, Any], fields: FieldMap, missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    """The run-level fields; the required ones the trace lacks go to ``missing``; raises Reject."""
     out: dict[str, Any] = {}
     meta = trace.get("metadata") if isinstance(trace.get("metadata"), dict) else {}
     for key, name in fields.items():
@@ -370,11 +381,11 @@ def _identity(trace: dict[str, Any], fields: FieldMap) -> dict[str, Any]:
             raw = lookup(meta, name)
         if raw is MISSING or raw is None:
             if key == "run_id":
-                raise Reject(name, f"no run_id: the trace has no {name!r}")
-            if key in _HOW:
-                raise Reject(name, f"no {key}: an OpenAI Agents trace does not record {_HOW[key]} and the trace has "
-                                   f"no {name!r} (nor its metadata); set it in trace(metadata=...) or map one with "
-                                   f"fields={{{key!r}: <a key of the trace or its metadata>}}")
+                absent(missing, key, name, f"no run_id: the trace has no {name!r}")
+            elif key in _HOW:
+                absent(missing, key, name, f"no {key}: an OpenAI Agents trace does not record {_HOW[key]} and the "
+                                           f"trace has no {name!r} (nor its metadata); set it in trace(metadata=...) "
+                                           f"or map one with fields={{{key!r}: <a key of the trace or its metadata>}}")
             continue
         value = _value(key, raw)
         if value is None:
@@ -383,7 +394,8 @@ def _identity(trace: dict[str, Any], fields: FieldMap) -> dict[str, Any]:
     return out
 
 
-def _convert(trace: dict[str, Any], spans: list[tuple[int, dict[str, Any]]], fields: FieldMap) -> dict[str, Any]:
+def _convert(trace: dict[str, Any], spans: list[tuple[int, dict[str, Any]]], fields: FieldMap,
+             missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
     meta: dict[str, Any] = {"harness": "openai-agents"}
     for key in ("workflow_name", "group_id"):
         if isinstance(trace.get(key), str):
@@ -391,7 +403,7 @@ def _convert(trace: dict[str, Any], spans: list[tuple[int, dict[str, Any]]], fie
     if isinstance(trace.get("metadata"), dict) and trace["metadata"]:
         meta["trace_metadata"] = trace["metadata"]
     steps = _walk(spans, meta)
-    out = _identity(trace, fields)
+    out = _identity(trace, fields, missing)
     for key in ("model", "harness"):
         if key in out:
             meta[key] = out.pop(key)
@@ -439,13 +451,14 @@ def trace_items(numbered: Iterator[tuple[int, Any, str | None]], fields: FieldMa
         else:
             run["spans"].append((number, obj))
     for key, run in runs.items():
+        missing: dict[str, tuple[str | None, str]] = {}
         try:
             if run["problem"] is not None:
                 raise run["problem"]
             for number, span in run["spans"]:
                 _check_span(number, span)
             trace = run["trace"] if run["trace"] is not None else {"id": key}
-            yield Item(run["line"], record=_convert(trace, run["spans"], plan))
+            yield Item(run["line"], record=_convert(trace, run["spans"], plan, missing), missing=missing or None)
         except _AtLine as problem:
             yield Item(problem.line or run["line"], field=problem.field, reason=problem.reason)
         except Reject as problem:

@@ -19,7 +19,7 @@ run_id       the file's path as given                                     unique
 task_id      ``replay_config.problem_statement.id``, else the file name   the SWE-bench instance id
              without ``.traj``
 seed         none: 0                                                      a .traj records no seed
-outcome      none: left out (missing)                                     SWE-bench's evaluation report
+outcome      none: left out (``Item.missing``)                            SWE-bench's evaluation report
                                                                           holds it, not the .traj
 model        ``replay_config.agent.model.name``                           metadata.model, when present
 harness      ``"SWE-agent"`` (+ ``info.swe_agent_version``)               metadata.harness
@@ -32,7 +32,12 @@ terminal     ``info.submission``: the patch's ``diff --git`` files        missin
 
 ``fields={"name": "dotted.path"}`` reads a run-level field from the document
 instead (``lookup`` rules: ``"info.exit_status"``, ``"replay_config.agent.name"``);
-a path you gave that the file lacks rejects the run. This is how an outcome kept
+a path you gave that the file lacks rejects the run, except for run_id,
+task_id, seed and outcome: those are named in ``Item.missing`` (as is the
+outcome when no path is given), for the loader to fill from the file path or
+an outcomes table (``fields={"path": ...}``, ``outcomes=``; SWE-bench's
+``report.json``), and the run is rejected with that reason when nothing
+fills them. This is how an outcome kept
 in the file by your own tooling is read (``fields={"outcome": "info.resolved"}``:
 a boolean or a number).
 
@@ -103,7 +108,16 @@ from typing import Any
 
 import msgspec
 
-from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup, token_count
+from agentab.formats._base import (
+    MISSING,
+    FieldMap,
+    Format,
+    Item,
+    Reject,
+    lookup,
+    token_count,
+)
+from agentab.formats._missing import absent
 from agentab.formats.files import BOM, open_trace_file
 from agentab.formats.record import TOKENS_WITH_STEP
 
@@ -115,6 +129,9 @@ __all__ = ["FIELDS", "FORMAT", "convert", "sniff"]
 FIELDS: dict[str, str] = {"outcome": "outcome"}
 
 _HARNESS = "SWE-agent"
+#: The run-level fields a record needs: a path the document lacks leaves them to the loader (Item.missing).
+_REQUIRED = ("run_id", "task_id", "seed", "outcome")
+_NO_VERDICT = " (a .traj records no verdict: SWE-bench's evaluation report holds it)"
 _TIMEOUT = re.compile(r"The command '.*' was cancelled because it took more than \S+ seconds", re.DOTALL)
 _NOT_RUN = "not run: SWE-agent re-asked the model (a blocked command or a bash syntax error)"
 _DIFF = re.compile(r"^diff --git a/(.*?) b/(.*)$")
@@ -171,14 +188,20 @@ def _stem(name: str) -> str:
 
 
 def _item(doc: Any, line: int, run_id: str, stem: str | None, fields: FieldMap) -> Item:
+    missing: dict[str, tuple[str | None, str]] = {}
     try:
-        return Item(line, record=convert(doc, run_id, stem, fields))
+        return Item(line, record=convert(doc, run_id, stem, fields, missing), missing=missing or None)
     except Reject as err:
         return Item(line, field=err.field, reason=err.reason)
 
 
-def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | None = None) -> dict[str, Any]:
+def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | None = None,
+            missing: dict[str, tuple[str | None, str]] | None = None) -> dict[str, Any]:
     """One parsed .traj document as a trace-record dict (:class:`Reject` when it cannot be).
+
+    The required fields the document does not hold (the outcome, always unless ``fields`` names it; the task
+    of a document in memory without an instance id) are left out, and named with ``(field, reason)`` in
+    ``missing`` when given (:attr:`~agentab.formats._base.Item.missing`).
 
     Parameters
     ----------
@@ -192,6 +215,7 @@ def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | N
         agentab name -> dotted path into the document, overriding the rules.
     """
     fields = fields or {}
+    missing = {} if missing is None else missing
     if not isinstance(doc, dict):
         raise Reject(None, f"not a SWE-agent .traj: expected a JSON object, got {type(doc).__name__}")
     trajectory = _trajectory(doc)
@@ -216,10 +240,14 @@ def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | N
     if task_from is not None:
         meta["task_from"] = task_from
     record["metadata"] = meta
-    _apply_fields(doc, record, fields)
-    if record.get("task_id") is None:
-        raise Reject("replay_config.problem_statement.id",
-                     "no instance id in the document nor a file name: give fields={'task_id': <path>}")
+    if task is None:
+        del record["task_id"]
+        absent(missing, "task_id", "replay_config.problem_statement.id",
+               "no instance id in the document nor a file name: give fields={'task_id': <path>}")
+    _apply_fields(doc, record, fields, missing)
+    if "outcome" not in record:
+        path = fields.get("outcome", FIELDS["outcome"])
+        absent(missing, "outcome", path, f"outcome: no `{path}` in the .traj{_NO_VERDICT}")
     return record
 
 
@@ -457,10 +485,20 @@ def _run_metadata(doc: Mapping[str, Any], info: Mapping[str, Any], replay: Mappi
     return meta
 
 
-def _apply_fields(doc: Mapping[str, Any], record: dict[str, Any], fields: FieldMap) -> None:
-    """Run-level fields read from the paths ``fields`` gives (a path the document lacks rejects the run)."""
+def _apply_fields(doc: Mapping[str, Any], record: dict[str, Any], fields: FieldMap,
+                  missing: dict[str, tuple[str | None, str]]) -> None:
+    """Run-level fields read from the paths ``fields`` gives: a path the document lacks (or null) leaves a
+    required field (run_id, task_id, seed, outcome) to ``missing``, and rejects the run for any other."""
     for name, path in fields.items():
         value = lookup(doc, path)
+        if name in _REQUIRED and value in (MISSING, None):
+            record.pop(name, None)
+            missing.pop(name, None)
+            why = _NO_VERDICT if name == "outcome" else ""
+            absent(missing, name, path, f"{name}: no `{path}` in the .traj{why}")
+            continue
+        if name in _REQUIRED:
+            missing.pop(name, None)
         if value is MISSING:
             raise Reject(path, f"{name}: no `{path}` in the .traj")
         if name in ("model", "harness"):

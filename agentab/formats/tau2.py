@@ -79,8 +79,12 @@ Metadata
     ``start_time``, the reshaped data's ``policy_variant``, ...).
 
 Bad input
-    Rejections name the simulation's field: no ``reward_info`` (the
-    simulation was never evaluated), a ``trial`` that is not an integer, a
+    A simulation never evaluated (``reward_info: null``), or without a
+    reward, task or trial, is read whole with the field named in
+    ``Item.missing``: the loader fills it from the file path or an outcomes
+    table (``fields={"path": ...}``, ``outcomes=``) or rejects the run with
+    that reason. Rejections name the simulation's field: a ``trial`` that is
+    not an integer, an outcome that is not a number or true/false, a
     tool message whose id matches no earlier call, a message whose
     ``role`` is not ``assistant``, ``user``, ``tool`` or ``system``, a call
     without an id or name. A document without a ``simulations`` list is one
@@ -116,6 +120,7 @@ from agentab.formats._message_parts import (
     required_text,
     usage_openai,
 )
+from agentab.formats._missing import absent
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 
 __all__ = ["FIELDS", "FORMAT", "sniff"]
@@ -158,13 +163,18 @@ def _given(fields: Mapping[str, str], key: str) -> bool:
     return key in fields and fields[key] != FIELDS.get(key)
 
 
-def _outcome(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[str, str]) -> tuple[Any, Any]:
-    """(outcome, value as written): a reward of exactly 0 or 1 is a bool."""
+def _outcome(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[str, str],
+             missing: dict[str, tuple[str | None, str]]) -> tuple[Any, Any]:
+    """(outcome, value as written): a reward of exactly 0 or 1 is a bool; (MISSING, MISSING) when the simulation
+    has none (never evaluated), named in ``missing``."""
     if fields["outcome"] == FIELDS["outcome"] and "reward_info" in sim and sim["reward_info"] is None:
-        raise Reject("reward_info", "reward_info is null: the simulation was never evaluated, so it has no outcome")
+        absent(missing, "outcome", "reward_info",
+               "reward_info is null: the simulation was never evaluated, so it has no outcome")
+        return MISSING, MISSING
     name, value = _find(sim, doc, fields, "outcome")
     if value is MISSING or value is None:
-        raise Reject(name, f"no outcome: the simulation has no {name!r}")
+        absent(missing, "outcome", name, f"no outcome: the simulation has no {name!r}")
+        return MISSING, MISSING
     if isinstance(value, bool):
         return value, value
     if not isinstance(value, (int, float)) or abs(value) > 1e100 or not math.isfinite(value):
@@ -175,25 +185,31 @@ def _outcome(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[st
 
 
 def _run_fields(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[str, str], where: str,
-                line: int) -> dict[str, Any]:
-    """The record without steps (identity, outcome, cost, latency, model) and its metadata."""
+                line: int, missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    """The record without steps (identity, outcome, cost, latency, model) and its metadata; the required fields
+    the simulation lacks are left out and named in ``missing``."""
     out: dict[str, Any] = {}
     for key in ("run_id", "task_id"):
         name, value = _find(sim, doc, fields, key)
         if value is MISSING or value is None:
             if key == "task_id" or _given(fields, key):
-                raise Reject(name, f"no {key}: the simulation has no {name!r}")
-            out[key] = f"{where}:{line}"
+                absent(missing, key, name, f"no {key}: the simulation has no {name!r}")
+            else:
+                out[key] = f"{where}:{line}"
         elif (isinstance(value, str) and value) or (type(value) is int):
             out[key] = value
         else:
             raise Reject(name, f"{key} must be non-empty text or an integer, got {describe(value)}")
     name, value = _find(sim, doc, fields, "seed")
-    if type(value) is not int:
-        raise Reject(name, f"no seed: the simulation has no {name!r}" if value in (MISSING, None)
-                     else f"seed must be an integer, got {describe(value)}")
-    out["seed"] = value
-    out["outcome"], reward = _outcome(sim, doc, fields)
+    if value is MISSING or value is None:
+        absent(missing, "seed", name, f"no seed: the simulation has no {name!r}")
+    elif type(value) is not int:
+        raise Reject(name, f"seed must be an integer, got {describe(value)}")
+    else:
+        out["seed"] = value
+    outcome, reward = _outcome(sim, doc, fields, missing)
+    if outcome is not MISSING:
+        out["outcome"] = outcome
     meta: dict[str, Any] = {}
     for key in ("cost_usd", "latency_s", "arm", "model", "harness"):
         if key not in fields:
@@ -237,7 +253,8 @@ def _metadata(sim: dict[str, Any], doc: dict[str, Any] | None, meta: dict[str, A
                 extra[key] = value
     if doc is not None and isinstance(doc.get("timestamp"), str):
         extra["results_timestamp"] = doc["timestamp"]
-    extra["reward"] = reward
+    if reward is not MISSING:
+        extra["reward"] = reward
     extra.update(_reward_details(sim.get("reward_info")))
     extra.update(meta)
     return extra
@@ -360,8 +377,9 @@ def _convert(sim: Any, doc: dict[str, Any] | None, fields: Mapping[str, str], wh
     """One simulation -> an Item (a record, or a rejection naming the field)."""
     if not isinstance(sim, dict):
         return Item(line, reason=f"expected a simulation object, got {describe(sim)}", source=source)
+    missing: dict[str, tuple[str | None, str]] = {}
     try:
-        out = _run_fields(sim, doc, fields, where, line)
+        out = _run_fields(sim, doc, fields, where, line, missing)
         name, messages = _find(sim, doc, fields, "messages")
         if not isinstance(messages, list):
             raise Reject(name, "no messages: the simulation has no message list" if messages in (MISSING, None)
@@ -373,7 +391,7 @@ def _convert(sim: Any, doc: dict[str, Any] | None, fields: Mapping[str, str], wh
             except Reject as problem:
                 raise in_message(problem, name, i) from None
         out["metadata"].update(run.user)
-        return Item(line, record=finish(out, run.steps, run.pending), source=source)
+        return Item(line, record=finish(out, run.steps, run.pending), source=source, missing=missing or None)
     except Reject as problem:
         return Item(line, field=problem.field, reason=problem.reason, source=source)
     except RecursionError:

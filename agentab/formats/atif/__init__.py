@@ -19,12 +19,13 @@ record      from                                                      notes
 =========== ========================================================= ===================================
 run_id      ``result.json`` ``trial_name``, else the trial folder      folder: ``<task>__<7 characters>``
             name, else ``session_id``, else ``trajectory_id``          (Harbor's trial names)
-task_id     ``result.json`` ``task_name``, else the trial folder name  none: rejected
+task_id     ``result.json`` ``task_name``, else the trial folder name  none: ``Item.missing``
             less its ``__xxxxxxx`` suffix, else ``extra.task_id``
 seed        none recorded: a number derived from the run id            ``metadata.seed_derived``; or
                                                                        ``fields={"seed": ...}``
-outcome     ``result.json`` ``verifier_result.rewards.reward`` (the    no result.json, no verifier result,
-            only reward when there is one of another name); without    several rewards: rejected
+outcome     ``result.json`` ``verifier_result.rewards.reward`` (the    no result.json, no verifier result:
+            only reward when there is one of another name); without    ``Item.missing``; several rewards:
+                                                                       rejected
             result.json, the trajectory's own ``extra.reward``
 model       ``agent.model_name``                                       metadata.model
 harness     ``agent.name``                                             ``agent.version`` in metadata
@@ -36,7 +37,10 @@ steps       each ``tool_calls`` entry of an ``agent`` step             observati
 
 A ``fields`` entry is a dotted path into the trajectory (``"extra.arm"``, ``"agent.version"``) or, prefixed
 ``result.``, into ``result.json`` (``"result.verifier_result.rewards.pass"``, ``"result.config.job_id"``); a
-path that is not there rejects the run.
+path that is not there rejects the run. A required field (run_id, task_id, seed, outcome) the files do not hold
+(by the rules, or at the path given) is named in ``Item.missing`` with the reason instead: the loader fills it
+from the file path or an outcomes table (``fields={"path": ...}``, ``outcomes=``), or rejects the run with
+that reason.
 
 Steps
     Every tool call of a ``source: "agent"`` step, in order (``tool`` = ``function_name``, ``args`` =
@@ -142,8 +146,9 @@ def _read_objects(objects: Sequence[Any], name: str, fields: FieldMap) -> Iterat
 
 
 def _item(doc: dict[str, Any], path: Path | None, fields: FieldMap, line: int) -> Item:
+    missing: dict[str, tuple[str | None, str]] = {}
     try:
-        return Item(line=line, record=_convert(doc, path, fields))
+        return Item(line=line, record=_convert(doc, path, fields, missing), missing=missing or None)
     except Reject as err:
         return Item(line=line, field=err.field, reason=err.reason)
 
@@ -167,7 +172,8 @@ def _is_atif(doc: Any) -> bool:
 # --------------------------------------------------------------------------- #
 # One trajectory -> one record
 # --------------------------------------------------------------------------- #
-def _convert(doc: dict[str, Any], path: Path | None, fields: FieldMap) -> dict[str, Any]:
+def _convert(doc: dict[str, Any], path: Path | None, fields: FieldMap,
+             missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
     _check_version(doc, "")
     segments = _segments(doc, path)
     walk = Walk(doc, path)
@@ -180,7 +186,7 @@ def _convert(doc: dict[str, Any], path: Path | None, fields: FieldMap) -> dict[s
                      "in the whole run: actions written in the message text, which this reader cannot turn into "
                      f"steps ({len(walk.untooled)} such steps)")
     result, trial_dir, step_name = trial_result(path)
-    record = run_fields(doc, segments[-1][1], path, result, trial_dir, step_name, fields)
+    record = run_fields(doc, segments[-1][1], path, result, trial_dir, step_name, fields, missing)
     record["steps"] = steps
     meta = record["metadata"]
     if walk.untooled:

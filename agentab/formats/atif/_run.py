@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agentab.formats._base import MISSING, FieldMap, Reject, lookup
+from agentab.formats._missing import absent
 from agentab.formats.atif._steps import load
 
 __all__ = ["DEFAULTS", "run_fields", "trial_result"]
@@ -22,6 +23,12 @@ DEFAULTS = {
 }
 
 _TRIAL_DIR = re.compile(r"^(?P<task>.+)__[A-Za-z0-9]{7}$")
+#: The run-level fields a record needs: what the files do not hold is left to the loader (Item.missing).
+_REQUIRED = ("run_id", "task_id", "seed", "outcome")
+
+
+class _Absent(Reject):
+    """A value that is not there (a path the files lack, no verifier reward): absent, not malformed."""
 
 
 def trial_result(path: Path | None) -> tuple[dict[str, Any] | None, Path | None, str | None]:
@@ -45,37 +52,23 @@ def trial_result(path: Path | None) -> tuple[dict[str, Any] | None, Path | None,
 
 
 def run_fields(doc: dict[str, Any], last: dict[str, Any], path: Path | None, result: dict[str, Any] | None,
-                trial_dir: Path | None, step_name: str | None, fields: FieldMap) -> dict[str, Any]:
+               trial_dir: Path | None, step_name: str | None, fields: FieldMap,
+               missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    """The record without steps; the required fields (run_id, task_id, seed, outcome) neither the trajectory nor
+    its result.json holds are left out and named in ``missing``."""
     agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
     trial = trial_dir.name if trial_dir is not None and _TRIAL_DIR.match(trial_dir.name) else None
     given = {key: value for key, value in fields.items() if DEFAULTS.get(key) != value and key != "messages"}
-    found = {key: _given(doc, result, value) for key, value in given.items()}
-    run_id = found.get("run_id", _text((result or {}).get("trial_name")) or trial or _text(doc.get("session_id"))
-                       or _text(doc.get("trajectory_id")) or (str(path) if path is not None else None))
-    if run_id is None:
-        raise Reject("session_id", "no run id: give fields={'run_id': ...}")
-    if step_name is not None and "run_id" not in found:
-        run_id = f"{run_id}:{step_name}"
-    extra = doc.get("extra") if isinstance(doc.get("extra"), dict) else {}
-    task_id = found.get("task_id", _text((result or {}).get("task_name")) or (trial and _TRIAL_DIR.match(trial)["task"])
-                        or _text(extra.get("task_id")))
-    if task_id is None:
-        raise Reject("task_id", "no task: no Harbor result.json (task_name) beside the trajectory, and its folder is "
-                     "not a Harbor trial folder (<task>__<7 characters>), and no `extra.task_id`; give fields={'task_id': ...}")
-    meta: dict[str, Any] = {"schema_version": doc["schema_version"]}
-    record: dict[str, Any] = {"run_id": run_id, "task_id": task_id, "metadata": meta}
-    if "seed" in found:
-        record["seed"] = found["seed"]
-    else:
-        record["seed"] = int.from_bytes(hashlib.sha256(str(run_id).encode()).digest()[:6], "big")
-        meta["seed_derived"] = True
-    if "outcome" in found:
-        record["outcome"] = found["outcome"]
-    elif result is None and "reward" in extra:  # a trajectory outside a Harbor trial: its own `extra.reward`
-        record["outcome"] = extra["reward"]
-        meta["outcome_from"] = "extra.reward"
-    else:
-        record["outcome"] = _reward(result, step_name)
+    found: dict[str, Any] = {}
+    for key, value in given.items():
+        try:
+            found[key] = _given(doc, result, value)
+        except _Absent as lack:
+            if key not in _REQUIRED:
+                raise
+            absent(missing, key, lack.field, lack.reason)
+    record = _identity(doc, found, path, result, trial, step_name, missing)
+    meta = record["metadata"]
     for key, value in (("model", found.get("model", agent.get("model_name"))),
                        ("harness", found.get("harness", agent.get("name"))),
                        ("agent_version", agent.get("version")), ("session_id", doc.get("session_id")),
@@ -96,6 +89,52 @@ def run_fields(doc: dict[str, Any], last: dict[str, Any], path: Path | None, res
     return record
 
 
+def _identity(doc: dict[str, Any], found: dict[str, Any], path: Path | None, result: dict[str, Any] | None,
+              trial: str | None, step_name: str | None, missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    """run_id, task_id, seed and outcome (those found, by the rules, else named in ``missing``) and the metadata."""
+    run_id = found.get("run_id", _text((result or {}).get("trial_name")) or trial or _text(doc.get("session_id"))
+                       or _text(doc.get("trajectory_id")) or (str(path) if path is not None else None))
+    if "run_id" in missing:  # a path the user gave that is not there: no fallback to the rules
+        run_id = None
+    elif run_id is None:
+        absent(missing, "run_id", "session_id", "no run id: give fields={'run_id': ...}")
+    if run_id is not None and step_name is not None and "run_id" not in found:
+        run_id = f"{run_id}:{step_name}"
+    extra = doc.get("extra") if isinstance(doc.get("extra"), dict) else {}
+    task_id = found.get("task_id", _text((result or {}).get("task_name")) or (trial and _TRIAL_DIR.match(trial)["task"])
+                        or _text(extra.get("task_id")))
+    if "task_id" in missing:
+        task_id = None
+    elif task_id is None:
+        absent(missing, "task_id", "task_id", "no task: no Harbor result.json (task_name) beside the trajectory, and "
+               "its folder is not a Harbor trial folder (<task>__<7 characters>), and no `extra.task_id`; give "
+               "fields={'task_id': ...}")
+    record: dict[str, Any] = {key: value for key, value in (("run_id", run_id), ("task_id", task_id))
+                              if value is not None}
+    meta: dict[str, Any] = {"schema_version": doc["schema_version"]}
+    record["metadata"] = meta
+    if "seed" in found:
+        record["seed"] = found["seed"]
+    elif run_id is not None and "seed" not in missing:
+        record["seed"] = int.from_bytes(hashlib.sha256(str(run_id).encode()).digest()[:6], "big")
+        meta["seed_derived"] = True
+    elif "seed" not in missing:
+        absent(missing, "seed", "session_id", "no seed: none recorded, and no run id to derive one from")
+    if "outcome" in found:
+        record["outcome"] = found["outcome"]
+    elif "outcome" in missing:
+        pass
+    elif result is None and "reward" in extra:  # a trajectory outside a Harbor trial: its own `extra.reward`
+        record["outcome"] = extra["reward"]
+        meta["outcome_from"] = "extra.reward"
+    else:
+        try:
+            record["outcome"] = _reward(result, step_name)
+        except _Absent as lack:
+            absent(missing, "outcome", lack.field, lack.reason)
+    return record
+
+
 def _given(doc: dict[str, Any], result: dict[str, Any] | None, path: str) -> Any:
     """The value at a user's ``fields`` path: in the trajectory, or (``result.``) in result.json."""
     if path.startswith("result."):
@@ -103,7 +142,7 @@ def _given(doc: dict[str, Any], result: dict[str, Any] | None, path: str) -> Any
     else:
         value = lookup(doc, path)
     if value is MISSING:
-        raise Reject(path, f"`{path}` is not in this {'result.json' if path.startswith('result.') else 'trajectory'}")
+        raise _Absent(path, f"`{path}` is not in this {'result.json' if path.startswith('result.') else 'trajectory'}")
     return value
 
 
@@ -114,7 +153,7 @@ def _text(value: Any) -> str | None:
 def _reward(result: dict[str, Any] | None, step_name: str | None) -> Any:
     """The outcome: the trial's (or step's) ``verifier_result.rewards`` ``reward``, or its only reward."""
     if result is None:
-        raise Reject("outcome", "no outcome: no Harbor result.json beside the trajectory (its verifier's reward is "
+        raise _Absent("outcome", "no outcome: no Harbor result.json beside the trajectory (its verifier's reward is "
                      "the outcome) and no `extra.reward`; give fields={'outcome': ...} for one the trajectory holds")
     holder, where = result, "result.json.verifier_result"
     if step_name is not None:
@@ -127,7 +166,7 @@ def _reward(result: dict[str, Any] | None, step_name: str | None) -> Any:
         error = result.get("exception_info")
         why = f" (the trial failed: {error.get('exception_type')}: {str(error.get('exception_message'))[:200]})" \
             if isinstance(error, dict) else ""
-        raise Reject(where, f"no verifier rewards, so no outcome{why}")
+        raise _Absent(where, f"no verifier rewards, so no outcome{why}")
     if "reward" in rewards:
         key = "reward"
     elif len(rewards) == 1:

@@ -45,9 +45,11 @@ messages     ``messages``                        a rejection
 **Outcome.** A trajectory holds the agent's own ``exit_status`` and
 ``submission`` (its patch), never whether the patch passes the tests: that is
 in SWE-bench's evaluation report (``report.json``, ``resolved``). The record
-is therefore given without ``outcome``, and the decoder rejects it ("missing
-required field") until the outcome is joined from the report or mapped with
-``fields={"outcome": ...}`` to a key the file was given.
+is therefore given without ``outcome``, named in ``Item.missing``: the loader
+joins it from the report (``outcomes=``) or the run is rejected with that
+reason; or map it with ``fields={"outcome": ...}`` to a key the file was
+given. A task id neither the file nor its name gives is left to the loader
+the same way.
 ``metadata`` keeps ``exit_status``, ``has_patch`` (a non-empty ``submission``),
 ``api_calls``, ``mini_version``, ``trajectory_format``, ``agent_type``,
 ``model_type``, ``format_errors`` (model responses without exactly one
@@ -97,6 +99,7 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
+from agentab.formats._missing import absent
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 from agentab.formats.mini_swe_agent._steps import Run, describe, walk_steps
 
@@ -131,8 +134,9 @@ def _value(obj: dict[str, Any], fields: FieldMap, key: str) -> tuple[str, Any]:
     return name, (None if value is MISSING else value)
 
 
-def _identity(obj: dict[str, Any], fields: FieldMap, where: str, line: int, named: bool) -> dict[str, Any]:
-    """run_id, task_id, seed (and outcome when the mapping finds one), checked."""
+def _identity(obj: dict[str, Any], fields: FieldMap, where: str, line: int, named: bool,
+              missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    """run_id, task_id, seed and outcome, checked; a task or outcome the file lacks goes to ``missing``."""
     out: dict[str, Any] = {}
     meta: dict[str, Any] = {}
     for key in ("run_id", "task_id"):
@@ -143,7 +147,8 @@ def _identity(obj: dict[str, Any], fields: FieldMap, where: str, line: int, name
             else:
                 value = _task_from_name(where) if named else None
                 if value is None:
-                    raise Reject(name, f"no task_id: the trajectory has no {name!r} (and no file name to use)")
+                    absent(missing, key, name, f"no task_id: the trajectory has no {name!r} (and no file name to use)")
+                    continue
         elif not ((isinstance(value, str) and value) or (type(value) is int)):
             raise Reject(name, f"{key} must be non-empty text or an integer, got {describe(value)}")
         out[key] = value
@@ -154,9 +159,13 @@ def _identity(obj: dict[str, Any], fields: FieldMap, where: str, line: int, name
         raise Reject(name, f"seed must be an integer, got {describe(seed)}")
     out["seed"] = seed
     name, outcome = _value(obj, fields, "outcome")
-    if outcome is not None:
-        if not isinstance(outcome, (bool, int, float)):
-            raise Reject(name, f"outcome must be true/false or a number, got {describe(outcome)}")
+    if outcome is None:
+        absent(missing, "outcome", name, f"no outcome: the trajectory has no {name!r}; a mini-SWE-agent trajectory "
+                                         "records the agent's exit status and patch, not whether the patch passes "
+                                         "the tests (SWE-bench's evaluation report holds that)")
+    elif not isinstance(outcome, (bool, int, float)):
+        raise Reject(name, f"outcome must be true/false or a number, got {describe(outcome)}")
+    else:
         out["outcome"] = outcome
     if meta:
         out["metadata"] = meta
@@ -213,7 +222,8 @@ def _convert(obj: Any, line: int, where: str, fields: FieldMap, named: bool) -> 
         info = obj.get("info")
         if info is not None and not isinstance(info, dict):
             raise Reject("info", f"expected the trajectory's info object, got {describe(info)}")
-        out = _identity(obj, fields, where, line, named)
+        missing: dict[str, tuple[str | None, str]] = {}
+        out = _identity(obj, fields, where, line, named, missing)
         _run_fields(obj, fields, out)
         steps, totals, format_errors = walk_steps(messages, Run(info or {}, messages))
         out["steps"] = steps
@@ -222,7 +232,7 @@ def _convert(obj: Any, line: int, where: str, fields: FieldMap, named: bool) -> 
         for key in ("tokens_in", "tokens_out"):
             if key in totals:
                 meta[key] = totals[key]
-        return Item(line, record=out)
+        return Item(line, record=out, missing=missing or None)
     except Reject as problem:
         return Item(line, field=problem.field, reason=problem.reason)
     except RecursionError:

@@ -36,9 +36,13 @@ arm          ``arm``                          text
 messages     ``history``                      the event list
 ============ ================================ ===================================
 
-A line without an outcome is a rejection saying so (OpenHands' inference
-output has none until the benchmark's evaluation adds ``report``); an event
-stream never carries one. ``accumulated_cost`` is unknown, not 0, when
+A line without an outcome (OpenHands' inference output has none until the
+benchmark's evaluation adds ``report``; an event stream never carries one) or
+without a task is read whole, the field named in ``Item.missing`` with the
+reason: the loader fills it from the file path or an outcomes table
+(``fields={"path": ...}``, ``outcomes=``; SWE-bench's ``report.json``), or
+rejects the run with that reason (a line without a task then has the run id
+``"<source>:<line>"``). ``accumulated_cost`` is unknown, not 0, when
 ``metrics.costs`` is empty while tokens were used (LiteLLM prices no call of
 a model it does not know, and OpenHands then adds up zeros); the raw value is
 kept in ``metadata.accumulated_cost``. ``error`` (text) goes to
@@ -133,8 +137,9 @@ _decode = msgspec.json.decode
 # Reading
 # --------------------------------------------------------------------------- #
 def _item(rec: Any, line: int, where: str, fields: FieldMap, stream: bool = False) -> Item:
+    missing: dict[str, tuple[str | None, str]] = {}
     try:
-        return Item(line, record=convert(rec, where, fields, stream))
+        return Item(line, record=convert(rec, where, fields, stream, line, missing), missing=missing or None)
     except Reject as problem:
         return Item(line, field=problem.field, reason=problem.reason)
     except RecursionError:

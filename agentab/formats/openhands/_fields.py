@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentab.formats._base import MISSING, FieldMap, Reject, lookup
+from agentab.formats._missing import absent
 from agentab.formats.openhands._events import count as _count
 from agentab.formats.openhands._events import describe as _describe
 from agentab.formats.openhands._events import event_steps
@@ -42,18 +43,24 @@ def _get(rec: dict[str, Any], fields: FieldMap, key: str) -> tuple[str, Any]:
     return name, (MISSING if value is None else value)
 
 
-def _identity(rec: dict[str, Any], fields: FieldMap, where: str, stream: bool) -> dict[str, Any]:
+def _identity(rec: dict[str, Any], fields: FieldMap, where: str, stream: bool, line: int,
+              missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    """run_id, task_id, seed and outcome, checked; the task and outcome the line lacks go to ``missing``."""
     out: dict[str, Any] = {}
     name, task = _get(rec, fields, "task_id")
     if task is MISSING:
-        raise Reject(name, f"no task_id: the line has no {name!r} (an OpenHands output line names its instance)")
-    if not ((isinstance(task, str) and task) or (isinstance(task, int) and not isinstance(task, bool))):
+        absent(missing, "task_id", name,
+               f"no task_id: the line has no {name!r} (an OpenHands output line names its instance)")
+    elif not ((isinstance(task, str) and task) or (isinstance(task, int) and not isinstance(task, bool))):
         raise Reject(name, f"task_id must be non-empty text or an integer, got {_describe(task)}")
     name, run = _get(rec, fields, "run_id")
     if run is not MISSING and not ((isinstance(run, str) and run) or (type(run) is int)):
         raise Reject(name, f"run_id must be non-empty text or an integer, got {_describe(run)}")
-    out["run_id"] = run if run is not MISSING else (where if stream else f"{where}:{task}")
-    out["task_id"] = task
+    if run is MISSING:
+        run = where if stream else f"{where}:{line if task is MISSING else task}"
+    out["run_id"] = run
+    if task is not MISSING:
+        out["task_id"] = task
     name, seed = _get(rec, fields, "seed")
     if seed is not MISSING and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise Reject(name, f"seed must be an integer, got {_describe(seed)}")
@@ -61,12 +68,16 @@ def _identity(rec: dict[str, Any], fields: FieldMap, where: str, stream: bool) -
     name, outcome = _get(rec, fields, "outcome")
     if outcome is MISSING:
         if stream:
-            raise Reject(None, "no outcome: an OpenHands event stream records no verdict of an external check")
-        raise Reject(name, f"no outcome: the line has no {name!r}; OpenHands' inference output has none until "
-                           "the benchmark's evaluation (e.g. SWE-bench eval_infer) adds test_result.report")
-    if not isinstance(outcome, (bool, int, float)):
+            absent(missing, "outcome", None,
+                   "no outcome: an OpenHands event stream records no verdict of an external check")
+        else:
+            absent(missing, "outcome", name, f"no outcome: the line has no {name!r}; OpenHands' inference output "
+                                             "has none until the benchmark's evaluation (e.g. SWE-bench "
+                                             "eval_infer) adds test_result.report")
+    elif not isinstance(outcome, (bool, int, float)):
         raise Reject(name, f"outcome must be true/false or a number, got {_describe(outcome)}")
-    out["outcome"] = outcome
+    else:
+        out["outcome"] = outcome
     return out
 
 
@@ -117,11 +128,17 @@ def _run_meta(rec: dict[str, Any], fields: FieldMap, out: dict[str, Any]) -> dic
     return meta
 
 
-def convert(rec: Any, where: str, fields: FieldMap, stream: bool = False) -> dict[str, Any]:
-    """One output line (or ``{"instance_id": ..., "history": events}`` of a stream) as a record; raises Reject."""
+def convert(rec: Any, where: str, fields: FieldMap, stream: bool = False, line: int = 1,
+            missing: dict[str, tuple[str | None, str]] | None = None) -> dict[str, Any]:
+    """One output line (or ``{"instance_id": ..., "history": events}`` of a stream) as a record; raises Reject.
+
+    The task and outcome the line does not hold are left out, and named with ``(field, reason)`` in
+    ``missing`` when given (:attr:`~agentab.formats._base.Item.missing`); a line without a task has the run id
+    ``<where>:<line>``.
+    """
     if not isinstance(rec, dict):
         raise Reject(None, f"expected an OpenHands output line (an object), got {_describe(rec)}")
-    out = _identity(rec, fields, where, stream)
+    out = _identity(rec, fields, where, stream, line, {} if missing is None else missing)
     meta = _run_meta(rec, fields, out)
     key = fields.get("messages") or FIELDS["messages"]
     history = lookup(rec, key)
