@@ -303,7 +303,6 @@ def test_load_traces_reads_a_folder_of_sessions(tmp_path: Path, monkeypatch: pyt
     assert len(mapped.runs) == len(FILES)
 
 
-@pytest.mark.xfail(reason="lead: loader settles Item.missing", strict=False)
 def test_load_traces_rejects_unmapped_sessions_for_their_task(monkeypatch: pytest.MonkeyPatch) -> None:
     from agentab import formats
 

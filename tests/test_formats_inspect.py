@@ -685,7 +685,6 @@ def test_load_traces_reads_inspect_logs(tmp_path, registered):
     assert len(folder.runs) == 8
 
 
-@pytest.mark.xfail(reason="lead: loader settles Item.missing", strict=False)
 def test_load_traces_counts_rejections(tmp_path, registered):
     path = write_eval(tmp_path / "mixed.eval", mixed_log())
     with pytest.warns(TraceWarning):  # C and P: booleans mixed with a number

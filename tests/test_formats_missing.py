@@ -175,7 +175,6 @@ def test_the_record_with_the_outcome_filled_loads(name, tmp_path):
     assert runs.n_steps.tolist() == [n_steps] and runs.outcome.tolist() == [True]
 
 
-@pytest.mark.xfail(reason="lead: loader settles Item.missing", strict=False)
 @pytest.mark.parametrize("name", CASES)
 def test_load_traces_rejects_a_file_without_its_outcome_with_the_readers_reason(name, tmp_path):
     path, _, words = CASES[name](tmp_path)

@@ -170,7 +170,6 @@ def test_a_seedless_table_matches_by_task_and_refuses_a_task_with_two_runs(tmp_p
         agentab.load_traces(path, outcomes=pd.DataFrame({"task_id": ["t1"], "outcome": [True]}), strict=False)
 
 
-@pytest.mark.xfail(reason="lead: readers report Item.missing (h20-missing)", strict=False)
 def test_swebench_run_report(tmp_path):
     # the lists of SWE-bench's harness report (make_run_report, schema_version 2)
     report = {"total_instances": 5, "submitted_instances": 5, "completed_instances": 3, "resolved_instances": 1,
@@ -182,9 +181,9 @@ def test_swebench_run_report(tmp_path):
     path = _write(tmp_path / "runs.jsonl", *(_run(f"r-{t}", t, 0, outcome=None) for t in "abcde"))
     traces = agentab.load_traces(path, outcomes=tmp_path / "report.json", format="openai", strict=False)
     assert traces.runs.set_index("task_id").outcome.to_dict() == {"a": True, "b": False, "c": False}
-    reasons = traces.rejected.set_index("run_id").reason
-    assert "error_ids" in reasons["r-d"] and "no verdict" in reasons["r-d"]
-    assert "no row of the outcomes table" in reasons["r-e"]
+    reasons = traces.rejected.set_index("line").reason  # runs a..e are lines 1..5
+    assert "error_ids" in reasons[4] and "no verdict" in reasons[4]
+    assert "no row of the outcomes table" in reasons[5] and "task_id 'e'" in reasons[5]
 
 
 def test_swebench_per_instance_report(tmp_path):
@@ -229,31 +228,31 @@ def test_a_run_missing_its_outcome_says_both_why_and_what_was_looked_up():
     assert out.record["outcome"] == 1.0 and out.missing is None
 
 
-# --------------------------------------------------------------------------- real reports (tests/data/mini_swe_agent)
+# ------------------------------------------------------------- real reports (tests/data/swebench_reports)
 
 MINI = Path(__file__).parent / "data" / "mini_swe_agent"
+REPORTS = Path(__file__).parent / "data" / "swebench_reports"
 TRAJECTORIES = sorted(MINI.glob("*__*.traj.json"))
 
 
 def test_the_real_sb_cli_report_reads_as_its_lists_say():
-    raw = json.loads((MINI / "sb-cli-report.json").read_text())
-    table = read_outcomes(MINI / "sb-cli-report.json")
+    raw = json.loads((REPORTS / "sb-cli-report.json").read_text())
+    table = read_outcomes(REPORTS / "sb-cli-report.json")
     assert table.by == ("task_id",) and len(table.frame) == len(raw["resolved_ids"]) + len(raw["unresolved_ids"])
     assert int(table.frame.outcome.sum()) == raw["resolved_instances"] == 371
 
 
 def test_a_folder_of_real_per_instance_reports_names_each_by_its_folder():
-    table = read_outcomes(MINI / "logs")
+    table = read_outcomes(REPORTS / "logs")
     assert dict(zip(table.frame.task_id, table.frame.outcome)) == {"django__django-12143": True,
                                                                   "django__django-16255": True}
 
 
-@pytest.mark.xfail(reason="lead: readers report Item.missing (h20-missing)", strict=False)
 def test_real_trajectories_take_their_verdicts_from_the_real_reports():
-    traces = agentab.load_traces(TRAJECTORIES, outcomes=MINI / "sb-cli-report.json")
+    traces = agentab.load_traces(TRAJECTORIES, outcomes=REPORTS / "sb-cli-report.json")
     assert traces.runs.outcome.tolist() == [True, True, True]  # all three are in resolved_ids
     assert len(traces.unmatched_outcomes) == 500 - 3
-    traces = agentab.load_traces(TRAJECTORIES, outcomes=MINI / "logs", strict=False)
+    traces = agentab.load_traces(TRAJECTORIES, outcomes=REPORTS / "logs", strict=False)
     assert sorted(traces.runs.task_id) == ["django__django-12143", "django__django-16255"]
     (reason,) = traces.rejected.reason  # matplotlib's report is not in the folder
     assert "no row of the outcomes table" in reason and "matplotlib__matplotlib-25287" in reason

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentab.formats import Item
+from agentab.formats import Item, settle
 from agentab.formats.decode import Prepared
 from agentab.traces._outcomes import OutcomeTable
 
-__all__ = ["PATH_FIELDS", "Overlay", "PathTemplate", "settle"]
+__all__ = ["PATH_FIELDS", "Overlay", "PathTemplate"]
 
 #: The run-level fields a path template may capture.
 PATH_FIELDS = ("run_id", "task_id", "seed", "arm", "model", "harness")
@@ -138,7 +138,7 @@ class Overlay:
     def apply(self, items: Iterable[Item], path: Path | None, root: Path | None) -> Iterator[Item]:
         """The items of one file (``path``; None for records in memory) with the fields filled or rejected."""
         if not self.active:
-            yield from settle(items)
+            yield from map(settle, items)
             return
         from_path = self._from_path(path, root) if self.template is not None else {}
         for item in items:
@@ -190,22 +190,11 @@ class Overlay:
         for key in values:
             missing.pop(key, None)
         if missing:
-            where, reason = next(iter(missing.values()))
-            return Item(item.line, field=where, reason=reason, source=item.source)
+            return settle(Item(item.line, record=record, source=item.source, missing=missing))
         meta = _get(record, "metadata")
         if meta is not None and not isinstance(meta, dict) and any(k in values for k in _IN_METADATA):
             return Item(item.line, field="metadata", reason="metadata must be an object", source=item.source)
         return Item(item.line, record=_set(record, values), source=item.source)
-
-
-def settle(items: Iterable[Item]) -> Iterator[Item]:
-    """The items with every run that still misses a required field turned into its rejection."""
-    for item in items:
-        if item.missing and item.record is not None:
-            where, reason = next(iter(item.missing.values()))
-            yield Item(item.line, field=where, reason=reason, source=item.source)
-        else:
-            yield item
 
 
 def _identity(record: Any) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from agentab._write import owned_prefix, sweep_stale
+from agentab.formats import settle
 from agentab.formats.decode import DecodedPart, RecordDecoder, Rejection, gc_paused
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 
@@ -233,7 +234,7 @@ def _read_converted(fmt: Format, fields: dict[str, str] | None, path: Path, arm:
     decoder = RecordDecoder(strict=False, first_ordinal=first_ordinal)
     with gc_paused():
         converted = fmt.read_part(path, *part, fields)
-        decoder.add_items(str(path), converted.items, arm)
+        decoder.add_items(str(path), map(settle, converted.items), arm)  # nothing fills a missing field here
     return decoder.export(), converted.keys
 
 
