@@ -14,8 +14,9 @@ cost/count  the primary's quantile      permutation of the task's runs between t
 
 The permutation test enumerates every split of the task's pooled runs into the two arms' sizes when there are
 at most :data:`MAX_EXACT` of them (p = share of splits with ``|T*| >= |T|``), else draws :data:`N_PERMUTATIONS`
-random splits from a stream derived from the comparison's seed and the task id (p = (1 + hits) / (1 + B),
-Phipson & Smyth 2010). With one run per arm every test gives p = 1: one run each cannot show a per-task
+random splits (p = (1 + hits) / (1 + B), Phipson & Smyth 2010) from a stream of the comparison's seed and the
+task's run counts, shared by the tasks with the same counts (so a task's p-value never depends on the other
+tasks). With one run per arm every test gives p = 1: one run each cannot show a per-task
 difference. The p-values are per task and NOT adjusted for the number of tasks; ``p_adjusted`` is the
 Benjamini-Hochberg adjustment over every task compared.
 """
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import zlib
 from typing import Any
 
 import numpy as np
@@ -100,7 +100,8 @@ def _stat(values: np.ndarray, q: float | None) -> np.ndarray:
     """The per-arm statistic of each row of ``values`` (mean, or the inverse-ECDF ``q``-quantile)."""
     if q is None:
         return values.mean(axis=-1)
-    return np.sort(values, axis=-1)[..., rank_of(values.shape[-1], q) - 1]
+    k = rank_of(values.shape[-1], q) - 1
+    return np.partition(values, k, axis=-1)[..., k]
 
 
 def _fisher(k_base: int, n_base: int, k_cand: int, n_cand: int) -> float:
@@ -110,36 +111,47 @@ def _fisher(k_base: int, n_base: int, k_cand: int, n_cand: int) -> float:
     return float(fisher_exact(table, alternative="two-sided")[1])
 
 
-def _splits(m: int, n_base: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
-    """Boolean masks (rows) of the runs put in the baseline: every split when few, else random ones."""
-    if math.comb(m, n_base) <= MAX_EXACT:
-        rows = np.zeros((math.comb(m, n_base), m), dtype=bool)
-        for i, chosen in enumerate(itertools.combinations(range(m), n_base)):
-            rows[i, list(chosen)] = True
-        return rows, True
-    order = rng.permuted(np.tile(np.arange(m), (N_PERMUTATIONS, 1)), axis=1)
-    rows = np.zeros((N_PERMUTATIONS, m), dtype=bool)
-    np.put_along_axis(rows, order[:, :n_base], True, axis=1)
-    return rows, False
+class _Splits:
+    """The splits of a task's pooled runs into the two arms' sizes, made once per (runs, baseline runs) and
+    shared by every task of those sizes: all of them when few, else random ones from a stream of the seed and
+    the sizes (so a task's p-value does not depend on which other tasks there are)."""
+
+    def __init__(self, seed: Any) -> None:
+        self.root = seed_sequence(seed, CompareError)
+        self.made: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, bool, np.ndarray]] = {}
+
+    def __call__(self, m: int, n_base: int) -> tuple[np.ndarray, np.ndarray, bool, np.ndarray]:
+        """Index arrays (one row per split) of the runs put in the baseline and in the candidate; whether they
+        are every split; and the baseline's runs as 0/1 rows (for sums)."""
+        if (m, n_base) not in self.made:
+            if math.comb(m, n_base) <= MAX_EXACT:
+                base = np.array(list(itertools.combinations(range(m), n_base)), dtype=np.int64).reshape(-1, n_base)
+                rest = np.ones((len(base), m), dtype=bool)
+                np.put_along_axis(rest, base, False, axis=1)
+                cand = np.nonzero(rest)[1].reshape(len(base), m - n_base)
+                exact = True
+            else:
+                key = np.random.SeedSequence(self.root.entropy, spawn_key=(*self.root.spawn_key, 0xF1, m, n_base))
+                order = np.argsort(np.random.default_rng(key).random((N_PERMUTATIONS, m)), axis=1)
+                base, cand, exact = order[:, :n_base], order[:, n_base:], False
+            ones = np.zeros((len(base), m))
+            np.put_along_axis(ones, base, 1.0, axis=1)
+            self.made[m, n_base] = base, cand, exact, ones
+        return self.made[m, n_base]
 
 
-def _permutation(base: np.ndarray, cand: np.ndarray, q: float | None, rng: np.random.Generator) -> float:
+def _permutation(base: np.ndarray, cand: np.ndarray, q: float | None, splits: _Splits) -> float:
     """Two-sided permutation p-value of the difference of the per-arm statistic, runs split between the arms."""
     observed = float(_stat(cand, q) - _stat(base, q))
     pooled = np.concatenate([base, cand])
-    masks, exact = _splits(len(pooled), len(base), rng)
-    b = np.broadcast_to(pooled, masks.shape)[masks].reshape(len(masks), len(base))
-    c = np.broadcast_to(pooled, masks.shape)[~masks].reshape(len(masks), len(cand))
-    moved = np.abs(_stat(c, q) - _stat(b, q))
+    to_base, to_cand, exact, in_base = splits(len(pooled), len(base))
+    if q is None:  # means: the baseline's sums by one product, the candidate's are the rest
+        sums = in_base @ pooled
+        moved = np.abs((pooled.sum() - sums) / len(cand) - sums / len(base))
+    else:
+        moved = np.abs(_stat(pooled[to_cand], q) - _stat(pooled[to_base], q))
     hits = int(np.count_nonzero(moved >= abs(observed) - _TOL * max(1.0, abs(observed))))
-    return hits / len(masks) if exact else (1 + hits) / (1 + len(masks))
-
-
-def _task_rng(seed: Any, task: Any) -> np.random.Generator:
-    """The random stream of one task: the comparison's seed and the task id, so no task moves another's."""
-    root = seed_sequence(seed, CompareError)
-    key = zlib.crc32(f"flipped:{type(task).__name__}:{task}".encode())
-    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, key)))
+    return hits / len(moved) if exact else (1 + hits) / (1 + len(moved))
 
 
 def _arms(comparison: Any) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
@@ -153,30 +165,40 @@ def _arms(comparison: Any) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     return data, names == str(comparison.baseline), names == str(comparison.candidate)
 
 
+def _groups(tasks: np.ndarray) -> list[tuple[Any, np.ndarray]]:
+    """Each task (in :func:`_sort_key` order) with the positions of its runs, in data order."""
+    codes, uniques = pd.factorize(tasks)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=len(uniques)))[:-1]
+    parts = dict(zip(range(len(uniques)), np.split(order, bounds)))
+    ranked = sorted(range(len(uniques)), key=lambda k: _sort_key(uniques[k]))
+    return [(uniques[k], parts[k]) for k in ranked]
+
+
 def _per_task(comparison: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Every task both arms ran with a known value: the per-arm statistics, the effect, the p-value; and what
     was left out."""
     column, kind, direction, q = _primary(comparison)
     data, in_base, in_cand = _arms(comparison)
-    cluster = comparison.settings.cluster
     values = _values(data[column])
-    tasks = data[cluster].to_numpy()
     known = ~np.isnan(values)
+    splits, fisher = _Splits(comparison.settings.seed), {}
     rows, one_arm = [], []
-    for task in sorted(pd.unique(tasks), key=_sort_key):
-        at = tasks == task
-        base, cand = values[at & in_base & known], values[at & in_cand & known]
-        missing = int(np.count_nonzero(at & in_base & ~known)), int(np.count_nonzero(at & in_cand & ~known))
+    for task, at in _groups(data[comparison.settings.cluster].to_numpy()):
+        b_at, c_at = at[in_base[at]], at[in_cand[at]]
+        base, cand = values[b_at[known[b_at]]], values[c_at[known[c_at]]]
+        missing = len(b_at) - len(base), len(c_at) - len(cand)
         if len(base) == 0 or len(cand) == 0:
             if len(base) or len(cand):
                 one_arm.append(task)
             continue
         if kind == "binary":
-            p = _fisher(int(base.sum()), len(base), int(cand.sum()), len(cand))
-            successes = (int(base.sum()), int(cand.sum()))
+            counts = (int(base.sum()), len(base), int(cand.sum()), len(cand))
+            if counts not in fisher:
+                fisher[counts] = _fisher(*counts)
+            p, successes = fisher[counts], (counts[0], counts[2])
         else:
-            p = _permutation(base, cand, q, _task_rng(comparison.settings.seed, task))
-            successes = (pd.NA, pd.NA)
+            p, successes = _permutation(base, cand, q, splits), (pd.NA, pd.NA)
         b, c = float(_stat(base, q)), float(_stat(cand, q))
         rows.append((task, b, c, c - b, p, len(base), len(cand), *missing, *successes))
     table = pd.DataFrame(rows, columns=["task_id", "baseline", "candidate", "effect", "p_value", "n_baseline",

@@ -274,7 +274,7 @@ class Comparison(Display):
         the mean level, for a continuous one the mean, for a cost or count metric the primary's quantile
         (inverse ECDF: with 5 runs, p95 is the largest), each tested by a permutation of the task's runs
         between the arms (every split when there are at most 10,000, else 9,999 random ones from a stream of
-        the comparison's seed and the task id). Two-sided throughout. With one run per arm every p-value is
+        the comparison's seed and the task's run counts). Two-sided throughout. With one run per arm every p-value is
         1: one run each cannot show a per-task difference. Ranked by p-value, then by ``|effect|``
         (largest first), then by task id. Same data, same seed: same table.
 
