@@ -27,7 +27,7 @@ STEPS_SHOWN = 60
 #: Arguments, observations and errors longer than this are cut in the trajectory tables (the rest counted).
 TEXT_SHOWN = 600
 #: The step columns shown, in order, with their headings.
-STEP_COLUMNS = {"index": "step", "tool": "tool", "args": "arguments", "status": "status", "error": "error",
+STEP_COLUMNS = {"index": "#", "tool": "tool", "args": "arguments", "status": "status", "error": "error",
                 "observation": "observation"}
 
 
