@@ -1181,3 +1181,79 @@ def test_a_primary_outcome_of_another_name_gets_its_diagnosis(scores, tmp_path):
     assert "## Trajectory" in text and "No diagnosis" not in text
     assert "Success rate by step-count bucket" in text
     assert "outcome" not in result.data  # the comparison's own runs are not changed
+
+
+# --------------------------------------------------------------------------- #
+# Which tasks flipped
+# --------------------------------------------------------------------------- #
+def _section(text: str) -> str:
+    """The HTML of the "Which tasks flipped" section (up to the next h2)."""
+    start = text.index("<h2>Which tasks flipped</h2>")
+    end = text.find("<h2>", start + 1)
+    return text[start:end if end > 0 else len(text)]
+
+
+def test_flipped_section_opens_each_task_onto_its_runs_trajectories(small, traces, html_report):
+    _, text, page = html_report
+    headings = page.heading_texts()
+    assert headings.index("Per task") < headings.index("Which tasks flipped") < headings.index("The next experiment")
+    section = _section(text)
+    flipped = small.flipped_tasks(n=10)
+    assert len(flipped)
+    assert "not adjusted for the number of tasks" in section
+    for _, row in flipped.iterrows():
+        summary = f"<summary>{html.escape(row['direction'])}: {html.escape(str(row['task_id']))} ("
+        assert section.count(summary) == 1, summary
+        task = section.split(summary, 1)[1]
+        for run in (*row["runs_baseline"], *row["runs_candidate"]):
+            assert f"<summary>run {html.escape(run)}: outcome " in task
+    # A run's details hold its steps: every tool it called, with the arguments as the traces have them.
+    run = flipped.iloc[0]["runs_baseline"][0]
+    steps = traces.steps[traces.steps["run_id"] == run]
+    body = section.split(f"<summary>run {html.escape(run)}: ", 1)[1].split("</details>", 1)[0]
+    assert body.count("<tr>") == len(steps)  # one row per step (the header row has a style)
+    for tool, args in zip(steps["tool"], steps["args"]):
+        assert f"<td>{html.escape(str(tool))}</td>" in body
+        assert html.escape(str(args), quote=False) in body
+
+
+def test_flipped_section_without_traces_is_the_table_and_says_how(small, html_no_traces, markdown_report):
+    _, text, _ = html_no_traces
+    section = _section(text)
+    assert "trajectories are not shown: pass the traces" in section
+    assert section.count("<table") == 1 and "<th>arguments</th>" not in section
+    _, markdown = markdown_report
+    part = markdown.split("\n## Which tasks flipped\n", 1)[1].split("\n## ", 1)[0]
+    assert "| task\\_id | direction | baseline | candidate | effect | p (per task) | p (BH) |" in part
+    assert part.count("\n| t0") == len(small.flipped_tasks(n=10))  # one row per listed task (ids t000...)
+    assert "in the HTML report" in part and "arguments" not in part
+
+
+def test_flipped_section_escapes_hostile_task_ids_and_tool_arguments(record, tmp_path):
+    hostile = "<script>alert('task')</script>"
+    arguments = {"cmd": "<script>alert(1)</script>", "path": "</td></tr><img src=x onerror=alert(2)>"}
+    records = []
+    for arm, good in (("baseline", True), ("candidate", False)):
+        for task in (hostile, "plain"):
+            for seed in range(3):
+                r = record(run_id=f"{arm}-{'h' if task == hostile else 'p'}-{seed}<b>", task_id=task, seed=seed,
+                           arm=arm, outcome=good if task == hostile else seed == 0)
+                r["steps"][0]["args"] = arguments
+                r["steps"][0]["observation"] = {"out": "<iframe src='https://evil.example'></iframe>"}
+                records.append(r)
+    traces = agentab.load_traces(records)
+    scores = agentab.score(traces)
+    result = agentab.compare(scores, metrics=["outcome"], n_resamples=99, seed=0)
+    flipped = result.flipped_tasks()
+    assert flipped.iloc[0]["task_id"] == hostile and flipped.iloc[0]["direction"] == "regressed"
+    text, page = _write(result, tmp_path / "r.html", traces=traces)
+    lowered = text.lower()
+    assert "<script" not in lowered and "<iframe" not in lowered and "<img src=x" not in lowered
+    assert "<b>" not in text
+    visible = "".join(page.text)
+    assert hostile in visible
+    assert "alert(1)" in visible and "onerror=alert(2)" in visible and "evil.example" in visible
+    names = {tag for tag, _ in page.tags}
+    assert not names & {"script", "iframe", "b"}
+    markdown = agentab.report(result, tmp_path / "r.md", traces=traces).read_text(encoding="utf-8")
+    assert "<script" not in markdown and "&lt;script>alert('task')&lt;/script>" in markdown

@@ -231,6 +231,66 @@ class Comparison(Display):
                 return _one_quantile(result, int(match[0]))
         raise KeyError(f"no metric {name!r} in this comparison; rows: {', '.join(self.table['metric'])}")
 
+    def flipped_tasks(self, n: int = 10) -> pd.DataFrame:
+        """The tasks whose per-task result of the primary metric moved most: the ``n`` most regressed, then the
+        ``n`` most improved, each ranked by a per-task exact test.
+
+        Per-task results rest on a few runs each and are noisy: a task that flipped may not flip again. The
+        p-values are per task and **not adjusted** for the number of tasks (``p_adjusted`` is the
+        Benjamini-Hochberg adjustment over every task compared): read the table as where to look, not as
+        findings. The comparison's verdict rests on the primary test, never on this table.
+
+        Parameters
+        ----------
+        n : int, default 10
+            How many tasks of each direction: up to ``n`` regressed ones (first) and up to ``n`` improved
+            ones, so at most ``2 n`` rows. Tasks whose result did not move are never listed.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per listed task, columns ``task_id``, ``baseline``, ``candidate`` (the task's statistic in
+            each arm), ``effect`` (candidate - baseline, in the metric's units), ``p_value``, ``direction``
+            ("regressed" or "improved", by the metric's direction: for a metric where lower is better a rise
+            is a regression); then ``statistic`` (what ``baseline`` and ``candidate`` are), ``n_baseline``,
+            ``n_candidate`` (runs with a known value), ``missing_baseline``, ``missing_candidate`` (runs whose
+            value is unknown: left out, never read as 0), ``successes_baseline``, ``successes_candidate``
+            (binary metrics; NA otherwise), ``p_adjusted``, and the task's runs in each arm as tuples in the
+            order of :attr:`data`: ``runs_*`` (``run_id``, else the row label), ``values_*`` (None when
+            unknown) and ``reasons_*`` (the failure shapes :func:`agentab.score` found true, its ``reasons``,
+            and a ``failure_mode``, ``termination_reason`` or ``error`` column when the data has one).
+            ``attrs`` holds the metric, the test, how many tasks were compared, regressed, improved and
+            unchanged, and ``one_arm_tasks``: tasks with a known value in one arm only, left out and counted.
+
+        Raises
+        ------
+        CompareError
+            The comparison has no task column (``cluster=None``), or ``n`` is not a whole number >= 1.
+
+        Notes
+        -----
+        The per-task statistic is the primary metric's: for a binary metric the rate (successes over runs
+        with a known value), tested by Fisher's exact test on the task's 2x2 table; for an ordinal metric
+        the mean level, for a continuous one the mean, for a cost or count metric the primary's quantile
+        (inverse ECDF: with 5 runs, p95 is the largest), each tested by a permutation of the task's runs
+        between the arms (every split when there are at most 10,000, else 9,999 random ones from a stream of
+        the comparison's seed and the task's run counts). Two-sided throughout. With one run per arm every p-value is
+        1: one run each cannot show a per-task difference. Ranked by p-value, then by ``|effect|``
+        (largest first), then by task id. Same data, same seed: same table.
+
+        Examples
+        --------
+        >>> import agentab
+        >>> scores = agentab.score(agentab.datasets.example_experiment(seed=0, n_tasks=12, n_seeds=3))
+        >>> result = agentab.compare(scores, metrics=["outcome"], n_resamples=199, seed=0)
+        >>> flipped = result.flipped_tasks(n=2)
+        >>> flipped.columns[:6].tolist()
+        ['task_id', 'baseline', 'candidate', 'effect', 'p_value', 'direction']
+        """
+        from agentab.comparison._flipped import flipped_tasks
+
+        return flipped_tasks(self, n)
+
     def to_dict(self) -> dict[str, Any]:
         """Everything a CI job or a dashboard needs, as JSON-ready Python values.
 

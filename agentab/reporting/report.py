@@ -24,6 +24,7 @@ import pandas as pd
 from agentab._write import atomic_text
 from agentab.comparison.decide import ASSESSMENT_RULE
 from agentab.errors import ReportError, StatsWarning
+from agentab.reporting._flipped_section import flipped_section
 from agentab.reporting._markdown import _Block, format_cell, png, write_markdown
 
 __all__ = ["report", "task_profile"]
@@ -421,7 +422,10 @@ def report(
         script, nothing fetched when it is opened, so it can be mailed.
     traces : Traces, optional
         The traces the runs were scored from: adds the tool-choice
-        distribution by arm (the scores alone have no steps).
+        distribution by arm (the scores alone have no steps) and, in HTML,
+        each flipped task's runs opening onto their trajectories (tool
+        calls with arguments, status, errors, observations), matched by
+        ``run_id``. Without them the flipped tasks are a table only.
     diagnosis : Diagnosis, optional
         Findings to show; default :func:`agentab.diagnose` of the compared
         runs (with ``traces`` when given), grouped by arm.
@@ -450,7 +454,11 @@ def report(
     with p50 and p95, and the quantile shift across deciles (Doksum 1974;
     Rousselet, Pernet & Wilcox 2017); success by step count, failure
     shapes, tool choice and the findings of :func:`agentab.diagnose`; a
-    per-task profile (:func:`task_profile`); for an inconclusive verdict,
+    per-task profile (:func:`task_profile`); which tasks flipped
+    (:meth:`Comparison.flipped_tasks`: the most regressed and improved
+    tasks, ranked by a per-task exact test, not adjusted for the number of
+    tasks; in HTML each opens onto its runs and their trajectories, all
+    user text escaped); for an inconclusive verdict,
     the power curve of the next experiment (:attr:`Comparison.plan`).
 
     Examples
@@ -482,7 +490,8 @@ def report(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # empty step buckets have a NaN rate
         blocks += _trajectory(comparison, diagnosis, plots)
-    blocks += _tasks(comparison, plots) + _next_experiment(comparison, plots) + _notes(comparison)
+    blocks += _tasks(comparison, plots) + flipped_section(comparison, traces, trajectories=format == "html")
+    blocks += _next_experiment(comparison, plots) + _notes(comparison)
     from agentab._version import __version__
 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
