@@ -69,18 +69,23 @@ class JsonColumn:
                                      null_count=len(self.nulls))
 
 
-#: Run-level values, in the order each accepted record's tuple holds them.
+#: Run-level values, in the order each accepted record's tuple holds them (``tokens`` follows ``tokens_out``).
 RUN_FIELDS = (
     ("_ordinal", pa.int64()), ("run_id", pa.string()), ("task_id", pa.string()), ("seed", pa.int64()),
-    ("arm", pa.string()), ("model", pa.string()), ("harness", pa.string()), ("outcome", None),
-    ("n_steps", pa.int64()), ("n_errors", pa.int64()), ("tokens_in", pa.int64()), ("tokens_out", pa.int64()),
-    ("cost_usd", pa.float64()), ("latency_s", pa.float64()), ("retries", pa.int64()), ("backtracks", pa.int64()),
+    ("arm", pa.string()), ("model", pa.string()), ("harness", pa.string()), ("agents", pa.binary()),
+    ("outcome", None), ("n_steps", pa.int64()), ("n_handoffs", pa.int64()), ("n_errors", pa.int64()),
+    ("tokens_in", pa.int64()), ("tokens_out", pa.int64()), ("tokens_reasoning", pa.int64()),
+    ("tokens_cached", pa.int64()), ("cost_usd", pa.float64()), ("user_cost_usd", pa.float64()),
+    ("latency_s", pa.float64()), ("retries", pa.int64()), ("backtracks", pa.int64()),
     *((key, pa.int64()) for key in TERMINAL_LISTS),
     ("terminal_state", pa.binary()), ("metadata", pa.binary()), ("source", pa.string()), ("line", pa.int64()),
 )
 
+#: The token totals of a run, in the order of the run's tuple.
+TOKEN_FIELDS = ("tokens_in", "tokens_out", "tokens_reasoning", "tokens_cached")
 
 AT_N_STEPS = [name for name, _ in RUN_FIELDS].index("n_steps")
+AT_N_HANDOFFS = AT_N_STEPS + 1
 
 
 class Chunk:
@@ -99,6 +104,12 @@ class Chunk:
         self.started_at: list[Any] = []
         self.ended_at: list[Any] = []
         self.step_metadata = JsonColumn(encoder)
+        self.kind: list[str | None] = []
+        self.agent: list[str | None] = []
+        self.parallel: list[str | int | None] = []
+        self.tokens_reasoning: list[int | None] = []
+        self.tokens_cached: list[int | None] = []
+        self.step_cost: list[float | None] = []
         self.ns = False  # step times: unix nanoseconds (runs of add_prepared), else texts and numbers
 
     def __len__(self) -> int:
@@ -117,10 +128,14 @@ class StepColumns(NamedTuple):
     started_at: tuple[Any, ...]
     ended_at: tuple[Any, ...]
     metadata: tuple[dict[str, Any] | None, ...]
+    kind: tuple[str | None, ...]
+    agent: tuple[str | None, ...]
+    parallel: tuple[str | int | None, ...]
+    tokens_reasoning: tuple[int | None, ...]
+    tokens_cached: tuple[int | None, ...]
+    cost_usd: tuple[float | None, ...]
     status: list[Any]
     error: list[Any]
-    tokens_in_total: int | None
-    tokens_out_total: int | None
 
 
 def statuses_valid(statuses: Sequence[Any]) -> bool:
@@ -142,8 +157,7 @@ def step_columns(steps: list[Step]) -> StepColumns | None:
     else:
         status = list(map(dict.get, observations, repeat("status")))
         error = list(map(dict.get, observations, repeat("error")))
-    tokens_in, tokens_out = fields[4], fields[5]
-    return StepColumns(*fields, status, error, run_tokens(tokens_in, fields[8]), run_tokens(tokens_out, fields[8]))
+    return StepColumns(*fields, status, error)
 
 
 def run_tokens(counts: Sequence[int | None], metadata: Sequence[dict[str, Any] | None]) -> int | None:
@@ -195,6 +209,21 @@ def _error_texts(errors: list[Any], encoder: msgspec.json.Encoder) -> pa.Array:
                         pa.string())
 
 
+def _group_texts(groups: list[Any]) -> pa.Array:
+    """Parallel group ids as text (integers as their digits)."""
+    try:
+        return pa.array(groups, pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([g if g is None or type(g) is str else str(g) for g in groups], pa.string())
+
+
+def _kinds(kinds: list[str | None]) -> pa.Array:
+    """Step kinds as text, ``"tool"`` where none is given."""
+    if kinds.count(None) == len(kinds):
+        return pa.repeat(pa.scalar("tool"), len(kinds))
+    return pc.fill_null(pa.array(kinds, pa.string()), "tool")
+
+
 def steps_batch(
     c: Chunk, step_record: np.ndarray, index: np.ndarray, started: np.ndarray, ended: np.ndarray
 ) -> pa.RecordBatch:
@@ -203,12 +232,18 @@ def steps_batch(
     columns = {
         "_ordinal": pa.array(ordinal),
         "index": pa.array(index),
+        "kind": _kinds(c.kind),
+        "agent": pa.array(c.agent, pa.string()),
         "tool": pa.array(c.tool, pa.string()),
         "args": c.args.to_arrow(),
         "status": pa.array(c.status, pa.string()),
         "error": _error_texts(c.error, encoder),
         "tokens_in": pa.array(c.tokens_in, pa.int64()),
         "tokens_out": pa.array(c.tokens_out, pa.int64()),
+        "tokens_reasoning": pa.array(c.tokens_reasoning, pa.int64()),
+        "tokens_cached": pa.array(c.tokens_cached, pa.int64()),
+        "cost_usd": pa.array(c.step_cost, pa.float64()),
+        "parallel": _group_texts(c.parallel),
         "started_at": pa.array(started, pa.timestamp("ns", tz="UTC")),
         "ended_at": pa.array(ended, pa.timestamp("ns", tz="UTC")),
         "observation": c.observation.to_arrow(),
