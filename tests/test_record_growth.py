@@ -109,7 +109,8 @@ def test_run_totals_fill_in_per_count_and_sums_stay_otherwise():
     assert pd.isna(run["tokens_reasoning"])  # the handoff step's reasoning tokens are unknown
     assert pd.isna(run["tokens_cached"])
     stepless = load_traces([make_record(steps=[], tokens_in=50, tokens_out=5, tokens_cached=10)]).runs.iloc[0]
-    assert (stepless["tokens_in"], stepless["tokens_out"], stepless["tokens"], stepless["tokens_cached"]) == (50, 5, 55, 10)
+    counts = ("tokens_in", "tokens_out", "tokens", "tokens_cached")
+    assert tuple(stepless[name] for name in counts) == (50, 5, 55, 10)
 
 
 def test_a_handoff_only_run_has_no_tool_calls():
@@ -195,7 +196,8 @@ def prepared_of(record: dict[str, Any], grown: bool = True) -> Prepared:
     run = Prepared(record["run_id"], record["task_id"], record["seed"], record.get("arm"), record["outcome"],
                    record.get("cost_usd"), record.get("latency_s"), record.get("metadata"), columns)
     if grown:
-        run = run._replace(agents=record.get("agents"), totals=totals or None, user_cost_usd=record.get("user_cost_usd"))
+        run = run._replace(agents=record.get("agents"), totals=totals or None,
+                           user_cost_usd=record.get("user_cost_usd"))
     return run
 
 
@@ -380,7 +382,8 @@ def test_handoff_steps_leave_every_score_unchanged():
     specs = example_specs(0, n_tasks=20)
     plain, handed = load_traces(records), load_traces(with_handoffs(records))
     assert handed.runs["n_handoffs"].sum() > 20 and len(handed.steps) > len(plain.steps)
-    assert handed.runs["n_steps"].equals(plain.runs["n_steps"]) and handed.runs["n_errors"].equals(plain.runs["n_errors"])
+    for name in ("n_steps", "n_errors", "tokens"):
+        assert handed.runs[name].equals(plain.runs[name]), name
     assert agentab.score(handed, spec=specs).equals(agentab.score(plain, spec=specs))
     for record, grown in list(zip(records, with_handoffs(records)))[:12]:
         spec = specs[record["task_id"]]
@@ -400,3 +403,15 @@ def test_summary_reads_the_run_totals():
     assert grown.summary().loc[:, "tokens_p50"].iloc[0] == 5000 + 40 + 41
     assert np.array_equal(grown.summary().drop(columns=["tokens_p50", "tokens_p95"]).to_numpy(dtype=object),
                           plain.summary().drop(columns=["tokens_p50", "tokens_p95"]).to_numpy(dtype=object))
+
+
+def test_the_documented_examples_load_as_the_page_says():
+    import re
+
+    page = (Path(__file__).parent.parent / "docs" / "traces" / "record.md").read_text(encoding="utf-8")
+    old, grown = (json.loads(block) for block in re.findall(r"```json\n(.*?)```", page, re.S))
+    assert load_traces([old]).runs["n_handoffs"].tolist() == [0]
+    traces = load_traces([grown])
+    run = traces.runs.iloc[0]
+    assert (run["n_steps"], run["n_handoffs"], run["tokens"], run["tokens_reasoning"]) == (3, 1, 8932, 160)
+    assert traces.steps["kind"].tolist() == ["tool", "handoff", "tool", "tool"]
