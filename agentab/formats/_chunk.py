@@ -104,16 +104,18 @@ class Chunk:
         self.started_at: list[Any] = []
         self.ended_at: list[Any] = []
         self.step_metadata = JsonColumn(encoder)
-        self.kind: list[str | None] = []
-        self.agent: list[str | None] = []
-        self.parallel: list[str | int | None] = []
-        self.tokens_reasoning: list[int | None] = []
-        self.tokens_cached: list[int | None] = []
-        self.step_cost: list[float | None] = []
+        # the step fields of :data:`GROWN_STEP_FIELDS`, only for runs that hold one: (first step row, columns)
+        self.grown: list[tuple[int, Sequence[Sequence[Any] | None]]] = []
         self.ns = False  # step times: unix nanoseconds (runs of add_prepared), else texts and numbers
 
     def __len__(self) -> int:
         return len(self.runs)
+
+
+#: The step fields the record gained (after ``metadata``), with their Arrow types; a run's steps usually hold
+#: none of them, so a chunk keeps them only for the runs that do (:attr:`Chunk.grown`).
+GROWN_STEP_FIELDS = (("kind", pa.string()), ("agent", pa.string()), ("parallel", pa.string()),
+                     ("tokens_reasoning", pa.int64()), ("tokens_cached", pa.int64()), ("cost_usd", pa.float64()))
 
 
 class StepColumns(NamedTuple):
@@ -136,6 +138,11 @@ class StepColumns(NamedTuple):
     cost_usd: tuple[float | None, ...]
     status: list[Any]
     error: list[Any]
+    grown: bool  # a step holds one of the fields after ``metadata`` (else every one is None)
+
+
+_FIRST_GROWN = StepColumns._fields.index("kind")
+_N_GROWN = StepColumns._fields.index("status") - _FIRST_GROWN
 
 
 def statuses_valid(statuses: Sequence[Any]) -> bool:
@@ -157,7 +164,8 @@ def step_columns(steps: list[Step]) -> StepColumns | None:
     else:
         status = list(map(dict.get, observations, repeat("status")))
         error = list(map(dict.get, observations, repeat("error")))
-    return StepColumns(*fields, status, error)
+    nothing = (None,) * len(steps)
+    return StepColumns(*fields, status, error, fields[_FIRST_GROWN:] != (nothing,) * _N_GROWN)
 
 
 def run_tokens(counts: Sequence[int | None], metadata: Sequence[dict[str, Any] | None]) -> int | None:
@@ -217,11 +225,25 @@ def _group_texts(groups: list[Any]) -> pa.Array:
         return pa.array([g if g is None or type(g) is str else str(g) for g in groups], pa.string())
 
 
-def _kinds(kinds: list[str | None]) -> pa.Array:
-    """Step kinds as text, ``"tool"`` where none is given."""
-    if kinds.count(None) == len(kinds):
-        return pa.repeat(pa.scalar("tool"), len(kinds))
-    return pc.fill_null(pa.array(kinds, pa.string()), "tool")
+def _grown_columns(c: Chunk) -> dict[str, pa.Array]:
+    """The arrays of :data:`GROWN_STEP_FIELDS` (missing where no step holds a value; ``kind`` is ``"tool"``)."""
+    n = len(c.tool)
+    columns = {}
+    for k, (name, kind) in enumerate(GROWN_STEP_FIELDS):
+        parts = [(start, fields[k]) for start, fields in c.grown if fields[k] is not None]
+        if not parts:
+            columns[name] = pa.repeat(pa.scalar("tool"), n) if name == "kind" else pa.nulls(n, kind)
+            continue
+        values: list[Any] = [None] * n
+        for start, part in parts:
+            values[start:start + len(part)] = part
+        if name == "kind":
+            columns[name] = pc.fill_null(pa.array(values, kind), "tool")
+        elif name == "parallel":
+            columns[name] = _group_texts(values)
+        else:
+            columns[name] = pa.array(values, kind)
+    return columns
 
 
 def steps_batch(
@@ -229,21 +251,22 @@ def steps_batch(
 ) -> pa.RecordBatch:
     ordinal = np.fromiter((run[0] for run in c.runs), dtype=np.int64, count=len(c.runs))[step_record]
     encoder = c.encoder
+    grown = _grown_columns(c)
     columns = {
         "_ordinal": pa.array(ordinal),
         "index": pa.array(index),
-        "kind": _kinds(c.kind),
-        "agent": pa.array(c.agent, pa.string()),
+        "kind": grown["kind"],
+        "agent": grown["agent"],
         "tool": pa.array(c.tool, pa.string()),
         "args": c.args.to_arrow(),
         "status": pa.array(c.status, pa.string()),
         "error": _error_texts(c.error, encoder),
         "tokens_in": pa.array(c.tokens_in, pa.int64()),
         "tokens_out": pa.array(c.tokens_out, pa.int64()),
-        "tokens_reasoning": pa.array(c.tokens_reasoning, pa.int64()),
-        "tokens_cached": pa.array(c.tokens_cached, pa.int64()),
-        "cost_usd": pa.array(c.step_cost, pa.float64()),
-        "parallel": _group_texts(c.parallel),
+        "tokens_reasoning": grown["tokens_reasoning"],
+        "tokens_cached": grown["tokens_cached"],
+        "cost_usd": grown["cost_usd"],
+        "parallel": grown["parallel"],
         "started_at": pa.array(started, pa.timestamp("ns", tz="UTC")),
         "ended_at": pa.array(ended, pa.timestamp("ns", tz="UTC")),
         "observation": c.observation.to_arrow(),

@@ -15,7 +15,7 @@ import msgspec
 from agentab.formats._chunk import TOKEN_FIELDS, run_tokens, statuses_valid
 from agentab.formats.record import INT64_MAX, STEP_KINDS, TERMINAL_LISTS, TOKEN_PARTS
 
-__all__ = ["diagnose", "step_problem", "run_totals", "errors", "stepless_tokens", "terminal_problem",
+__all__ = ["diagnose", "step_problem", "run_totals", "overflow", "errors", "stepless_tokens", "terminal_problem",
            "metadata_problem", "arm_problem", "statuses_problem"]
 
 Problem = Optional[tuple[str, str]]
@@ -265,10 +265,10 @@ def run_totals(n_steps: int, counts: Sequence[Sequence[int | None] | None], step
         if p is not None and w is not None and p > w:
             field = part if given[at_part] is not None else whole if given[at_whole] is not None else f"steps[*].{part}"
             return totals, (field, f"the run's {part} {p} is more than its {whole} {w}, which it is a part of")
-    return totals, _overflow(totals)
+    return totals, overflow(totals)
 
 
-def _overflow(totals: tuple[int | None, ...]) -> Problem:
+def overflow(totals: tuple[int | None, ...]) -> Problem:
     """A run's token totals that do not fit in 64 bits (only sums over steps can: each count fits)."""
     for name, total in zip(TOKEN_FIELDS, totals):
         if total is not None and total > INT64_MAX:

@@ -28,7 +28,7 @@ import gc
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain
 from typing import Any, NamedTuple
 
 import msgspec
@@ -37,15 +37,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentab.errors import TraceError, where
-from agentab.formats._chunk import (AT_N_HANDOFFS, AT_N_STEPS, TOKEN_FIELDS, Chunk, StepColumns, runs_batch,
-                                    step_columns, steps_batch)
-from agentab.formats._diagnose import (arm_problem, diagnose, errors, metadata_problem, run_totals, statuses_problem,
-                                       step_problem, terminal_problem)
+from agentab.formats._chunk import (AT_N_HANDOFFS, AT_N_STEPS, TOKEN_FIELDS, Chunk, StepColumns, run_tokens,
+                                    runs_batch, step_columns, steps_batch)
+from agentab.formats._diagnose import (arm_problem, diagnose, errors, metadata_problem, overflow, run_totals,
+                                       statuses_problem, step_problem, terminal_problem)
 from agentab.formats._times import ns_times, parse_times
 from agentab.formats.record import TERMINAL_LISTS, Record
 
 #: Records held as Python objects before a chunk becomes Arrow arrays.
 CHUNK_RECORDS = 2048
+
+_NO_TOTALS = (None,) * len(TOKEN_FIELDS)
+_FIRST_GROWN_COLUMN = StepColumns._fields.index("kind")
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,8 @@ class PreparedSteps(NamedTuple):
 
 #: The columns of :class:`PreparedSteps` that may be None, and the step fields they hold.
 _GROWN = ("kind", "agent", "parallel", "tokens_reasoning", "tokens_cached", "cost_usd")
+_FIRST_GROWN = PreparedSteps._fields.index("kind")
+_NOTHING_GROWN = (None,) * len(_GROWN)
 
 
 class Prepared(NamedTuple):
@@ -353,17 +358,19 @@ class RecordDecoder:
         c.status.extend(chain.from_iterable(entry[2] for entry in accepted))
         c.error.extend([None if o is None else o.get("error") for o in observations])
         c.observation.extend(observations)
-        c.tool.extend(chain.from_iterable(s.tool for s in steps))
         c.args.extend(list(chain.from_iterable(s.args for s in steps)))
         c.tokens_in.extend(chain.from_iterable(s.tokens_in for s in steps))
         c.tokens_out.extend(chain.from_iterable(s.tokens_out for s in steps))
         c.started_at.extend(chain.from_iterable(s.started_ns for s in steps))
         c.ended_at.extend(chain.from_iterable(s.ended_ns for s in steps))
         c.step_metadata.extend(list(chain.from_iterable(s.metadata for s in steps)))
-        for name, target in zip(_GROWN, (c.kind, c.agent, c.parallel, c.tokens_reasoning, c.tokens_cached,
-                                         c.step_cost)):
-            target.extend(chain.from_iterable(repeat(None, len(s.tool)) if getattr(s, name) is None
-                                              else getattr(s, name) for s in steps))
+        start = len(c.tool)
+        for s in steps:
+            grown = s[_FIRST_GROWN:]
+            if grown != _NOTHING_GROWN:
+                c.grown.append((start, grown))
+            start += len(s.tool)
+        c.tool.extend(chain.from_iterable(s.tool for s in steps))
         c.runs.extend(entry[0] for entry in accepted)
         if len(c) >= self.chunk_size:
             self._flush()
@@ -450,12 +457,18 @@ class RecordDecoder:
                 return ((f"steps[{k}].index",
                          f"expected {k} (step indices must be 0..{n - 1} in order), got {columns.index[k]}"), given)
             counts = (columns.tokens_in, columns.tokens_out, columns.tokens_reasoning, columns.tokens_cached)
-            problem = (problem or statuses_problem(columns.status)
-                       or step_problem(None, columns.agent, counts, rec.agents))
+            problem = problem or statuses_problem(columns.status)
+            if problem is None and (columns.grown or rec.agents is not None):
+                problem = step_problem(None, columns.agent, counts, rec.agents)
         if problem is not None:
             return problem, given
-        totals, problem = run_totals(0 if columns is None else len(columns.index), counts,
-                                     () if columns is None else columns.metadata, rec.metadata, given)
+        if columns is not None and not columns.grown and given == _NO_TOTALS:  # a record of the old shape
+            totals = (run_tokens(columns.tokens_in, columns.metadata), run_tokens(columns.tokens_out, columns.metadata),
+                      None, None)
+            problem = overflow(totals)
+        else:
+            totals, problem = run_totals(0 if columns is None else len(columns.index), counts,
+                                         () if columns is None else columns.metadata, rec.metadata, given)
         if problem is None and rec.terminal_state is not None:
             problem = terminal_problem(rec.terminal_state)
         if problem is None and rec.metadata is not None:
@@ -478,8 +491,12 @@ class RecordDecoder:
         if columns is None:
             steps: tuple[int, int, int | None] = (0, 0, 0)
         else:
-            n_handoffs = columns.kind.count("handoff")
-            steps = (len(columns.index) - n_handoffs, n_handoffs, errors(columns.status, columns.kind))
+            if columns.grown:
+                c.grown.append((len(c.tool), columns[_FIRST_GROWN_COLUMN:_FIRST_GROWN_COLUMN + len(_GROWN)]))
+                n_handoffs = columns.kind.count("handoff")
+                steps = (len(columns.index) - n_handoffs, n_handoffs, errors(columns.status, columns.kind))
+            else:
+                steps = (len(columns.index), 0, errors(columns.status))
             c.status.extend(columns.status)
             c.error.extend(columns.error)
             c.observation.extend(columns.observation)
@@ -490,12 +507,6 @@ class RecordDecoder:
             c.started_at.extend(columns.started_at)
             c.ended_at.extend(columns.ended_at)
             c.step_metadata.extend(columns.metadata)
-            c.kind.extend(columns.kind)
-            c.agent.extend(columns.agent)
-            c.parallel.extend(columns.parallel)
-            c.tokens_reasoning.extend(columns.tokens_reasoning)
-            c.tokens_cached.extend(columns.tokens_cached)
-            c.step_cost.extend(columns.cost_usd)
         c.runs.append(self._row(ordinal, run_id, rec.task_id, rec.seed, arm if arm is not None else rec.arm,
                                 rec.metadata, rec.agents, rec.outcome, steps, totals,
                                 (rec.cost_usd, rec.user_cost_usd, rec.latency_s), rec.retries, rec.backtracks,
