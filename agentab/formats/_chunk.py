@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec.structs import astuple
 
-from agentab.formats.record import TERMINAL_LISTS, TOKENS_WITH_STEP, Step
+from agentab.formats.record import STEP_KINDS, TERMINAL_LISTS, TOKENS_WITH_STEP, Step
 
 _STATUSES = frozenset(("ok", "error", None))
 
@@ -114,7 +114,7 @@ class Chunk:
 
 #: The step fields the record gained (after ``metadata``), with their Arrow types; a run's steps usually hold
 #: none of them, so a chunk keeps them only for the runs that do (:attr:`Chunk.grown`).
-GROWN_STEP_FIELDS = (("kind", pa.string()), ("agent", pa.string()), ("parallel", pa.string()),
+GROWN_STEP_FIELDS = (("kind", pa.dictionary(pa.int8(), pa.string())), ("agent", pa.string()), ("parallel", pa.string()),
                      ("tokens_reasoning", pa.int64()), ("tokens_cached", pa.int64()), ("cost_usd", pa.float64()))
 
 
@@ -231,15 +231,19 @@ def _grown_columns(c: Chunk) -> dict[str, pa.Array]:
     columns = {}
     for k, (name, kind) in enumerate(GROWN_STEP_FIELDS):
         parts = [(start, fields[k]) for start, fields in c.grown if fields[k] is not None]
+        if name == "kind":  # a dictionary array with one byte per step: 0 a tool call, 1 a handoff
+            codes = np.zeros(n, dtype=np.int8)
+            for start, part in parts:
+                codes[start:start + len(part)] = [value == "handoff" for value in part]
+            columns[name] = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(STEP_KINDS, pa.string()))
+            continue
         if not parts:
-            columns[name] = pa.repeat(pa.scalar("tool"), n) if name == "kind" else pa.nulls(n, kind)
+            columns[name] = pa.nulls(n, kind)
             continue
         values: list[Any] = [None] * n
         for start, part in parts:
             values[start:start + len(part)] = part
-        if name == "kind":
-            columns[name] = pc.fill_null(pa.array(values, kind), "tool")
-        elif name == "parallel":
+        if name == "parallel":
             columns[name] = _group_texts(values)
         else:
             columns[name] = pa.array(values, kind)

@@ -332,7 +332,7 @@ def _frames(runs_table: pa.Table, steps_table: pa.Table,
         if name.startswith("_"):
             continue
         column = steps_table[name]
-        if name in ("tool", "status", "kind", "agent"):
+        if name in ("tool", "status", "agent"):
             column = column.combine_chunks().dictionary_encode()
         step_columns[name] = column
     steps = pa.table(step_columns).to_pandas(types_mapper=_types_mapper, split_blocks=True, self_destruct=True)
