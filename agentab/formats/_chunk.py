@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec.structs import astuple
 
-from agentab.formats.record import TERMINAL_LISTS, TOKENS_WITH_STEP, Step
+from agentab.formats.record import STEP_KINDS, TERMINAL_LISTS, TOKENS_WITH_STEP, Step
 
 _STATUSES = frozenset(("ok", "error", None))
 
@@ -69,18 +69,23 @@ class JsonColumn:
                                      null_count=len(self.nulls))
 
 
-#: Run-level values, in the order each accepted record's tuple holds them.
+#: Run-level values, in the order each accepted record's tuple holds them (``tokens`` follows ``tokens_out``).
 RUN_FIELDS = (
     ("_ordinal", pa.int64()), ("run_id", pa.string()), ("task_id", pa.string()), ("seed", pa.int64()),
-    ("arm", pa.string()), ("model", pa.string()), ("harness", pa.string()), ("outcome", None),
-    ("n_steps", pa.int64()), ("n_errors", pa.int64()), ("tokens_in", pa.int64()), ("tokens_out", pa.int64()),
-    ("cost_usd", pa.float64()), ("latency_s", pa.float64()), ("retries", pa.int64()), ("backtracks", pa.int64()),
+    ("arm", pa.string()), ("model", pa.string()), ("harness", pa.string()), ("agents", pa.binary()),
+    ("outcome", None), ("n_steps", pa.int64()), ("n_handoffs", pa.int64()), ("n_errors", pa.int64()),
+    ("tokens_in", pa.int64()), ("tokens_out", pa.int64()), ("tokens_reasoning", pa.int64()),
+    ("tokens_cached", pa.int64()), ("cost_usd", pa.float64()), ("user_cost_usd", pa.float64()),
+    ("latency_s", pa.float64()), ("retries", pa.int64()), ("backtracks", pa.int64()),
     *((key, pa.int64()) for key in TERMINAL_LISTS),
     ("terminal_state", pa.binary()), ("metadata", pa.binary()), ("source", pa.string()), ("line", pa.int64()),
 )
 
+#: The token totals of a run, in the order of the run's tuple.
+TOKEN_FIELDS = ("tokens_in", "tokens_out", "tokens_reasoning", "tokens_cached")
 
 AT_N_STEPS = [name for name, _ in RUN_FIELDS].index("n_steps")
+AT_N_HANDOFFS = AT_N_STEPS + 1
 
 
 class Chunk:
@@ -99,10 +104,18 @@ class Chunk:
         self.started_at: list[Any] = []
         self.ended_at: list[Any] = []
         self.step_metadata = JsonColumn(encoder)
+        # the step fields of :data:`GROWN_STEP_FIELDS`, only for runs that hold one: (first step row, columns)
+        self.grown: list[tuple[int, Sequence[Sequence[Any] | None]]] = []
         self.ns = False  # step times: unix nanoseconds (runs of add_prepared), else texts and numbers
 
     def __len__(self) -> int:
         return len(self.runs)
+
+
+#: The step fields the record gained (after ``metadata``), with their Arrow types; a run's steps usually hold
+#: none of them, so a chunk keeps them only for the runs that do (:attr:`Chunk.grown`).
+GROWN_STEP_FIELDS = (("kind", pa.dictionary(pa.int8(), pa.string())), ("agent", pa.string()), ("parallel", pa.string()),
+                     ("tokens_reasoning", pa.int64()), ("tokens_cached", pa.int64()), ("cost_usd", pa.float64()))
 
 
 class StepColumns(NamedTuple):
@@ -117,10 +130,19 @@ class StepColumns(NamedTuple):
     started_at: tuple[Any, ...]
     ended_at: tuple[Any, ...]
     metadata: tuple[dict[str, Any] | None, ...]
+    kind: tuple[str | None, ...]
+    agent: tuple[str | None, ...]
+    parallel: tuple[str | int | None, ...]
+    tokens_reasoning: tuple[int | None, ...]
+    tokens_cached: tuple[int | None, ...]
+    cost_usd: tuple[float | None, ...]
     status: list[Any]
     error: list[Any]
-    tokens_in_total: int | None
-    tokens_out_total: int | None
+    grown: bool  # a step holds one of the fields after ``metadata`` (else every one is None)
+
+
+_FIRST_GROWN = StepColumns._fields.index("kind")
+_N_GROWN = StepColumns._fields.index("status") - _FIRST_GROWN
 
 
 def statuses_valid(statuses: Sequence[Any]) -> bool:
@@ -142,8 +164,8 @@ def step_columns(steps: list[Step]) -> StepColumns | None:
     else:
         status = list(map(dict.get, observations, repeat("status")))
         error = list(map(dict.get, observations, repeat("error")))
-    tokens_in, tokens_out = fields[4], fields[5]
-    return StepColumns(*fields, status, error, run_tokens(tokens_in, fields[8]), run_tokens(tokens_out, fields[8]))
+    nothing = (None,) * len(steps)
+    return StepColumns(*fields, status, error, fields[_FIRST_GROWN:] != (nothing,) * _N_GROWN)
 
 
 def run_tokens(counts: Sequence[int | None], metadata: Sequence[dict[str, Any] | None]) -> int | None:
@@ -195,20 +217,60 @@ def _error_texts(errors: list[Any], encoder: msgspec.json.Encoder) -> pa.Array:
                         pa.string())
 
 
+def _group_texts(groups: list[Any]) -> pa.Array:
+    """Parallel group ids as text (integers as their digits)."""
+    try:
+        return pa.array(groups, pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([g if g is None or type(g) is str else str(g) for g in groups], pa.string())
+
+
+def _grown_columns(c: Chunk) -> dict[str, pa.Array]:
+    """The arrays of :data:`GROWN_STEP_FIELDS` (missing where no step holds a value; ``kind`` is ``"tool"``)."""
+    n = len(c.tool)
+    columns = {}
+    for k, (name, kind) in enumerate(GROWN_STEP_FIELDS):
+        parts = [(start, fields[k]) for start, fields in c.grown if fields[k] is not None]
+        if name == "kind":  # a dictionary array with one byte per step: 0 a tool call, 1 a handoff
+            codes = np.zeros(n, dtype=np.int8)
+            for start, part in parts:
+                codes[start:start + len(part)] = [value == "handoff" for value in part]
+            columns[name] = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(STEP_KINDS, pa.string()))
+            continue
+        if not parts:
+            columns[name] = pa.nulls(n, kind)
+            continue
+        values: list[Any] = [None] * n
+        for start, part in parts:
+            values[start:start + len(part)] = part
+        if name == "parallel":
+            columns[name] = _group_texts(values)
+        else:
+            columns[name] = pa.array(values, kind)
+    return columns
+
+
 def steps_batch(
     c: Chunk, step_record: np.ndarray, index: np.ndarray, started: np.ndarray, ended: np.ndarray
 ) -> pa.RecordBatch:
     ordinal = np.fromiter((run[0] for run in c.runs), dtype=np.int64, count=len(c.runs))[step_record]
     encoder = c.encoder
+    grown = _grown_columns(c)
     columns = {
         "_ordinal": pa.array(ordinal),
         "index": pa.array(index),
+        "kind": grown["kind"],
+        "agent": grown["agent"],
         "tool": pa.array(c.tool, pa.string()),
         "args": c.args.to_arrow(),
         "status": pa.array(c.status, pa.string()),
         "error": _error_texts(c.error, encoder),
         "tokens_in": pa.array(c.tokens_in, pa.int64()),
         "tokens_out": pa.array(c.tokens_out, pa.int64()),
+        "tokens_reasoning": grown["tokens_reasoning"],
+        "tokens_cached": grown["tokens_cached"],
+        "cost_usd": grown["cost_usd"],
+        "parallel": grown["parallel"],
         "started_at": pa.array(started, pa.timestamp("ns", tz="UTC")),
         "ended_at": pa.array(ended, pa.timestamp("ns", tz="UTC")),
         "observation": c.observation.to_arrow(),

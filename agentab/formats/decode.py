@@ -25,7 +25,6 @@ lists and their Arrow batches (:mod:`._chunk`), step times
 from __future__ import annotations
 
 import gc
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,14 +37,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentab.errors import TraceError, where
-from agentab.formats._chunk import (AT_N_STEPS, Chunk, StepColumns, run_tokens, runs_batch, statuses_valid,
-                                    step_columns, steps_batch)
-from agentab.formats._diagnose import diagnose
+from agentab.formats._chunk import (AT_N_HANDOFFS, AT_N_STEPS, TOKEN_FIELDS, Chunk, StepColumns, run_tokens,
+                                    runs_batch, step_columns, steps_batch)
+from agentab.formats._diagnose import (arm_problem, diagnose, errors, metadata_problem, overflow, run_totals,
+                                       statuses_problem, step_problem, terminal_problem)
 from agentab.formats._times import ns_times, parse_times
-from agentab.formats.record import INT64_MAX, TERMINAL_LISTS, Record
+from agentab.formats.record import TERMINAL_LISTS, Record
 
 #: Records held as Python objects before a chunk becomes Arrow arrays.
 CHUNK_RECORDS = 2048
+
+_NO_TOTALS = (None,) * len(TOKEN_FIELDS)
+_FIRST_GROWN_COLUMN = StepColumns._fields.index("kind")
 
 
 @dataclass(frozen=True)
@@ -71,76 +74,6 @@ class Rejection:
 
     def error(self) -> TraceError:
         return TraceError(self.reason, source=self.source, line=self.line, field=self.field)
-
-
-def _terminal_problem(state: dict[str, Any]) -> tuple[str, str] | None:
-    for key in TERMINAL_LISTS:
-        value = state.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, list):
-            return f"terminal_state.{key}", f"expected a list, got {type(value).__name__}"
-        if key != "external_calls":
-            for i, item in enumerate(value):
-                if not isinstance(item, str):
-                    return f"terminal_state.{key}[{i}]", f"expected a path (text), got {json.dumps(item)[:80]}"
-    return None
-
-
-def _metadata_problem(meta: dict[str, Any]) -> tuple[str, str] | None:
-    for key in ("model", "harness"):
-        value = meta.get(key)
-        if value is not None and not isinstance(value, str):
-            return f"metadata.{key}", f"expected text, got {json.dumps(value)[:80]}"
-    return None
-
-
-def _arm_problem(own: str | None, given: str | None) -> tuple[str, str] | None:
-    if given is not None and own is not None and own != given:
-        return "arm", f"record says arm {own!r}, but this source was given as arm {given!r}"
-    return None
-
-
-def _statuses_problem(statuses: Sequence[Any]) -> tuple[str, str] | None:
-    if statuses_valid(statuses):
-        return None
-    k = next(k for k, value in enumerate(statuses) if not statuses_valid((value,)))
-    return f"steps[{k}].observation.status", f"expected 'ok' or 'error', got {json.dumps(statuses[k])[:80]}"
-
-
-def _errors(status: list[str | None]) -> int | None:
-    """Error steps of a run; None (unknown, not 0) when it has steps and none records a status."""
-    if status and status.count(None) == len(status):
-        return None
-    return status.count("error")
-
-
-def stepless_tokens(metadata: dict[str, Any] | None) -> tuple[int | None, int | None]:
-    """The tokens of a run without steps: ``metadata.tokens_in`` / ``tokens_out`` where a reader kept them
-    (whole numbers >= 0), else unknown (None), never 0: no step recorded them.
-
-    Examples
-    --------
-    >>> stepless_tokens({"tokens_in": 812, "tokens_out": 44}), stepless_tokens(None)
-    ((812, 44), (None, None))
-    >>> stepless_tokens({"tokens_in": "812", "tokens_out": True})
-    (None, None)
-    """
-    if not metadata:
-        return None, None
-    counts = [metadata.get(name) for name in ("tokens_in", "tokens_out")]
-    known = [v if type(v) is int and 0 <= v <= INT64_MAX else None for v in counts]
-    return known[0], known[1]
-
-
-def _token_problem(tokens_in: int | None, tokens_out: int | None) -> tuple[str, str] | None:
-    """A run's token totals that do not fit in 64 bits."""
-    for name, total in (("tokens_in", tokens_in), ("tokens_out", tokens_out)):
-        if total is not None and total > INT64_MAX:
-            return f"steps[*].{name}", f"the run's total {total} does not fit in 64 bits"
-    if (tokens_in or 0) + (tokens_out or 0) > INT64_MAX:
-        return "steps[*].tokens_out", "the run's total of tokens_in and tokens_out does not fit in 64 bits"
-    return None
 
 
 @contextmanager
@@ -177,6 +110,8 @@ class PreparedSteps(NamedTuple):
 
     Times are unix nanoseconds (below 2**63) or None; the other columns hold
     what the trace record's step fields hold (:class:`agentab.formats.record.Step`).
+    The columns after ``metadata`` may be None as a whole: every step's value
+    absent (``kind`` then ``"tool"``, the others unknown).
     """
 
     tool: list[str]
@@ -187,6 +122,18 @@ class PreparedSteps(NamedTuple):
     started_ns: list[int | None]
     ended_ns: list[int | None]
     metadata: list[dict[str, Any] | None]
+    kind: list[str | None] | None = None
+    agent: list[str | None] | None = None
+    parallel: list[str | int | None] | None = None
+    tokens_reasoning: list[int | None] | None = None
+    tokens_cached: list[int | None] | None = None
+    cost_usd: list[float | None] | None = None
+
+
+#: The columns of :class:`PreparedSteps` that may be None, and the step fields they hold.
+_GROWN = ("kind", "agent", "parallel", "tokens_reasoning", "tokens_cached", "cost_usd")
+_FIRST_GROWN = PreparedSteps._fields.index("kind")
+_NOTHING_GROWN = (None,) * len(_GROWN)
 
 
 class Prepared(NamedTuple):
@@ -210,6 +157,14 @@ class Prepared(NamedTuple):
     latency_s: float | None
     metadata: dict[str, Any] | None
     steps: PreparedSteps
+    agents: list[str] | None = None
+    totals: dict[str, int] | None = None  # any of TOKEN_FIELDS: the run's totals over all its model calls
+    user_cost_usd: float | None = None
+
+    def given(self) -> tuple[int | None, ...]:
+        """The run-level token totals, in :data:`~agentab.formats._chunk.TOKEN_FIELDS` order (None: not given)."""
+        totals = self.totals
+        return (None,) * len(TOKEN_FIELDS) if not totals else tuple(map(totals.get, TOKEN_FIELDS))
 
     def to_record(self) -> dict[str, Any]:
         """The trace record (:mod:`agentab.formats.record`) of this run; times as ISO-8601 text with nanoseconds."""
@@ -223,20 +178,38 @@ class Prepared(NamedTuple):
             if ended[k] is not None:
                 step["ended_at"] = ended[k]
             step["metadata"] = steps.metadata[k]
-            for name in ("tokens_in", "tokens_out"):
-                if getattr(steps, name)[k] is not None:
-                    step[name] = getattr(steps, name)[k]
+            for name in ("tokens_in", "tokens_out", *_GROWN):
+                column = getattr(steps, name)
+                if column is not None and column[k] is not None:
+                    step[name] = column[k]
             out.append(step)
         record: dict[str, Any] = {"run_id": self.run_id, "task_id": self.task_id, "seed": self.seed}
         if self.arm is not None:
             record["arm"] = self.arm
         record["steps"] = out
         record["outcome"] = self.outcome
-        for name in ("cost_usd", "latency_s"):
+        for name in ("cost_usd", "latency_s", "agents", "user_cost_usd"):
             if getattr(self, name) is not None:
                 record[name] = getattr(self, name)
+        record.update((name, total) for name, total in zip(TOKEN_FIELDS, self.given()) if total is not None)
         record["metadata"] = self.metadata
         return record
+
+
+def derived_totals(steps: Sequence[dict[str, Any]], metadata: dict[str, Any] | None) -> tuple[int | None, ...]:
+    """The token totals (``tokens_in``, ``tokens_out``, ``tokens_reasoning``, ``tokens_cached``) a record's steps
+    give, which a run's totals are when the record gives none at run level (unknown: None).
+
+    Examples
+    --------
+    >>> derived_totals([{"tokens_in": 5, "tokens_out": 1}, {"tokens_in": 7, "tokens_out": 2}], None)
+    (12, 3, None, None)
+    >>> derived_totals([], {"tokens_in": 40, "tokens_out": 4})
+    (40, 4, None, None)
+    """
+    counts = [[step.get(name) for step in steps] for name in TOKEN_FIELDS]
+    return run_totals(len(steps), counts, [step.get("metadata") for step in steps], metadata,
+                      (None,) * len(TOKEN_FIELDS))[0]
 
 
 def iso_texts(values: Sequence[int | None]) -> list[str | None]:
@@ -347,23 +320,24 @@ class RecordDecoder:
             self.n_read += 1
             steps = run.steps
             status = [None if o is None else o.get("status") for o in steps.observation]
-            if steps.tool:
-                tokens_in = run_tokens(steps.tokens_in, steps.metadata)
-                tokens_out = run_tokens(steps.tokens_out, steps.metadata)
-            else:  # as for a record without steps (_append)
-                tokens_in, tokens_out = stepless_tokens(run.metadata)
-            problem = (_arm_problem(run.arm, arm) or _statuses_problem(status)
-                       or _token_problem(tokens_in, tokens_out)
-                       or (None if run.metadata is None else _metadata_problem(run.metadata)))
+            counts = (steps.tokens_in, steps.tokens_out, steps.tokens_reasoning, steps.tokens_cached)
+            problem = (arm_problem(run.arm, arm) or statuses_problem(status)
+                       or step_problem(steps.kind, steps.agent, counts, run.agents))
+            if problem is None:
+                totals, problem = run_totals(len(steps.tool), counts, steps.metadata, run.metadata, run.given())
+            if problem is None and run.metadata is not None:
+                problem = metadata_problem(run.metadata)
             if problem is not None:
                 self._append_prepared(accepted)  # earlier runs first: a strict read raises the earliest problem
                 accepted = []
                 self._reject(Rejection(ordinal, source, line, run.run_id, *problem))
                 continue
+            n_handoffs = 0 if steps.kind is None else steps.kind.count("handoff")
             accepted.append((self._row(ordinal, run.run_id, run.task_id, run.seed,
-                                       arm if arm is not None else run.arm, run.metadata, run.outcome,
-                                       len(steps.tool), _errors(status), tokens_in, tokens_out, run.cost_usd,
-                                       run.latency_s, None, None, None, source, line), steps, status))
+                                       arm if arm is not None else run.arm, run.metadata, run.agents, run.outcome,
+                                       (len(steps.tool) - n_handoffs, n_handoffs, errors(status, steps.kind)),
+                                       totals, (run.cost_usd, run.user_cost_usd, run.latency_s), None, None, None,
+                                       source, line), steps, status))
             if len(accepted) + len(self._chunk) >= self.chunk_size:
                 self._append_prepared(accepted)
                 accepted = []
@@ -384,13 +358,19 @@ class RecordDecoder:
         c.status.extend(chain.from_iterable(entry[2] for entry in accepted))
         c.error.extend([None if o is None else o.get("error") for o in observations])
         c.observation.extend(observations)
-        c.tool.extend(chain.from_iterable(s.tool for s in steps))
         c.args.extend(list(chain.from_iterable(s.args for s in steps)))
         c.tokens_in.extend(chain.from_iterable(s.tokens_in for s in steps))
         c.tokens_out.extend(chain.from_iterable(s.tokens_out for s in steps))
         c.started_at.extend(chain.from_iterable(s.started_ns for s in steps))
         c.ended_at.extend(chain.from_iterable(s.ended_ns for s in steps))
         c.step_metadata.extend(list(chain.from_iterable(s.metadata for s in steps)))
+        start = len(c.tool)
+        for s in steps:
+            grown = s[_FIRST_GROWN:]
+            if grown != _NOTHING_GROWN:
+                c.grown.append((start, grown))
+            start += len(s.tool)
+        c.tool.extend(chain.from_iterable(s.tool for s in steps))
         c.runs.extend(entry[0] for entry in accepted)
         if len(c) >= self.chunk_size:
             self._flush()
@@ -399,11 +379,11 @@ class RecordDecoder:
         """Check a decoded record and append it, or reject it."""
         run_id = str(rec.run_id)
         columns = step_columns(rec.steps)
-        problem = self._check(rec, run_id, arm, columns)
+        problem, totals = self._check(rec, arm, columns)
         if problem is not None:
             self._reject(Rejection(ordinal, source, line, run_id, *problem))
             return
-        self._append(rec, ordinal, source, line, run_id, arm, columns)
+        self._append(rec, ordinal, source, line, run_id, arm, columns, totals)
         if len(self._chunk) >= self.chunk_size:
             self._flush()
 
@@ -461,22 +441,39 @@ class RecordDecoder:
         return runs, steps, sorted(self.rejected, key=lambda r: r.ordinal)
 
     # -- checks ---------------------------------------------------------------- #
-    def _check(self, rec: Record, run_id: str, arm: str | None, columns: StepColumns | None
-               ) -> tuple[str | None, str] | None:
-        problem = _arm_problem(rec.arm, arm)
-        if problem is None and columns is not None:
+    def _check(self, rec: Record, arm: str | None, columns: StepColumns | None
+               ) -> tuple[tuple[str, str] | None, tuple[int | None, ...]]:
+        """The record's first problem (or None) and its token totals."""
+        given = (rec.tokens_in, rec.tokens_out, rec.tokens_reasoning, rec.tokens_cached)
+        problem = arm_problem(rec.arm, arm)
+        if columns is None:
+            counts: tuple[Any, ...] = (None,) * len(TOKEN_FIELDS)
+            if problem is None and rec.agents is not None:
+                problem = step_problem(None, None, counts, rec.agents)
+        else:
             n = len(columns.index)
             if columns.index != tuple(range(n)):
                 k = next(k for k, value in enumerate(columns.index) if value != k)
-                return (f"steps[{k}].index",
-                        f"expected {k} (step indices must be 0..{n - 1} in order), got {columns.index[k]}")
-            problem = (_statuses_problem(columns.status)
-                       or _token_problem(columns.tokens_in_total, columns.tokens_out_total))
+                return ((f"steps[{k}].index",
+                         f"expected {k} (step indices must be 0..{n - 1} in order), got {columns.index[k]}"), given)
+            counts = (columns.tokens_in, columns.tokens_out, columns.tokens_reasoning, columns.tokens_cached)
+            problem = problem or statuses_problem(columns.status)
+            if problem is None and (columns.grown or rec.agents is not None):
+                problem = step_problem(None, columns.agent, counts, rec.agents)
+        if problem is not None:
+            return problem, given
+        if columns is not None and not columns.grown and given == _NO_TOTALS:  # a record of the old shape
+            totals = (run_tokens(columns.tokens_in, columns.metadata), run_tokens(columns.tokens_out, columns.metadata),
+                      None, None)
+            problem = overflow(totals)
+        else:
+            totals, problem = run_totals(0 if columns is None else len(columns.index), counts,
+                                         () if columns is None else columns.metadata, rec.metadata, given)
         if problem is None and rec.terminal_state is not None:
-            problem = _terminal_problem(rec.terminal_state)
+            problem = terminal_problem(rec.terminal_state)
         if problem is None and rec.metadata is not None:
-            problem = _metadata_problem(rec.metadata)
-        return problem
+            problem = metadata_problem(rec.metadata)
+        return problem, totals
 
     def _reject(self, rejection: Rejection) -> None:
         self.rejected.append(rejection)
@@ -486,18 +483,20 @@ class RecordDecoder:
 
     # -- accumulation ---------------------------------------------------------- #
     def _append(self, rec: Record, ordinal: int, source: str, line: int, run_id: str, arm: str | None,
-                columns: StepColumns | None) -> None:
+                columns: StepColumns | None, totals: tuple[int | None, ...]) -> None:
         c = self._chunk
         if c.ns:  # see add_prepared
             self._flush()
             c = self._chunk
         if columns is None:
-            n_steps, n_errors = 0, 0
-            tokens_in, tokens_out = stepless_tokens(rec.metadata)
+            steps: tuple[int, int, int | None] = (0, 0, 0)
         else:
-            n_steps = len(columns.index)
-            n_errors = _errors(columns.status)
-            tokens_in, tokens_out = columns.tokens_in_total, columns.tokens_out_total
+            if columns.grown:
+                c.grown.append((len(c.tool), columns[_FIRST_GROWN_COLUMN:_FIRST_GROWN_COLUMN + len(_GROWN)]))
+                n_handoffs = columns.kind.count("handoff")
+                steps = (len(columns.index) - n_handoffs, n_handoffs, errors(columns.status, columns.kind))
+            else:
+                steps = (len(columns.index), 0, errors(columns.status))
             c.status.extend(columns.status)
             c.error.extend(columns.error)
             c.observation.extend(columns.observation)
@@ -509,14 +508,17 @@ class RecordDecoder:
             c.ended_at.extend(columns.ended_at)
             c.step_metadata.extend(columns.metadata)
         c.runs.append(self._row(ordinal, run_id, rec.task_id, rec.seed, arm if arm is not None else rec.arm,
-                                rec.metadata, rec.outcome, n_steps, n_errors, tokens_in, tokens_out, rec.cost_usd,
-                                rec.latency_s, rec.retries, rec.backtracks, rec.terminal_state, source, line))
+                                rec.metadata, rec.agents, rec.outcome, steps, totals,
+                                (rec.cost_usd, rec.user_cost_usd, rec.latency_s), rec.retries, rec.backtracks,
+                                rec.terminal_state, source, line))
 
     def _row(self, ordinal: int, run_id: str, task_id: str | int, seed: int, arm: str | None,
-             meta: dict[str, Any] | None, outcome: Any, n_steps: int, n_errors: int | None, tokens_in: int | None,
-             tokens_out: int | None, cost_usd: float | None, latency_s: float | None, retries: int | None,
-             backtracks: int | None, state: dict[str, Any] | None, source: str, line: int) -> tuple[Any, ...]:
-        """A run's tuple of run-level values (:data:`RUN_FIELDS`)."""
+             meta: dict[str, Any] | None, agents: list[str] | None, outcome: Any,
+             steps: tuple[int, int, int | None], totals: tuple[int | None, ...],
+             money: tuple[float | None, float | None, float | None], retries: int | None, backtracks: int | None,
+             state: dict[str, Any] | None, source: str, line: int) -> tuple[Any, ...]:
+        """A run's tuple of run-level values (:data:`RUN_FIELDS`): ``steps`` is (tool calls, handoffs, errors),
+        ``totals`` the token totals (:data:`TOKEN_FIELDS`), ``money`` (cost_usd, user_cost_usd, latency_s)."""
         encode = self._encoder.encode
         if state is None:
             counts: tuple[int | None, ...] = (None,) * len(TERMINAL_LISTS)
@@ -525,8 +527,8 @@ class RecordDecoder:
         return (
             ordinal, run_id, str(task_id), seed, arm,
             None if meta is None else meta.get("model"), None if meta is None else meta.get("harness"),
-            outcome, n_steps, n_errors, tokens_in, tokens_out, cost_usd, latency_s, retries, backtracks, *counts,
-            None if state is None else encode(state), None if meta is None else encode(meta), source, line,
+            None if agents is None else encode(agents), outcome, *steps, *totals, *money, retries, backtracks,
+            *counts, None if state is None else encode(state), None if meta is None else encode(meta), source, line,
         )
 
     def _flush(self) -> None:
@@ -542,7 +544,8 @@ class RecordDecoder:
         if not len(c):
             return
         self._chunk = Chunk(self._encoder)
-        n_steps = np.fromiter((run[AT_N_STEPS] for run in c.runs), dtype=np.int64, count=len(c.runs))
+        n_steps = np.fromiter((run[AT_N_STEPS] + run[AT_N_HANDOFFS] for run in c.runs), dtype=np.int64,
+                              count=len(c.runs))
         step_record = np.repeat(np.arange(len(c)), n_steps)
         index = np.arange(len(step_record), dtype=np.int64) - np.repeat(np.cumsum(n_steps) - n_steps, n_steps)
         if c.ns:

@@ -58,6 +58,24 @@ otherwise vanish): free-form data belongs in ``metadata``.
         ``started_at``.
     ``metadata``
         Free JSON object, kept as JSON text.
+    ``kind``
+        ``"tool"`` (a tool call; the default when absent) or ``"handoff"``
+        (control passed from one agent to another: ``tool`` names the handoff
+        as the trace names it, ``args`` may hold ``{"to": "<target agent>"}``,
+        ``agent`` is the agent handing off). Handoffs are not tool calls: the
+        run's ``n_steps`` and every tool-call measure of scoring leave them out.
+    ``agent``
+        The agent or sub-agent that made the step (non-empty text).
+    ``parallel``
+        A group id (text or integer): steps sharing it were issued together
+        (one model response) and ran concurrently.
+    ``tokens_reasoning``, ``tokens_cached``
+        Whole numbers >= 0: the reasoning tokens (a part of ``tokens_out``)
+        and the prompt tokens read from a cache (a part of ``tokens_in``) of
+        the step's model call; neither may exceed the count it is a part of.
+    ``cost_usd``
+        Number >= 0: the cost of the model call that produced the step (or
+        the tool's own cost).
 ``terminal_state``
     Object describing the systems the run touched at its end:
     ``files_created``, ``files_modified``, ``files_deleted`` (lists of
@@ -81,6 +99,18 @@ otherwise vanish): free-form data belongs in ``metadata``.
     A run without steps has no step to hold its tokens: its ``tokens_in`` /
     ``tokens_out`` (whole numbers >= 0, as the readers keep them) are the
     run's; without them its tokens are unknown, not 0.
+``agents``
+    List of text: the agents of the run, in order of first appearance
+    (distinct; every step's ``agent`` must be one of them).
+``tokens_in``, ``tokens_out``, ``tokens_reasoning``, ``tokens_cached``
+    Whole numbers >= 0: the run's totals over *all* its model calls,
+    including calls that called no tool. When given, they are the run's
+    totals (at least the sum of its steps' known counts); when absent, the
+    totals are the sums over the steps. ``tokens_reasoning`` may not exceed
+    ``tokens_out``, nor ``tokens_cached`` ``tokens_in``.
+``user_cost_usd``
+    Number >= 0: the cost of the user simulator (tau-bench, tau2), apart
+    from ``cost_usd`` (the agent's).
 
 Examples
 --------
@@ -99,11 +129,12 @@ A minimal valid record:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
-__all__ = ["Record", "Step", "REQUIRED_FIELDS", "TERMINAL_LISTS", "TOKENS_WITH_STEP", "INT64_MAX"]
+__all__ = ["Record", "Step", "REQUIRED_FIELDS", "TERMINAL_LISTS", "TOKENS_WITH_STEP", "INT64_MAX", "STEP_KINDS",
+           "TOKEN_PARTS"]
 
 #: Largest integer a column can hold (int64).
 INT64_MAX = 2**63 - 1
@@ -121,6 +152,12 @@ REQUIRED_FIELDS = ("run_id", "task_id", "seed", "steps", "outcome")
 #: Step metadata key: the step's model call is counted at this other step (see ``tokens_in`` above).
 TOKENS_WITH_STEP = "tokens_with_step"
 
+#: The kinds of step: a tool call (the default) and a handoff between agents.
+STEP_KINDS = ("tool", "handoff")
+
+#: Token counts that are a part of another: (part, whole).
+TOKEN_PARTS = (("tokens_reasoning", "tokens_out"), ("tokens_cached", "tokens_in"))
+
 #: Keys of ``terminal_state`` that hold lists and are counted per run.
 TERMINAL_LISTS = ("files_created", "files_modified", "files_deleted", "external_calls")
 
@@ -137,6 +174,12 @@ class Step(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     started_at: _Time = None
     ended_at: _Time = None
     metadata: Union[_Object, None] = None
+    kind: Union[Literal["tool", "handoff"], None] = None
+    agent: Union[_Text, None] = None
+    parallel: Union[_Text, _Int, None] = None
+    tokens_reasoning: Union[_NonNegInt, None] = None
+    tokens_cached: Union[_NonNegInt, None] = None
+    cost_usd: Union[_NonNegFloat, None] = None
 
 
 class Record(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -154,3 +197,9 @@ class Record(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     cost_usd: Union[_NonNegFloat, None] = None
     latency_s: Union[_NonNegFloat, None] = None
     metadata: Union[_Object, None] = None
+    agents: Union[list[_Text], None] = None
+    tokens_in: Union[_NonNegInt, None] = None
+    tokens_out: Union[_NonNegInt, None] = None
+    tokens_reasoning: Union[_NonNegInt, None] = None
+    tokens_cached: Union[_NonNegInt, None] = None
+    user_cost_usd: Union[_NonNegFloat, None] = None

@@ -30,6 +30,15 @@ _SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(TrajectorySpec))
 SpecLike = TrajectorySpec | Mapping[Any, Any] | pd.DataFrame | None
 
 
+def tool_calls(steps: pd.DataFrame) -> pd.DataFrame:
+    """The steps that are tool calls: handoff steps (``kind == "handoff"``) left out, as every tool-call measure
+    leaves them (a table without a ``kind`` column holds tool calls only)."""
+    if "kind" not in steps.columns:
+        return steps
+    handoff = (steps["kind"] == "handoff").to_numpy(dtype=bool, na_value=False)
+    return steps[~handoff] if handoff.any() else steps
+
+
 def _columns_iv(traces: Traces) -> None:
     for name, frame, needed in (("runs", traces.runs, _RUN_COLUMNS), ("steps", traces.steps, _STEP_COLUMNS)):
         missing = [c for c in needed if c not in frame.columns]

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from agentab._display import Block, Display, Items, Lines, Section, Table, Title, json_ready
+from agentab.scoring._resolve import tool_calls
 from agentab.traces import share_of_known
 
 __all__ = ["Finding", "Diagnosis", "diagnose"]
@@ -240,7 +241,7 @@ def diagnose(
                 "budget", "The agent works and wastes money: look at tool descriptions before you look at the model.",
                 rates.loc[[value], ["runs", "right_result", "over_budget"]]))
     if traces is not None and len(traces.steps):
-        choice = _tool_choice(traces.steps, traces.runs.assign(
+        choice = _tool_choice(tool_calls(traces.steps), traces.runs.assign(
             **{by: scores.set_index("run_id")[by].reindex(traces.runs["run_id"]).to_numpy()}), by)
         tables["tool_choice"] = choice
         findings += _choice_findings(choice, shift)

@@ -87,7 +87,7 @@ from agentab._vocabulary import DIRECTIONS, KINDS
 from agentab.errors import SpecWarning
 from agentab.scoring._arrays import _OUTCOME, _Reasons, _Specs, _Steps, _text_array
 from agentab.scoring._batch import _claims, _loops, _required, _side_effects, _status
-from agentab.scoring._resolve import ID_COLUMNS, SpecLike, _columns_iv, _resolve_specs, _warn_unseen_tools
+from agentab.scoring._resolve import ID_COLUMNS, SpecLike, _columns_iv, _resolve_specs, _warn_unseen_tools, tool_calls
 from agentab.scoring.metrics import METRICS, infer_kind, metric_kinds, rubric_levels
 from agentab.scoring.reference import _reference
 from agentab.scoring.spec import TrajectorySpec
@@ -169,7 +169,7 @@ def score(traces: Traces, spec: SpecLike = None, *, default: TrajectorySpec | No
         raise TypeError(f"`traces` must be an agentab.Traces (from agentab.load_traces), got {type(traces).__name__}")
     _columns_iv(traces)
     specs, run_spec = _resolve_specs(traces.runs, spec, default)
-    steps = _Steps.build(traces.runs, traces.steps)
+    steps = _Steps.build(traces.runs, tool_calls(traces.steps))  # n_steps counts tool calls too
     _warn_unseen_tools(specs, steps)
     return _score_frame(traces.runs, steps, specs, run_spec)
 

@@ -106,6 +106,7 @@ import numpy as np
 import pandas as pd
 
 from agentab._display import Block, Display, Items, Section, Table, Title
+from agentab.scoring._resolve import tool_calls
 from agentab.scoring.metrics import rubric_level
 from agentab.scoring.reference import reference_check
 from agentab.scoring.spec import ARG_RULES, MATCH_MODES, MAX_CYCLE, STATE_LISTS, Call, TrajectorySpec, as_call
@@ -173,9 +174,9 @@ def _run_from(run: Any, outcome: Any, final_state_correct: Any) -> _Run:
         bad = next((i for i, s in enumerate(steps) if not isinstance(s, Mapping)), None)
         if bad is not None:
             raise TypeError(f"steps[{bad}]: a step must be an object, got {type(steps[bad]).__name__}")
-        calls = [as_call({"tool": s.get("tool"), "args": s.get("args") or {}}, f"steps[{i}]")
-                 for i, s in enumerate(steps)]
-        calls = [Call(c.tool, c.args, (s.get("observation") or {}).get("status")) for c, s in zip(calls, steps)]
+        tools = [(i, s) for i, s in enumerate(steps) if s.get("kind") != "handoff"]  # handoffs are not tool calls
+        calls = [as_call({"tool": s.get("tool"), "args": s.get("args") or {}}, f"steps[{i}]") for i, s in tools]
+        calls = [Call(c.tool, c.args, (s.get("observation") or {}).get("status")) for c, (_, s) in zip(calls, tools)]
         meta = run.get("metadata") or {}
         claim = meta.get("claimed_success")
         return _Run(calls, run.get("outcome") if given is None else given, run.get("terminal_state"),
@@ -186,6 +187,7 @@ def _run_from(run: Any, outcome: Any, final_state_correct: Any) -> _Run:
             raise ValueError(f"score_run scores one run; these traces hold {len(run.runs)} (use agentab.score)")
         return _run_from(run.to_records()[0], outcome, final_state_correct)
     if hasattr(run, "columns") and {"tool", "args"} <= set(run.columns):  # a steps row group
+        run = tool_calls(run)
         calls = [Call(t, json.loads(a) if isinstance(a, str) else (a or {}), None if s is None or s != s else s)
                  for t, a, s in zip(run["tool"], run["args"], run.get("status", [None] * len(run)))]
         return _Run(calls, given)

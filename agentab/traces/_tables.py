@@ -6,25 +6,33 @@ files into the columns these tables are built from.
 
 ``Traces.runs`` columns
     ``run_id``, ``task_id``, ``arm``, ``model``, ``harness`` (categorical);
-    ``seed`` (Int64); ``outcome`` (``boolean`` when every outcome is
-    true/false, else float64); ``n_steps``, ``n_errors`` (steps whose
-    observation status is ``"error"``; missing when no step records a
-    status), ``tokens_in``, ``tokens_out``, ``tokens`` (sums over steps;
-    missing if any step's count is missing, except a step whose call is
-    counted at another, ``metadata.tokens_with_step``; a run without steps:
-    its ``metadata.tokens_in``/``tokens_out``, else missing, never 0),
+    ``agents`` (canonical JSON text of the run's list of agents, missing when
+    not recorded); ``seed`` (Int64); ``outcome`` (``boolean`` when every
+    outcome is true/false, else float64); ``n_steps`` (tool calls: handoff
+    steps are not counted), ``n_handoffs`` (handoff steps), ``n_errors``
+    (tool calls whose observation status is ``"error"``; missing when no tool
+    call records a status), ``tokens_in``, ``tokens_out``, ``tokens``,
+    ``tokens_reasoning``, ``tokens_cached`` (the record's run-level totals
+    where it gives them, else sums over steps; missing if any step's count is
+    missing, except a step whose call is counted at another,
+    ``metadata.tokens_with_step``; a run without steps: its
+    ``metadata.tokens_in``/``tokens_out``, else missing, never 0),
     ``retries``, ``backtracks``, ``files_created``, ``files_modified``,
     ``files_deleted``, ``external_calls`` (counts of the terminal-state lists;
-    missing when not recorded) as Int64; ``cost_usd``, ``latency_s``
-    (float64, NaN when not recorded); ``terminal_state``, ``metadata``
-    (canonical JSON text); ``source``, ``line`` (where the record was read).
+    missing when not recorded) as Int64; ``cost_usd``, ``user_cost_usd``
+    (the user simulator's), ``latency_s`` (float64, NaN when not recorded);
+    ``terminal_state``, ``metadata`` (canonical JSON text); ``source``,
+    ``line`` (where the record was read).
 ``Traces.steps`` columns
     ``run_id`` (categorical, same categories as the runs), ``index`` (Int64),
+    ``kind`` (categorical ``tool``/``handoff``), ``agent`` (categorical),
     ``tool`` (categorical), ``args`` (canonical JSON text: sorted keys, no
     whitespace, so equal arguments compare equal), ``status`` (categorical
-    ``ok``/``error``), ``error`` (text), ``tokens_in``, ``tokens_out``
-    (Int64), ``started_at``, ``ended_at`` (``datetime64[ns, UTC]``),
-    ``observation``, ``metadata`` (canonical JSON text).
+    ``ok``/``error``), ``error`` (text), ``tokens_in``, ``tokens_out``,
+    ``tokens_reasoning``, ``tokens_cached`` (Int64), ``cost_usd`` (float64),
+    ``parallel`` (text: the group id), ``started_at``, ``ended_at``
+    (``datetime64[ns, UTC]``), ``observation``, ``metadata`` (canonical JSON
+    text).
 ``Traces.rejected`` columns
     ``source``, ``line``, ``run_id``, ``field``, ``reason``: one row per
     record left out (only with ``strict=False``).
@@ -50,13 +58,21 @@ import pyarrow.parquet as pq
 
 from agentab._write import atomic_file, atomic_folder, atomic_text
 from agentab.errors import TraceError, TraceWarning
-from agentab.formats.decode import Rejection
+from agentab.formats.decode import RecordDecoder, Rejection, derived_totals
 
 __all__ = ["Traces", "read_traces"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 _RUN_CATEGORIES = ("run_id", "task_id", "arm", "model", "harness", "source")
+_STEP_CATEGORIES = ("tool", "agent")
+_KIND = pd.CategoricalDtype(["tool", "handoff"])
+_STATUS = pd.CategoricalDtype(["ok", "error"])
+
+#: Run-level token totals, kept by :meth:`Traces.to_records` where the steps do not give them.
+_TOTALS = ("tokens_in", "tokens_out", "tokens_reasoning", "tokens_cached")
+#: The value of a column added to a store written before it existed (default: missing).
+_ADDED = {"n_handoffs": 0, "kind": "tool"}
 
 
 _TEXT = pd.Index(["text"]).dtype  # the default dtype of text categories in this pandas
@@ -204,9 +220,11 @@ class Traces:
         other value comes back as it was loaded.
         """
         by_run: dict[str, list[dict[str, Any]]] = {}
+        grown_steps = "kind" in self.steps.columns
         for row in self.steps.itertuples(index=False):
-            by_run.setdefault(row.run_id, []).append(_step_record(row))
-        return [_run_record(row, by_run.get(row.run_id, [])) for row in self.runs.itertuples(index=False)]
+            by_run.setdefault(row.run_id, []).append(_step_record(row, grown_steps))
+        grown = "agents" in self.runs.columns
+        return [_run_record(row, by_run.get(row.run_id, []), grown) for row in self.runs.itertuples(index=False)]
 
     def to_jsonl(self, path: PathLike) -> Path:
         """Write :meth:`to_records` as JSON Lines (one run per line)."""
@@ -225,16 +243,22 @@ def _copy_present(rec: dict[str, Any], row: Any, names: tuple[str, ...], convert
             rec[name] = convert(value)
 
 
-def _step_record(row: Any) -> dict[str, Any]:
+def _step_record(row: Any, grown: bool) -> dict[str, Any]:
     rec: dict[str, Any] = {"index": int(row.index), "tool": row.tool, "args": json.loads(row.args)}
     _copy_present(rec, row, ("observation",), json.loads)
     _copy_present(rec, row, ("tokens_in", "tokens_out"), int)
     _copy_present(rec, row, ("started_at", "ended_at"), lambda t: t.isoformat())
     _copy_present(rec, row, ("metadata",), json.loads)
+    if grown:  # the fields a store written before them lacks
+        if row.kind == "handoff":
+            rec["kind"] = "handoff"
+        _copy_present(rec, row, ("agent", "parallel"), str)
+        _copy_present(rec, row, ("tokens_reasoning", "tokens_cached"), int)
+        _copy_present(rec, row, ("cost_usd",), float)
     return rec
 
 
-def _run_record(row: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
+def _run_record(row: Any, steps: list[dict[str, Any]], grown: bool) -> dict[str, Any]:
     rec: dict[str, Any] = {"run_id": row.run_id, "task_id": row.task_id, "seed": int(row.seed)}
     _copy_present(rec, row, ("arm",), str)
     rec["steps"] = steps
@@ -244,6 +268,15 @@ def _run_record(row: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
     rec["outcome"] = bool(outcome) if isinstance(outcome, (bool, np.bool_)) else float(outcome)
     _copy_present(rec, row, ("cost_usd", "latency_s"), float)
     _copy_present(rec, row, ("metadata",), json.loads)
+    if grown:
+        _copy_present(rec, row, ("agents",), json.loads)
+        _copy_present(rec, row, ("user_cost_usd",), float)
+        # a run-level total is kept where the steps would not give it back (it counts calls without a tool)
+        derived = derived_totals(steps, rec.get("metadata"))
+        for name, known in zip(_TOTALS, derived):
+            value = getattr(row, name)
+            if not pd.isna(value) and value != known:
+                rec[name] = int(value)
     return rec
 
 
@@ -299,16 +332,17 @@ def _frames(runs_table: pa.Table, steps_table: pa.Table,
         if name.startswith("_"):
             continue
         column = steps_table[name]
-        if name in ("tool", "status"):
+        if name in ("tool", "status", "agent"):
             column = column.combine_chunks().dictionary_encode()
         step_columns[name] = column
     steps = pa.table(step_columns).to_pandas(types_mapper=_types_mapper, split_blocks=True, self_destruct=True)
     _text_categories(runs, _RUN_CATEGORIES)
-    _text_categories(steps, ("tool",))
+    _text_categories(steps, _STEP_CATEGORIES)
     run_codes = runs["run_id"].cat.codes.to_numpy()
     position = np.searchsorted(run_ordinals, step_ordinals)
     steps.insert(0, "run_id", pd.Categorical.from_codes(run_codes[position], dtype=runs["run_id"].dtype))
-    steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
+    steps["status"] = steps["status"].astype(_STATUS)
+    steps["kind"] = steps["kind"].astype(_KIND)
     return runs, steps
 
 
@@ -376,6 +410,27 @@ def _n_read(folder: Path, info: dict[str, Any], n_rows: int) -> int:
     return n_read
 
 
+def _added_columns(runs: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A store written before some columns existed, given them (missing values, or :data:`_ADDED`'s) in the
+    order of a fresh load; any other columns follow."""
+    template = _frames(*RecordDecoder(strict=False).finish()[:2], [])
+    out = []
+    for frame, empty in zip((runs, steps), template):
+        lacking = [name for name in empty.columns if name not in frame.columns]
+        if not lacking:
+            out.append(frame)
+            continue
+        frame = frame.copy()
+        for name in lacking:
+            dtype = empty[name].dtype
+            if isinstance(dtype, pd.CategoricalDtype) and name not in _ADDED:
+                dtype = np.dtype(object)  # made a text categorical by the caller
+            frame[name] = pd.Series([_ADDED.get(name)] * len(frame), index=frame.index, dtype=object).astype(dtype)
+        order = [name for name in empty.columns if name in frame.columns]
+        out.append(frame[order + [name for name in frame.columns if name not in order]])
+    return out[0], out[1]
+
+
 def read_traces(path: PathLike) -> Traces:
     """Read traces written by :meth:`Traces.to_parquet`.
 
@@ -397,10 +452,12 @@ def read_traces(path: PathLike) -> Traces:
     info = _store_info(folder)
     runs, steps, rejected = (_arrow_strings(pd.read_parquet(folder / f"{name}.parquet"))
                              for name in ("runs", "steps", "rejected"))
+    runs, steps = _added_columns(runs, steps)
     _text_categories(runs, _RUN_CATEGORIES)  # parquet drops categoricals from a table without rows
-    _text_categories(steps, ("tool",))
+    _text_categories(steps, _STEP_CATEGORIES)
     steps["run_id"] = steps["run_id"].astype(runs["run_id"].dtype)
-    steps["status"] = steps["status"].astype(pd.CategoricalDtype(["ok", "error"]))
+    steps["status"] = steps["status"].astype(_STATUS)
+    steps["kind"] = steps["kind"].astype(_KIND)
     return Traces(runs=runs, steps=steps, rejected=rejected,
                   n_read=_n_read(folder, info, len(runs) + len(rejected)),
                   sources=tuple(info.get("sources", ())))
