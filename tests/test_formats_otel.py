@@ -492,16 +492,21 @@ def test_malformed_line_is_a_rejection(tmp_path):
     assert items[2].record is None and "not an OTLP trace batch" in items[2].reason
 
 
-def test_missing_ids_are_a_rejection_naming_span_and_attribute(tmp_path):
+def test_missing_ids_are_left_to_the_loader_naming_span_and_attribute(tmp_path):
+    # a required field the file lacks is no rejection: the item names it (Item.missing) for the loader to
+    # fill (fields={"path": ...}, outcomes=) or reject; a value of the wrong type is still a rejection
     sdk = Sdk({"agentab.task_id": "t"})  # no seed anywhere
     agent = react_run(sdk)
     path = write_lines(tmp_path / "t.jsonl", sdk.spans())
     (item,) = read(path)
-    assert item.record is None and item.field == "agentab.seed"
-    assert format(agent.get_span_context().trace_id, "032x") in item.reason
-    assert format(agent.get_span_context().span_id, "016x") in item.reason
-    (item,) = read(path, {"seed": "agentab.task_id", "task_id": "eval.case"})  # mapped to an absent attribute
-    assert item.field == "eval.case" and "task_id" in item.reason
+    assert item.reason is None and item.record["seed"] is None and item.record["task_id"] == "t"
+    (field, reason), = item.missing.values()
+    assert list(item.missing) == ["seed"] and field == "agentab.seed"
+    assert format(agent.get_span_context().trace_id, "032x") in reason
+    assert format(agent.get_span_context().span_id, "016x") in reason
+    (item,) = read(path, {"task_id": "eval.case"})  # mapped to an absent attribute
+    assert item.reason is None and list(item.missing) == ["task_id", "seed"] and item.record["task_id"] is None
+    assert item.missing["task_id"][0] == "eval.case" and "task_id" in item.missing["task_id"][1]
     (item,) = read(path, {"seed": "agentab.task_id"})  # present, but not an integer
     assert item.field == "agentab.task_id" and "expected an integer" in item.reason
 
@@ -575,7 +580,7 @@ def test_every_record_validates(tmp_path):
 def _varied_file(tmp_path: Path) -> Path:
     """Runs of every shape: nested runs under an evaluation span, a sub-agent inside a tool, no usage, no
     steps, a shared conversation id, an out-of-order tool, a duplicate export, an orphan, a bad line, a
-    missing seed, non-text attribute values."""
+    seed that is no integer, non-text attribute values."""
     sdk = Sdk()
     evaluation = sdk.begin("evaluation", 0, attributes={"agentab.arm": "baseline"})
     for i in range(3):
@@ -595,7 +600,7 @@ def _varied_file(tmp_path: Path) -> Path:
         **{"agentab.seed": 9, "gen_ai.conversation.id": "c"}))
     sdk.span("execute_tool late", 25, 26, again, tool_attrs("late"), error="boom")
     sdk.span("execute_tool early", 21, 22, again, {"gen_ai.operation.name": "execute_tool", "tool.name": "early"})
-    no_seed = Sdk({"agentab.task_id": "x"})
+    no_seed = Sdk({"agentab.task_id": "x", "agentab.seed": "seven"})  # a seed that is no integer: a rejection
     no_seed.span("invoke_agent coder", 0, 10, attributes=agent_attrs())
     orphan = Sdk()
     orphan.span("execute_tool ls", 1, 2, SpanContext(trace_id=1, span_id=2, is_remote=True,
@@ -968,7 +973,7 @@ def _random_otlp(rng) -> bytes:
 
 def _items_compared(items) -> list:
     return [(item.line, item.field, item.reason, item.record.to_record() if isinstance(item.record, Prepared)
-             else item.record) for item in items]
+             else item.record, item.missing) for item in items]
 
 
 def test_column_reader_gives_the_span_reader_s_items():
