@@ -94,8 +94,12 @@ class Attrs:
         values = _field(kvs, "value")
         if keys.null_count or values.null_count:  # a key without a value (or a value without a key)
             raise Unhandled
-        if any(_field(values, name).null_count < len(values) for name in _OTHER_VALUES):
-            raise Unhandled  # an array, kvlist or bytes value
+        self.other: np.ndarray | None = None  # rows holding an array, kvlist or bytes value (None: no row)
+        for name in _OTHER_VALUES:
+            column = _field(values, name)
+            if column.null_count < len(values):
+                valid = numpy(pc.is_valid(column))
+                self.other = valid if self.other is None else self.other | valid
         encoded = pc.dictionary_encode(_array(keys))
         self.code = numpy(encoded.indices).astype(np.int64)
         self.names: list[str] = encoded.dictionary.to_pylist()
@@ -129,6 +133,8 @@ class Attrs:
         rows = self.rows(key)
         if not len(rows):
             return {}
+        if self.other is not None and self.other[rows].any():
+            raise Unhandled  # an array, kvlist or bytes value of an attribute read
         take = pa.array(rows)
         out = {}
         for owner, sv, iv, bv, dv in zip(self.owner[rows].tolist(), self.sv.take(take).to_pylist(),

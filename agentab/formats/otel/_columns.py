@@ -17,12 +17,14 @@ It reads the regular case and declines (:func:`read` returns None; the
 span-by-span reader then reads the file) anything else: a byte-order mark,
 blank lines, a value of another JSON type than the specification's (an
 ``intValue`` or a time as a number, a status code as its name), array,
-kvlist or bytes values, ``instrumentationLibrarySpans``, a line that is not
-an OTLP batch, empty, base64 or non-ASCII ids, a span exported twice, an
-attribute key twice on a span or without a value, a parent cycle, usage
-that is not one non-negative ``intValue`` per count, token sums near 2**63,
-and every file with a record to reject (the span-by-span reader words the
-rejection).
+kvlist or bytes values of an attribute it reads (elsewhere they are
+ignored, as the span reader ignores them), ``instrumentationLibrarySpans``,
+a line that is not an OTLP batch, empty, base64 or non-ASCII ids, a span
+exported twice, an attribute key twice on a span or without a value, a
+parent cycle, usage that is not one non-negative ``intValue`` per count,
+token sums near 2**63, a run without tool spans in a file whose model calls
+record tool calls in their messages (:mod:`._messages`), and every file with
+a record to reject (the span-by-span reader words the rejection).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from agentab.formats._base import MISSING, Item, Part
 from agentab.formats._base import Reject as _Reject
 from agentab.formats.decode import Prepared, PreparedSteps, iso_texts
 from agentab.formats.files import BOM
-from agentab.formats.otel import _arrays, _rules
+from agentab.formats.otel import _arrays, _messages, _rules
 from agentab.formats.otel._arrays import AGENT, MODEL, Attrs, Layout, Spans, Unhandled
 from agentab.formats.otel._spans import NON_SPACE
 
@@ -65,6 +67,8 @@ def read(data: bytes, first_line: int, fields: Mapping[str, str]) -> Part | None
     try:
         spans = _arrays.spans(data, first_line)
         at = _arrays.layout(spans, mapping)
+        if (at.n_steps == 0).any() and _messages.has_message_tool_calls(spans.attrs.names):
+            raise Unhandled  # a run without tool spans may have steps in its model calls' messages
         return _Runs(spans, at, mapping, _steps(spans, at)).part()
     except (Unhandled, _Reject):  # a rejection: the span-by-span reader words it
         return None

@@ -7,7 +7,10 @@ no tool span, yet it called tools: reading it as 0 steps would be silently wrong
 tool spans, every tool call of a model span's output becomes a step (:func:`with_message_steps`):
 
 ====================  ========================================================================
-OpenLLMetry           ``gen_ai.completion.<i>.tool_calls.<j>.name`` / ``.arguments`` / ``.id``;
+GenAI conventions     ``gen_ai.output.messages`` (JSON: parts of type ``tool_call`` with ``name``,
+(OpenLLMetry 0.4x+)   ``arguments``, ``id``); results: ``gen_ai.input.messages`` (parts of type
+                      ``tool_call_response`` with ``id``, ``response``)
+OpenLLMetry (older)   ``gen_ai.completion.<i>.tool_calls.<j>.name`` / ``.arguments`` / ``.id``;
                       results: ``gen_ai.prompt.<k>.role`` = ``tool``, ``.tool_call_id``, ``.content``
 OpenInference         ``llm.output_messages.<i>.message.tool_calls.<j>.tool_call.function.name`` /
                       ``.function.arguments`` / ``.tool_call.id``; results:
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 
@@ -43,6 +47,7 @@ _INPUTS = (
     re.compile(r"gen_ai\.prompt\.(\d+)\.(role|content|tool_call_id)"),
     re.compile(r"llm\.input_messages\.(\d+)\.message\.(role|content|tool_call_id)"),
 )
+OUTPUT_MESSAGES, INPUT_MESSAGES = "gen_ai.output.messages", "gen_ai.input.messages"
 _EVENTS = ("events", "all_messages_events")  # pydantic-ai's instrumentation version 1
 _JSON = msgspec.json.Decoder()
 
@@ -50,13 +55,36 @@ _JSON = msgspec.json.Decoder()
 def has_message_tool_calls(keys: Iterable[str]) -> bool:
     """Whether attribute keys include a model output's tool call or a version-1 message event list (the
     column reader leaves such files to the span-by-span reader when a run has no tool span)."""
-    return any(key in _EVENTS or any(pattern.fullmatch(key) for pattern in _CALLS) for key in keys)
+    return any(key in _EVENTS or key == OUTPUT_MESSAGES or any(pattern.fullmatch(key) for pattern in _CALLS)
+               for key in keys)
 
 
-def _calls(span: Span) -> list[tuple[tuple[int, int], dict[str, str], str]]:
+def _json_messages(span: Span, key: str) -> list[dict[str, Any]]:
+    """The messages of a GenAI-conventions message list attribute (``gen_ai.input.messages`` /
+    ``gen_ai.output.messages``: JSON text of ``[{"role": ..., "parts": [...]}]``); [] when absent or not
+    such a list."""
+    value = any_value(span.attrs.get(key))
+    if isinstance(value, str):
+        try:
+            value = _JSON.decode(value)
+        except msgspec.DecodeError:
+            return []
+    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
+
+
+def _parts(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    parts = message.get("parts")
+    return [p for p in parts if isinstance(p, dict) and p.get("type") == kind] if isinstance(parts, list) else []
+
+
+def _calls(span: Span) -> list[tuple[tuple[int, int], dict[str, Any], str]]:
     """The tool calls of a model span's output, in order: ((message, call), {name, arguments, id}, the
     attribute prefix)."""
-    found: dict[tuple[int, int], tuple[dict[str, str], str]] = {}
+    if OUTPUT_MESSAGES in span.attrs:  # the GenAI conventions: parts of type tool_call
+        return [((m, c), part, f"{OUTPUT_MESSAGES}[{m}].parts.")
+                for m, message in enumerate(_json_messages(span, OUTPUT_MESSAGES))
+                for c, part in enumerate(_parts(message, "tool_call"))]
+    found: dict[tuple[int, int], tuple[dict[str, Any], str]] = {}
     for key in span.attrs:
         for pattern in _CALLS:
             match = pattern.fullmatch(key)
@@ -70,6 +98,9 @@ def _calls(span: Span) -> list[tuple[tuple[int, int], dict[str, str], str]]:
 
 def _results(span: Span) -> dict[str, str]:
     """The tool results in a model span's input: tool call id -> content."""
+    if INPUT_MESSAGES in span.attrs:  # the GenAI conventions: parts of type tool_call_response
+        return {str(part["id"]): _text(part.get("response")) for message in _json_messages(span, INPUT_MESSAGES)
+                for part in _parts(message, "tool_call_response") if part.get("id") is not None}
     messages: dict[int, dict[str, object]] = {}
     for key in span.attrs:
         for pattern in _INPUTS:
@@ -77,8 +108,13 @@ def _results(span: Span) -> dict[str, str]:
             if match is not None:
                 messages.setdefault(int(match[1]), {})[match[2]] = any_value(span.attrs[key])
                 break
-    return {str(m["tool_call_id"]): "" if m.get("content") is None else str(m["content"])
+    return {str(m["tool_call_id"]): _text(m.get("content"))
             for m in messages.values() if m.get("role") == "tool" and m.get("tool_call_id") is not None}
+
+
+def _text(value: Any) -> str:
+    """A tool result as text (JSON for other values; "" for none)."""
+    return "" if value is None else value if isinstance(value, str) else msgspec.json.encode(value).decode()
 
 
 def _deprecated_events(tree: list[Span]) -> None:
@@ -114,7 +150,7 @@ def with_message_steps(tree: list[Span]) -> list[Span]:
     return tree + made
 
 
-def _step_span(model: Span, fields: dict[str, str], prefix: str,
+def _step_span(model: Span, fields: dict[str, Any], prefix: str,
                answered: dict[str, tuple[int | None, str]]) -> Span:
     """A tool span for one tool call of a model span's output."""
     name = fields.get("name")

@@ -46,7 +46,7 @@ FIELDS: dict[str, str] = {
 # Names read after the default one (only while the default is in use).
 ALIASES: dict[str, tuple[str, ...]] = {
     "gen_ai.request.model": ("gen_ai.request.model", "gen_ai.response.model", "llm.model_name"),
-    "gen_ai.agent.name": ("gen_ai.agent.name", "agent_name"),
+    "gen_ai.agent.name": ("gen_ai.agent.name", "agent.name", "agent_name", "traceloop.workflow.name"),
 }
 PROVIDER = ("gen_ai.provider.name", "gen_ai.system")
 # the GenAI conventions, OpenInference, OpenLLMetry (Traceloop), pydantic-ai's instrumentation version 1/2
