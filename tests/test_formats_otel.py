@@ -857,6 +857,8 @@ def test_a_document_is_not_split(tmp_path, split_small_files):
 # The column reader (agentab.formats.otel._columns) against the span-by-span one
 # --------------------------------------------------------------------------- #
 def _any(value) -> dict:
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_any(v) for v in value]}}
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
@@ -881,18 +883,30 @@ def _random_otlp(rng) -> bytes:
         spans: list[dict] = []
         for k in range(int(rng.integers(1, 14))):
             parent = spans[int(rng.integers(0, len(spans)))] if spans and rng.random() < 0.97 else None
-            what = rng.choice(["agent", "agent", "tool", "tool", "tool", "chat", "chat", "http", "oi", "named"])
+            what = rng.choice(["agent", "agent", "tool", "tool", "tool", "chat", "chat", "http", "oi", "named", "tl"])
             if not spans:  # the trace's root: a run, or an evaluation around runs (ids found on ancestors)
                 what = rng.choice(["agent"] * 6 + ["evaluation"] * 3 + ["tool-run"])  # a tool span as a run, too
             attrs: dict = {}
             name = {"agent": "invoke_agent coder", "tool": "execute_tool t", "chat": "chat m", "http": "GET /",
                     "oi": "step", "named": rng.choice(["execute_tool ls", "invoke_agent sub", "chat x"]),
-                    "evaluation": "evaluation", "tool-run": "execute_tool solo"}[what]
+                    "evaluation": "evaluation", "tool-run": "execute_tool solo", "tl": "ls.tool"}[what]
             if what in ("agent", "tool", "chat"):
                 attrs["gen_ai.operation.name"] = {"agent": "invoke_agent", "tool": "execute_tool",
                                                   "chat": rng.choice(["chat", "text_completion"])}[what]
             if what == "oi":
                 attrs["openinference.span.kind"] = str(rng.choice(["AGENT", "TOOL", "LLM", "CHAIN"]))
+                if rng.random() < 0.5:  # OpenInference: input.value with or without its mime type
+                    attrs["input.value"] = str(rng.choice(['{"q": 1}', "plain words", "[1]", ""]))
+                    if rng.random() < 0.7:
+                        attrs["input.mime_type"] = str(rng.choice(["application/json", "text/plain"]))
+            if what == "tl":  # OpenLLMetry / Traceloop
+                attrs["traceloop.span.kind"] = str(rng.choice(["tool", "tool", "task", "workflow", "agent"]))
+                attrs["traceloop.entity.name"] = str(rng.choice(["ls", "plan"]))
+                if rng.random() < 0.7:
+                    attrs["traceloop.entity.input"] = json.dumps(
+                        {"args": [] if rng.random() < 0.8 else [1], "kwargs": {"p": int(rng.integers(0, 9))}})
+                if rng.random() < 0.5:
+                    attrs["traceloop.entity.output"] = str(rng.choice(['{"ok": 1}', '"done"']))
             if what in ("agent", "evaluation", "tool-run") or (what == "oi" and rng.random() < 0.5):
                 if rng.random() < 0.97:
                     attrs["agentab.task_id"] = str(rng.choice(["a", "b", "c"])) if rng.random() < 0.8 else 7
@@ -934,6 +948,19 @@ def _random_otlp(rng) -> bytes:
                     attrs["gen_ai.response.model"] = str(rng.choice(["m1", "m2"]))
                 if rng.random() < 0.3:
                     attrs[str(rng.choice(["gen_ai.provider.name", "gen_ai.system"]))] = "p"
+                if rng.random() < 0.3:  # cached and reasoning tokens, by any family's name
+                    attrs[str(rng.choice(["gen_ai.usage.cache_read.input_tokens", "llm.token_count.prompt_details"
+                                          ".cache_read", "gen_ai.usage.cache_read_input_tokens"]))] = int(
+                        rng.integers(0, 100))
+                if rng.random() < 0.3:
+                    attrs[str(rng.choice(["gen_ai.usage.reasoning_tokens", "gen_ai.usage.reasoning.output_tokens",
+                                          "llm.token_count.completion_details.reasoning"]))] = int(rng.integers(0, 9))
+                if rng.random() < 0.2:  # an array value of an attribute no field reads
+                    attrs["gen_ai.response.finish_reasons"] = ["stop"]
+                if rng.random() < 0.04:  # tool calls in the model's output messages (steps when a run has no tool span)
+                    attrs["gen_ai.completion.0.tool_calls.0.name"] = "ls"
+                    attrs["gen_ai.completion.0.tool_calls.0.arguments"] = '{"path": "."}'
+                    attrs["gen_ai.completion.0.tool_calls.0.id"] = str(rng.choice(["c1", "c2"]))
             if what == "http" and rng.random() < 0.3:
                 attrs["agentab.arm"] = str(rng.choice(["baseline", "candidate"]))
             start = t0 + int(rng.integers(0, 50)) * 1000

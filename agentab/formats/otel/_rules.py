@@ -243,7 +243,7 @@ def source(spec: str, key: str) -> Source:
 
     Examples
     --------
-    >>> source("span.name:^solve (\\S+)", "task_id").group, source("resource:service.name", "arm").name
+    >>> source("span.name:^solve ([a-z-]+)", "task_id").group, source("resource:service.name", "arm").name
     (1, 'service.name')
     """
     if spec == "span.name":
