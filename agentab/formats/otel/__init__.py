@@ -102,7 +102,7 @@ step field          from
                     (a call never answered: kept as a non-terminated step)
 ``started_at``,     the span's start and end, ISO-8601 UTC text with
 ``ended_at``        nanoseconds
-``metadata``        ``span_id``; ``tool_call_id`` from ``gen_ai.tool.call.id``;
+``metadata``        ``span_id``; ``tool_call_id`` from ``gen_ai.tool.call.id`` or ``tool_call.id``;
                     ``tokens_cached`` / ``tokens_reasoning`` (below)
 ==================  ==========================================================
 

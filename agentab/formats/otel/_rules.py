@@ -55,6 +55,7 @@ TOOL_ARGS = ("gen_ai.tool.call.arguments", "tool.arguments", "input.value", "tra
              "tool_arguments")
 TOOL_RESULT = ("gen_ai.tool.call.result", "tool.result", "output.value", "traceloop.entity.output",
                "tool_response")
+TOOL_CALL_ID = ("gen_ai.tool.call.id", "tool_call.id")
 TOKENS_IN = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.usage.prompt_tokens",
               "llm.token_count.prompt")
 TOKENS_OUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.usage.completion_tokens",
@@ -294,15 +295,15 @@ def ill_typed(where: str, key: str, name: str, value: Any, expected: str) -> _Re
 
 
 def _required(hit: Hit | None, srcs: Mapping[str, Source], key: str, convert: Callable[[Any], Any],
-              expected: str, where: str, absent: dict[str, tuple[str | None, str]]) -> Any:
+              expected: str, view: RunView, run: Any, absent: dict[str, tuple[str | None, str]]) -> Any:
     """A required run-level field: the value found (``hit``) converted; None, with the field added to
     ``absent``, when not found; a rejection naming the attribute when ``convert`` gives None."""
     if hit is None:
-        absent[key] = missing(where, key, srcs[key])
+        absent[key] = missing(view.where(run), key, srcs[key])
         return None
     value = convert(hit[1])
     if value is None:
-        raise ill_typed(where, key, hit[0], hit[1], expected)
+        raise ill_typed(view.where(run), key, hit[0], hit[1], expected)
     return value
 
 
@@ -314,31 +315,30 @@ def identity(srcs: Mapping[str, Source], task: Hit | None, seed: Hit | None, out
     user-mapped source) and arm, from the values found for them (checked in that order), and the
     required fields not found (None: all found; their values are None)."""
     absent: dict[str, tuple[str | None, str]] = {}
-    where = view.where(run)
-    task_id = _required(task, srcs, "task_id", as_task_id, "text or an integer", where, absent)
-    seed_value = _required(seed, srcs, "seed", as_seed, "an integer that fits in 64 bits", where, absent)
-    outcome_value = _required(outcome, srcs, "outcome", as_outcome, "a bool or a finite number", where, absent)
+    task_id = _required(task, srcs, "task_id", as_task_id, "text or an integer", view, run, absent)
+    seed_value = _required(seed, srcs, "seed", as_seed, "an integer that fits in 64 bits", view, run, absent)
+    outcome_value = _required(outcome, srcs, "outcome", as_outcome, "a bool or a finite number", view, run, absent)
     default_run_id = srcs["run_id"].spec == FIELDS["run_id"]
     source_of_id: str | None = None
     run_text: str | None
     if run_id is not None:
         run_text = as_run_id(run_id[1])
         if run_text is None:
-            raise ill_typed(where, "run_id", run_id[0], run_id[1], "text or an integer")
+            raise ill_typed(view.where(run), "run_id", run_id[0], run_id[1], "text or an integer")
         source_of_id = "attribute" if default_run_id else None
     elif default_run_id:
         run_text, source_of_id = trace_id or span_id, "trace"
         if not run_text:
-            raise _Reject("traceId", f"{where}: no run id: no attribute {FIELDS['run_id']}, and no trace "
-                                     "or span id")
+            raise _Reject("traceId", f"{view.where(run)}: no run id: no attribute {FIELDS['run_id']}, and no "
+                                     "trace or span id")
     else:
         run_text = None
-        absent["run_id"] = missing(where, "run_id", srcs["run_id"])
+        absent["run_id"] = missing(view.where(run), "run_id", srcs["run_id"])
     arm_text = None
     if arm is not None:
         arm_text = as_arm(arm[1])
         if arm_text is None:
-            raise ill_typed(where, "arm", arm[0], arm[1], "text")
+            raise ill_typed(view.where(run), "arm", arm[0], arm[1], "text")
     return task_id, seed_value, outcome_value, run_text, source_of_id, arm_text, absent or None
 
 

@@ -36,6 +36,7 @@ from agentab.formats.otel._rules import (
     TOKENS_REASONING,
     TOOL,
     TOOL_ARGS,
+    TOOL_CALL_ID,
     TOOL_NAME,
     TOOL_RESULT,
     USAGE,
@@ -394,7 +395,9 @@ def _step(span: Span) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict[
         if hit is not None:  # the other families' names: by the rule
             args = _rules.arguments(hit[0], hit[1], where, span, get(span, MIME_TYPE))
     metadata = {"span_id": span.span_id}
-    value = attrs.get("gen_ai.tool.call.id")
+    value = attrs.get(TOOL_CALL_ID[0])
+    if value is None and TOOL_CALL_ID[1] in attrs:
+        value = attrs[TOOL_CALL_ID[1]]
     if value is not None:
         metadata["tool_call_id"] = str(any_value(value))
     if span.end is None:  # never answered
