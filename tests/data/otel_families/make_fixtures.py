@@ -38,22 +38,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # the libraries are imported where they are used: pytest collects this file
+    from openai import OpenAI
 
 os.environ.setdefault("TRACELOOP_TELEMETRY", "false")
 os.environ.setdefault("TRACELOOP_TRACE_CONTENT", "true")
-
-try:  # the OpenAI SDK's HTTP client (httpx, or its fork httpx2 in OpenAI SDK 3.x)
-    import httpx2 as httpx
-except ImportError:  # pragma: no cover
-    import httpx  # type: ignore[no-redef]
-from google.protobuf.json_format import MessageToDict
-from openai import OpenAI
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 HERE = Path(__file__).parent
 MODEL = "gpt-4o-mini-2024-07-18"
@@ -102,6 +93,12 @@ SCRIPT: dict[str, list[tuple[list[dict] | None, str | None, dict]]] = {
 
 def scripted_client(task: str) -> OpenAI:
     """An OpenAI client whose every chat completion is the next of the task's scripted answers."""
+    try:  # the OpenAI SDK's HTTP client (httpx, or its fork httpx2 in OpenAI SDK 3.x)
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover
+        import httpx  # type: ignore[no-redef]
+    from openai import OpenAI
+
     answers = iter(SCRIPT[task])
 
     def handle(request: httpx.Request) -> httpx.Response:
@@ -150,6 +147,9 @@ def agent_loop(client: OpenAI, task: str, tools: dict[str, Callable[..., Any]]) 
 
 def otlp_lines(spans: list, per_span: bool) -> list[str]:
     """OTLP/JSON lines of finished SDK spans: one batch per span, or one for all."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
     groups = [[span] for span in spans] if per_span else [spans]
     lines = []
     for group in groups:
@@ -167,6 +167,10 @@ def otlp_lines(spans: list, per_span: bool) -> list[str]:
 def openinference() -> list[str]:
     from openinference.instrumentation import OITracer, TraceConfig
     from openinference.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create(RESOURCE))
@@ -191,6 +195,7 @@ def openinference() -> list[str]:
 
 def openllmetry() -> list[str]:
     from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from traceloop.sdk import Traceloop
     from traceloop.sdk.decorators import tool, workflow
 
