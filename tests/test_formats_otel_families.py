@@ -1,7 +1,7 @@
 """The "otel" format on the attribute families real frameworks export: OpenInference, OpenLLMetry, pydantic-ai.
 
 The fixtures in ``tests/data/otel_families/`` were produced by running the real instrumentation
-libraries with a scripted model (``make_fixtures.py``; versions and licences in its README). Expected
+libraries with a scripted model (``make_family_fixtures.py``; versions and licences in its README). Expected
 values are counted here from the raw JSON with plain :mod:`json`, never with the reader.
 """
 

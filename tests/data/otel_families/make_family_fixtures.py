@@ -26,7 +26,7 @@ Run with the libraries installed (not agentab's environment)::
     python -m venv /tmp/venv-otel && /tmp/venv-otel/bin/pip install openai opentelemetry-sdk \\
         opentelemetry-exporter-otlp-proto-common openinference-instrumentation-openai \\
         opentelemetry-instrumentation-openai traceloop-sdk
-    /tmp/venv-otel/bin/python tests/data/otel_families/make_fixtures.py
+    /tmp/venv-otel/bin/python tests/data/otel_families/make_family_fixtures.py
 
 The trace and span ids are random, so each run writes new ids; the counts the tests check do not change.
 """
