@@ -8,7 +8,7 @@ tool spans, every tool call of a model span's output becomes a step (:func:`with
 
 ====================  ========================================================================
 GenAI conventions     ``gen_ai.output.messages`` (JSON: parts of type ``tool_call`` with ``name``,
-(OpenLLMetry 0.4x+)   ``arguments``, ``id``); results: ``gen_ai.input.messages`` (parts of type
+(OpenLLMetry 0.62)    ``arguments``, ``id``); results: ``gen_ai.input.messages`` (parts of type
                       ``tool_call_response`` with ``id``, ``response``)
 OpenLLMetry (older)   ``gen_ai.completion.<i>.tool_calls.<j>.name`` / ``.arguments`` / ``.id``;
                       results: ``gen_ai.prompt.<k>.role`` = ``tool``, ``.tool_call_id``, ``.content``
