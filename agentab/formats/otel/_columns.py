@@ -208,7 +208,8 @@ def _steps(s: Spans, at: Layout) -> _Steps:
     steps, n, attrs = at.steps, s.n, s.attrs
     call_ids = attrs.values(_rules.TOOL_CALL_ID[0])
     for name in _rules.TOOL_CALL_ID[1:]:  # the first name a span records
-        call_ids = {**attrs.values(name), **call_ids}
+        if name in attrs.index:
+            call_ids = {**attrs.values(name), **call_ids}
     step_meta = [{"span_id": text} for text in s.span_id.take(pa.array(steps)).to_pylist()]
     for k, i in enumerate(steps.tolist()) if call_ids else ():
         if i in call_ids:
