@@ -492,16 +492,21 @@ def test_malformed_line_is_a_rejection(tmp_path):
     assert items[2].record is None and "not an OTLP trace batch" in items[2].reason
 
 
-def test_missing_ids_are_a_rejection_naming_span_and_attribute(tmp_path):
+def test_missing_ids_are_left_to_the_loader_naming_span_and_attribute(tmp_path):
+    # a required field the file lacks is no rejection: the item names it (Item.missing) for the loader to
+    # fill (fields={"path": ...}, outcomes=) or reject; a value of the wrong type is still a rejection
     sdk = Sdk({"agentab.task_id": "t"})  # no seed anywhere
     agent = react_run(sdk)
     path = write_lines(tmp_path / "t.jsonl", sdk.spans())
     (item,) = read(path)
-    assert item.record is None and item.field == "agentab.seed"
-    assert format(agent.get_span_context().trace_id, "032x") in item.reason
-    assert format(agent.get_span_context().span_id, "016x") in item.reason
-    (item,) = read(path, {"seed": "agentab.task_id", "task_id": "eval.case"})  # mapped to an absent attribute
-    assert item.field == "eval.case" and "task_id" in item.reason
+    assert item.reason is None and item.record["seed"] is None and item.record["task_id"] == "t"
+    (field, reason), = item.missing.values()
+    assert list(item.missing) == ["seed"] and field == "agentab.seed"
+    assert format(agent.get_span_context().trace_id, "032x") in reason
+    assert format(agent.get_span_context().span_id, "016x") in reason
+    (item,) = read(path, {"task_id": "eval.case"})  # mapped to an absent attribute
+    assert item.reason is None and list(item.missing) == ["task_id", "seed"] and item.record["task_id"] is None
+    assert item.missing["task_id"][0] == "eval.case" and "task_id" in item.missing["task_id"][1]
     (item,) = read(path, {"seed": "agentab.task_id"})  # present, but not an integer
     assert item.field == "agentab.task_id" and "expected an integer" in item.reason
 
@@ -575,7 +580,7 @@ def test_every_record_validates(tmp_path):
 def _varied_file(tmp_path: Path) -> Path:
     """Runs of every shape: nested runs under an evaluation span, a sub-agent inside a tool, no usage, no
     steps, a shared conversation id, an out-of-order tool, a duplicate export, an orphan, a bad line, a
-    missing seed, non-text attribute values."""
+    seed that is no integer, non-text attribute values."""
     sdk = Sdk()
     evaluation = sdk.begin("evaluation", 0, attributes={"agentab.arm": "baseline"})
     for i in range(3):
@@ -595,7 +600,7 @@ def _varied_file(tmp_path: Path) -> Path:
         **{"agentab.seed": 9, "gen_ai.conversation.id": "c"}))
     sdk.span("execute_tool late", 25, 26, again, tool_attrs("late"), error="boom")
     sdk.span("execute_tool early", 21, 22, again, {"gen_ai.operation.name": "execute_tool", "tool.name": "early"})
-    no_seed = Sdk({"agentab.task_id": "x"})
+    no_seed = Sdk({"agentab.task_id": "x", "agentab.seed": "seven"})  # a seed that is no integer: a rejection
     no_seed.span("invoke_agent coder", 0, 10, attributes=agent_attrs())
     orphan = Sdk()
     orphan.span("execute_tool ls", 1, 2, SpanContext(trace_id=1, span_id=2, is_remote=True,
@@ -852,6 +857,8 @@ def test_a_document_is_not_split(tmp_path, split_small_files):
 # The column reader (agentab.formats.otel._columns) against the span-by-span one
 # --------------------------------------------------------------------------- #
 def _any(value) -> dict:
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_any(v) for v in value]}}
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
@@ -876,18 +883,30 @@ def _random_otlp(rng) -> bytes:
         spans: list[dict] = []
         for k in range(int(rng.integers(1, 14))):
             parent = spans[int(rng.integers(0, len(spans)))] if spans and rng.random() < 0.97 else None
-            what = rng.choice(["agent", "agent", "tool", "tool", "tool", "chat", "chat", "http", "oi", "named"])
+            what = rng.choice(["agent", "agent", "tool", "tool", "tool", "chat", "chat", "http", "oi", "named", "tl"])
             if not spans:  # the trace's root: a run, or an evaluation around runs (ids found on ancestors)
                 what = rng.choice(["agent"] * 6 + ["evaluation"] * 3 + ["tool-run"])  # a tool span as a run, too
             attrs: dict = {}
             name = {"agent": "invoke_agent coder", "tool": "execute_tool t", "chat": "chat m", "http": "GET /",
                     "oi": "step", "named": rng.choice(["execute_tool ls", "invoke_agent sub", "chat x"]),
-                    "evaluation": "evaluation", "tool-run": "execute_tool solo"}[what]
+                    "evaluation": "evaluation", "tool-run": "execute_tool solo", "tl": "ls.tool"}[what]
             if what in ("agent", "tool", "chat"):
                 attrs["gen_ai.operation.name"] = {"agent": "invoke_agent", "tool": "execute_tool",
                                                   "chat": rng.choice(["chat", "text_completion"])}[what]
             if what == "oi":
                 attrs["openinference.span.kind"] = str(rng.choice(["AGENT", "TOOL", "LLM", "CHAIN"]))
+                if rng.random() < 0.5:  # OpenInference: input.value with or without its mime type
+                    attrs["input.value"] = str(rng.choice(['{"q": 1}', "plain words", "[1]", ""]))
+                    if rng.random() < 0.7:
+                        attrs["input.mime_type"] = str(rng.choice(["application/json", "text/plain"]))
+            if what == "tl":  # OpenLLMetry / Traceloop
+                attrs["traceloop.span.kind"] = str(rng.choice(["tool", "tool", "task", "workflow", "agent"]))
+                attrs["traceloop.entity.name"] = str(rng.choice(["ls", "plan"]))
+                if rng.random() < 0.7:
+                    attrs["traceloop.entity.input"] = json.dumps(
+                        {"args": [] if rng.random() < 0.8 else [1], "kwargs": {"p": int(rng.integers(0, 9))}})
+                if rng.random() < 0.5:
+                    attrs["traceloop.entity.output"] = str(rng.choice(['{"ok": 1}', '"done"']))
             if what in ("agent", "evaluation", "tool-run") or (what == "oi" and rng.random() < 0.5):
                 if rng.random() < 0.97:
                     attrs["agentab.task_id"] = str(rng.choice(["a", "b", "c"])) if rng.random() < 0.8 else 7
@@ -929,6 +948,19 @@ def _random_otlp(rng) -> bytes:
                     attrs["gen_ai.response.model"] = str(rng.choice(["m1", "m2"]))
                 if rng.random() < 0.3:
                     attrs[str(rng.choice(["gen_ai.provider.name", "gen_ai.system"]))] = "p"
+                if rng.random() < 0.3:  # cached and reasoning tokens, by any family's name
+                    attrs[str(rng.choice(["gen_ai.usage.cache_read.input_tokens", "llm.token_count.prompt_details"
+                                          ".cache_read", "gen_ai.usage.cache_read_input_tokens"]))] = int(
+                        rng.integers(0, 100))
+                if rng.random() < 0.3:
+                    attrs[str(rng.choice(["gen_ai.usage.reasoning_tokens", "gen_ai.usage.reasoning.output_tokens",
+                                          "llm.token_count.completion_details.reasoning"]))] = int(rng.integers(0, 9))
+                if rng.random() < 0.2:  # an array value of an attribute no field reads
+                    attrs["gen_ai.response.finish_reasons"] = ["stop"]
+                if rng.random() < 0.04:  # tool calls in the model's output messages (steps when a run has no tool span)
+                    attrs["gen_ai.completion.0.tool_calls.0.name"] = "ls"
+                    attrs["gen_ai.completion.0.tool_calls.0.arguments"] = '{"path": "."}'
+                    attrs["gen_ai.completion.0.tool_calls.0.id"] = str(rng.choice(["c1", "c2"]))
             if what == "http" and rng.random() < 0.3:
                 attrs["agentab.arm"] = str(rng.choice(["baseline", "candidate"]))
             start = t0 + int(rng.integers(0, 50)) * 1000
@@ -968,7 +1000,7 @@ def _random_otlp(rng) -> bytes:
 
 def _items_compared(items) -> list:
     return [(item.line, item.field, item.reason, item.record.to_record() if isinstance(item.record, Prepared)
-             else item.record) for item in items]
+             else item.record, item.missing) for item in items]
 
 
 def test_column_reader_gives_the_span_reader_s_items():

@@ -39,11 +39,28 @@ OpenInference's (Arize, ``spec/semantic_conventions.md``)
 ``input.value``/``output.value``, ``llm.token_count.prompt``/
 ``llm.token_count.completion`` and ``llm.model_name``.
 
+*Families.* Besides the conventions, the attribute families that frameworks'
+instrumentations write are read (``docs/traces/otel.md`` has the table per
+family): OpenLLMetry / Traceloop (``traceloop.span.kind`` workflow / agent /
+tool, ``traceloop.entity.name``, ``traceloop.entity.input`` /
+``traceloop.entity.output``, ``traceloop.workflow.name``, ``llm.request.type``,
+``llm.usage.*``), OpenInference / Arize Phoenix (``openinference.span.kind``,
+``tool.name``, ``input.value`` with ``input.mime_type``, ``output.value``,
+``llm.token_count.*``, ``llm.model_name``, ``agent.name``), and pydantic-ai's
+instrumentation version 1 and 2 (``agent run`` / ``running tool`` spans,
+``agent_name``, ``tool_arguments``, ``tool_response``). Cached and reasoning
+tokens are read by every family's name (:data:`._rules.TOKENS_CACHED`,
+:data:`._rules.TOKENS_REASONING`).
+
 *Span kinds.* ``gen_ai.operation.name`` decides (``invoke_agent``;
 ``execute_tool``; ``chat``/``text_completion``/``generate_content`` are model
-calls); without it, ``openinference.span.kind`` (``AGENT``/``TOOL``/``LLM``);
-without either, the span name's first word (``invoke_agent ...``,
-``execute_tool ...``, ``chat ...``; a leading ``gen_ai.`` is ignored).
+calls); without it, ``openinference.span.kind`` (``AGENT``/``TOOL``/``LLM``),
+``traceloop.span.kind`` (``workflow`` and ``agent``: agent spans; ``tool``),
+``llm.request.type`` (``chat``, ``completion``: model calls); without any,
+pydantic-ai's ``agent run`` / ``running tool``, else the span name's first
+word (``invoke_agent ...``, ``execute_tool ...``, ``chat ...``; a leading
+``gen_ai.`` is ignored). Span kinds and status codes may be numbers or enum
+names (``"SPAN_KIND_CLIENT"``, ``"STATUS_CODE_ERROR"``).
 
 *Runs.* Spans are grouped into trees by ``parentSpanId``. A tree's root is a
 span without a parent, or an *orphan*: a span whose parent is not in the
@@ -63,23 +80,36 @@ a step, in order of start time (ties: order in the file):
 ==================  ==========================================================
 step field          from
 ==================  ==========================================================
-``tool``            ``gen_ai.tool.name``, ``tool.name``, else the span name
-                    after ``execute_tool``
+``tool``            ``gen_ai.tool.name``, ``tool.name``,
+                    ``traceloop.entity.name``, else the span name after
+                    ``execute_tool``
 ``args``            ``gen_ai.tool.call.arguments``, ``tool.arguments``,
-                    ``input.value``: JSON text of an object (or a kvlist);
+                    ``input.value``, ``traceloop.entity.input``,
+                    ``tool_arguments``: JSON text of an object (or a kvlist);
                     ``{}`` when none is recorded (the conventions make it
-                    opt-in); malformed JSON or a non-object is a rejection
+                    opt-in); malformed JSON or a non-object is a rejection,
+                    except for ``input.value`` (OpenInference: text/plain,
+                    or JSON that is no object, is kept as ``{"input":
+                    <value>}``); ``traceloop.entity.input``'s ``{"args": [],
+                    "kwargs": {...}}`` gives the kwargs
 ``observation``     ``{"status": "error"`` if the span status is ERROR else
                     ``"ok"``, ``"result"``: ``gen_ai.tool.call.result`` /
-                    ``tool.result`` / ``output.value`` (JSON text parsed;
-                    other text kept as text) when recorded, ``"error"``: the
-                    status message, else ``error.type``, when failed ``}``;
-                    ``null`` when the span has no end time (a call never
-                    answered: kept as a non-terminated step)
+                    ``tool.result`` / ``output.value`` /
+                    ``traceloop.entity.output`` / ``tool_response`` (JSON
+                    text parsed; other text kept as text) when recorded,
+                    ``"error"``: the status message, else ``error.type``,
+                    when failed ``}``; ``null`` when the span has no end time
+                    (a call never answered: kept as a non-terminated step)
 ``started_at``,     the span's start and end, ISO-8601 UTC text with
 ``ended_at``        nanoseconds
-``metadata``        ``span_id``; ``tool_call_id`` from ``gen_ai.tool.call.id``
+``metadata``        ``span_id``; ``tool_call_id`` from ``gen_ai.tool.call.id`` or ``tool_call.id``;
+                    ``tokens_cached`` / ``tokens_reasoning`` (below)
 ==================  ==========================================================
+
+A run with no tool span whose model calls record tool calls in their messages
+(the model client instrumented alone) takes its steps from those messages
+(:mod:`._messages`); one whose tool calls are only in pydantic-ai's version 1
+message events is a rejection naming that layout.
 
 *Tokens* (``gen_ai.usage.input_tokens`` / ``gen_ai.usage.prompt_tokens`` /
 ``llm.usage.prompt_tokens`` / ``llm.token_count.prompt``, and the ``output``
@@ -100,13 +130,19 @@ else after), so the steps' known counts sum to the run's total. A run where
 no span records usage of a kind has that kind unknown (``null``) on every
 step. A run without steps cannot hold its tokens in steps: its totals are
 kept in ``metadata.tokens_in``/``tokens_out`` (given on every run whose
-usage is known).
+usage is known). Cached and reasoning tokens (every family's names) follow
+the same rule, each kind on its own, into the step's and the run's
+``metadata`` as ``tokens_cached`` / ``tokens_reasoning``
+(:func:`._rules.store_details`), absent where no span records them.
 
 *Run-level fields* come from the run span's attributes, else its ancestors'
 (nearest first: e.g. an evaluation harness's span around several runs), else
 its resource's attributes; ``fields={"task_id": "my.attribute", ...}``
 replaces an attribute name (keys: run_id, task_id, seed, arm, model, harness,
-outcome, cost_usd, latency_s):
+outcome, cost_usd, latency_s); ``"span.name"`` reads the run span's name,
+``"span.name:<regex>"`` the regex's one capture group (or the group named
+after the field) in it (no match: not found), ``"resource:<attribute>"`` the
+resource's attribute only (:func:`._rules.source`):
 
 ==============  ======================================  =====================
 record field    default attribute                       also read (defaults)
@@ -119,7 +155,10 @@ record field    default attribute                       also read (defaults)
 model           ``gen_ai.request.model``                ``gen_ai.response.model``,
                                                         ``llm.model_name``, then
                                                         the run's first model call
-harness         ``gen_ai.agent.name``                   the span name after
+harness         ``gen_ai.agent.name``                   ``agent.name``,
+                                                        ``agent_name``,
+                                                        ``traceloop.workflow.name``,
+                                                        the span name after
                                                         ``invoke_agent``
 provider        ``gen_ai.provider.name`` (fixed)        ``gen_ai.system``
 ``cost_usd``    none (no convention records cost)
@@ -131,8 +170,11 @@ Model, harness and provider go to ``metadata`` (with ``trace_id``,
 span); ``latency_s`` is the run span's duration. With the default ``run_id``,
 an id shared by several runs of the file (several runs in one trace, or
 several turns of one conversation) is qualified with the run span's id:
-``<trace id>:<span id>``, ``<conversation id>:<span id>``. A missing or ill-typed task_id, seed or outcome is
-a rejection naming the span (trace id / span id) and the attribute.
+``<trace id>:<span id>``, ``<conversation id>:<span id>``. An ill-typed task_id, seed (text is read when
+it is a whole number) or outcome is a rejection naming the span (trace id / span id) and the attribute; a
+missing one (or a user-mapped run_id) is no rejection: the item's
+:attr:`~agentab.formats._base.Item.missing` names it, with the attribute and the reason, for the loader to
+fill (``fields={"path": ...}``, ``outcomes=``) or reject, and the run holds None there.
 
 *Two readers.* A JSON Lines file is read in columns by
 :mod:`._columns` and :mod:`._column_runs` (pyarrow's JSON reader, then

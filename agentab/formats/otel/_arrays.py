@@ -94,8 +94,12 @@ class Attrs:
         values = _field(kvs, "value")
         if keys.null_count or values.null_count:  # a key without a value (or a value without a key)
             raise Unhandled
-        if any(_field(values, name).null_count < len(values) for name in _OTHER_VALUES):
-            raise Unhandled  # an array, kvlist or bytes value
+        self.other: np.ndarray | None = None  # rows holding an array, kvlist or bytes value (None: no row)
+        for name in _OTHER_VALUES:
+            column = _field(values, name)
+            if column.null_count < len(values):
+                valid = numpy(pc.is_valid(column))
+                self.other = valid if self.other is None else self.other | valid
         encoded = pc.dictionary_encode(_array(keys))
         self.code = numpy(encoded.indices).astype(np.int64)
         self.names: list[str] = encoded.dictionary.to_pylist()
@@ -129,6 +133,8 @@ class Attrs:
         rows = self.rows(key)
         if not len(rows):
             return {}
+        if self.other is not None and self.other[rows].any():
+            raise Unhandled  # an array, kvlist or bytes value of an attribute read
         take = pa.array(rows)
         out = {}
         for owner, sv, iv, bv, dv in zip(self.owner[rows].tolist(), self.sv.take(take).to_pylist(),
@@ -252,7 +258,8 @@ def _ids(flat: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
 
 
 def _kinds(attrs: Attrs, names: pa.Array, n: int) -> np.ndarray:
-    """Each span's kind: gen_ai.operation.name, else openinference.span.kind, else the span name."""
+    """Each span's kind: gen_ai.operation.name, else the other families' kind attributes, else the span name
+    (:func:`~._rules.kind_without_operation`)."""
     kind = np.zeros(n, np.int8)
     decided = np.zeros(n, bool)
     rows = attrs.rows(_rules.OPERATION)
@@ -265,10 +272,10 @@ def _kinds(attrs: Attrs, names: pa.Array, n: int) -> np.ndarray:
         decided[owners] = True
     undecided = np.flatnonzero(~decided)
     if len(undecided):
-        openinference = attrs.values(_rules.OPENINFERENCE_KIND)
+        by_key = [attrs.values(key) for key in _rules.KIND_ATTRIBUTES]
         name_list = names.take(pa.array(undecided)).to_pylist()
         for i, name in zip(undecided.tolist(), name_list):
-            kind[i] = _KIND[_rules.kind_without_operation(name, openinference.get(i, MISSING))]
+            kind[i] = _KIND[_rules.kind_without_operation(name, *(values.get(i, MISSING) for values in by_key))]
     return kind
 
 
@@ -354,8 +361,14 @@ def _run_of(s: Spans, parent: np.ndarray, has_parent: np.ndarray, mapping: Mappi
         genai[attrs.owner[genai_names[attrs.code]]] = True
     tree_genai = np.zeros(n, bool)
     tree_genai[root[genai]] = True
-    task_key = mapping["task_id"]
-    task_attr = attrs.has(task_key, n) | s.res.has(task_key, s.n_resources)[s.resource_of] if n else genai
+    task_key = mapping["task_id"]  # the task id's attribute (:func:`agentab.formats.otel._spans._task_attribute`)
+    on_resource = s.res.has(task_key.removeprefix("resource:"), s.n_resources)[s.resource_of] if n else genai
+    if task_key.startswith("resource:"):
+        task_attr = on_resource
+    elif task_key.startswith("span.name"):
+        task_attr = np.zeros(n, bool)
+    else:
+        task_attr = attrs.has(task_key, n) | on_resource if n else genai
     plain = (parent < 0) & ~tree_has_agent  # roots of trees without an agent span
     if (plain & orphan & (tree_genai | task_attr)).any():
         raise Unhandled  # a span tree with no run: a rejection

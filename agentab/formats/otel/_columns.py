@@ -17,12 +17,14 @@ It reads the regular case and declines (:func:`read` returns None; the
 span-by-span reader then reads the file) anything else: a byte-order mark,
 blank lines, a value of another JSON type than the specification's (an
 ``intValue`` or a time as a number, a status code as its name), array,
-kvlist or bytes values, ``instrumentationLibrarySpans``, a line that is not
-an OTLP batch, empty, base64 or non-ASCII ids, a span exported twice, an
-attribute key twice on a span or without a value, a parent cycle, usage
-that is not one non-negative ``intValue`` per count, token sums near 2**63,
-and every file with a record to reject (the span-by-span reader words the
-rejection).
+kvlist or bytes values of an attribute it reads (elsewhere they are
+ignored, as the span reader ignores them), ``instrumentationLibrarySpans``,
+a line that is not an OTLP batch, empty, base64 or non-ASCII ids, a span
+exported twice, an attribute key twice on a span or without a value, a
+parent cycle, usage that is not one non-negative ``intValue`` per count,
+token sums near 2**63, a run without tool spans in a file whose model calls
+record tool calls in their messages (:mod:`._messages`), and every file with
+a record to reject (the span-by-span reader words the rejection).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from agentab.formats._base import MISSING, Item, Part
 from agentab.formats._base import Reject as _Reject
 from agentab.formats.decode import Prepared, PreparedSteps, iso_texts
 from agentab.formats.files import BOM
-from agentab.formats.otel import _arrays, _rules
+from agentab.formats.otel import _arrays, _messages, _rules
 from agentab.formats.otel._arrays import AGENT, MODEL, Attrs, Layout, Spans, Unhandled
 from agentab.formats.otel._spans import NON_SPACE
 
@@ -65,6 +67,8 @@ def read(data: bytes, first_line: int, fields: Mapping[str, str]) -> Part | None
     try:
         spans = _arrays.spans(data, first_line)
         at = _arrays.layout(spans, mapping)
+        if (at.n_steps == 0).any() and _messages.has_message_tool_calls(spans.attrs.names):
+            raise Unhandled  # a run without tool spans may have steps in its model calls' messages
         return _Runs(spans, at, mapping, _steps(spans, at)).part()
     except (Unhandled, _Reject):  # a rejection: the span-by-span reader words it
         return None
@@ -93,24 +97,33 @@ def _tool_names(attrs: Attrs, names: pa.Array, steps: np.ndarray, n: int) -> lis
     return out
 
 
+def _first_hit(found: list[dict[int, Any]], names: tuple[str, ...], i: int) -> tuple[str, Any] | None:
+    """The first of ``names`` a span has (``found``: their values by span), as (name, value)."""
+    for name, values in zip(names, found):
+        value = values.get(i)
+        if value is not None:
+            return name, value
+    return None
+
+
 def _arguments(attrs: Attrs, steps: np.ndarray, n: int) -> list[dict[str, Any]]:
     """The arguments of each step (:func:`agentab.formats.otel._span_runs._step`)."""
     out = []
-    generic = None
+    generic = mimes = None
     decode = _JSON.decode
     for i, raw in zip(steps.tolist(), attrs.strings(_rules.TOOL_ARGS[0], steps, n)):
         if raw is None:
             if generic is None:
                 generic = [attrs.values(key) for key in _rules.TOOL_ARGS]
-            raw = _first(generic, i)
-            if raw is MISSING:
-                out.append({})
-                continue
+                mimes = attrs.values(_rules.MIME_TYPE)
+            hit = _first_hit(generic, _rules.TOOL_ARGS, i)
+            out.append({} if hit is None else _rules.arguments(hit[0], hit[1], _unworded, i, mimes.get(i)))
+            continue
         try:
-            args = decode(raw) if type(raw) is str else None
+            args = decode(raw)
         except msgspec.DecodeError:
             args = None
-        if type(args) is not dict:  # blank, not JSON, not text or not an object: by the rule (or a rejection)
+        if type(args) is not dict:  # blank, not JSON, or not an object: by the rule (or a rejection)
             args = _rules.arguments(_rules.TOOL_ARGS[0], raw, _unworded, i)
         out.append(args)
     return out
@@ -170,6 +183,7 @@ class _Steps:
     total_in: list[int]
     total_out: list[int]
     received: list[bool]
+    details: dict[str, tuple[list[int], list[int], list[bool]]]  # cached, reasoning: per step, per run, received
 
     def of(self, lo: int, hi: int, total_in: int, total_out: int) -> PreparedSteps:
         """The steps ``lo`` to ``hi`` (one run's), their tokens unknown when the run's total is, and on the
@@ -182,24 +196,39 @@ class _Steps:
         return PreparedSteps(self.tool[lo:hi], self.args[lo:hi], self.observation[lo:hi], tokens_in, tokens_out,
                              self.started_ns[lo:hi], self.ended_ns[lo:hi], metadata)
 
+    def details_of(self, lo: int, hi: int, r: int) -> dict[str, tuple[list[int], list[bool], int | None]]:
+        """Run ``r``'s cached and reasoning tokens (steps ``lo`` to ``hi``), as :func:`._rules.store_details`
+        takes them."""
+        return {key: (per_step[lo:hi], received[lo:hi], None if per_run[r] < 0 else per_run[r])
+                for key, (per_step, per_run, received) in self.details.items()}
+
 
 def _steps(s: Spans, at: Layout) -> _Steps:
     """The fields of every step (per step: JSON to parse), and the tokens per step and per run."""
     steps, n, attrs = at.steps, s.n, s.attrs
-    call_ids = attrs.values("gen_ai.tool.call.id")
+    call_ids = attrs.values(_rules.TOOL_CALL_ID[0])
+    for name in _rules.TOOL_CALL_ID[1:]:  # the first name a span records
+        if name in attrs.index:
+            call_ids = {**attrs.values(name), **call_ids}
     step_meta = [{"span_id": text} for text in s.span_id.take(pa.array(steps)).to_pylist()]
     for k, i in enumerate(steps.tolist()) if call_ids else ():
         if i in call_ids:
             step_meta[k]["tool_call_id"] = str(call_ids[i])
     tokens_in, total_in, got_in = _arrays.usage(s, at, _rules.TOKENS_IN)
     tokens_out, total_out, got_out = _arrays.usage(s, at, _rules.TOKENS_OUT)
+    details = {}
+    if any(name in attrs.index for name in _rules.DETAILS):
+        for key, names in zip(_rules.DETAIL_KEYS, (_rules.TOKENS_CACHED, _rules.TOKENS_REASONING)):
+            per_step, per_run, received = _arrays.usage(s, at, names)
+            details[key] = (per_step.tolist(), per_run.tolist(), received.tolist())
     return _Steps(
         tool=_tool_names(attrs, s.names, steps, n), args=_arguments(attrs, steps, n),
         observation=_observations(attrs, steps, n, s.ends, s.failed, s.messages), metadata=step_meta,
         started_ns=[None if t < 0 else t for t in s.starts[steps].tolist()],
         ended_ns=[None if t < 0 else t for t in s.ends[steps].tolist()],
         tokens_in=tokens_in.tolist(), tokens_out=tokens_out.tolist(),
-        total_in=total_in.tolist(), total_out=total_out.tolist(), received=(got_in | got_out).tolist())
+        total_in=total_in.tolist(), total_out=total_out.tolist(), received=(got_in | got_out).tolist(),
+        details=details)
 
 
 # ---------------------------------------------------------------- runs
@@ -261,10 +290,22 @@ class _Runs:
             out[r] = self.lookup(run_list[r], keys)
         return out
 
-    @staticmethod
-    def where(i: int) -> str:
-        """Not worded here: any rejection declines the file (the span-by-span reader words it)."""
-        return ""
+    def where(self, i: int) -> str:
+        """Span ``i`` in words, as the span-by-span reader words it (:func:`agentab.formats.otel._spans.where`):
+        in the reasons of fields not found (any rejection declines the file)."""
+        s = self.s
+        return f"trace {s.trace[i].as_py()}, span {s.span_id[i].as_py()} ({s.names[i].as_py() or 'unnamed'})"
+
+    def find_all(self, src: _rules.Source, names: tuple[str, ...] | None = None) -> list[tuple[str, Any] | None]:
+        """:meth:`lookup_all` by a field's source (:func:`~._rules.source`; ``names``: an attribute
+        source's names, default its own)."""
+        if src.kind == "attribute":
+            return self.lookup_all(names or (src.name,))
+        if src.kind == "resource":
+            values = self.s.res.values(src.name)
+            return [None if (value := values.get(self.resources[i])) is None else (src.spec, value)
+                    for i in self.run_list]
+        return [_rules.from_name(src, self.s.names[i].as_py()) for i in self.run_list]
 
     def agent_name(self, i: int) -> str | None:
         """Span ``i``'s name when it is an agent span, else None."""
@@ -306,11 +347,12 @@ class _Runs:
         take = pa.array(runs)
         traces = s.trace.take(take).to_pylist() if len(runs) else []
         span_texts = s.span_id.take(take).to_pylist() if len(runs) else []
-        tasks, seeds, outcomes, run_ids, arms = (self.lookup_all((mapping[key],))
+        srcs = _rules.sources(mapping)
+        tasks, seeds, outcomes, run_ids, arms = (self.find_all(srcs[key])
                                                  for key in ("task_id", "seed", "outcome", "run_id", "arm"))
-        amounts = {key: self.lookup_all((mapping[key],)) for key in ("cost_usd", "latency_s") if mapping.get(key)}
-        models = self.lookup_all(_rules.names_of(mapping, "model"))
-        harnesses = self.lookup_all(_rules.names_of(mapping, "harness"))
+        amounts = {key: self.find_all(srcs[key]) for key in ("cost_usd", "latency_s") if key in srcs}
+        models = self.find_all(srcs["model"], _rules.names_of(mapping, "model"))
+        harnesses = self.find_all(srcs["harness"], _rules.names_of(mapping, "harness"))
         providers = self.lookup_all(_rules.PROVIDER)
         conversations = self.values_of("gen_ai.conversation.id")
         run_starts = iso_texts([t if t >= 0 else None for t in s.starts[runs].tolist()])
@@ -323,8 +365,8 @@ class _Runs:
         per_trace: dict[str, int] = {}
         for r, (i, trace_id, span_text) in enumerate(zip(run_list, traces, span_texts)):
             per_trace[trace_id] = per_trace.get(trace_id, 0) + 1
-            task_id, seed, outcome, run_id, source, arm = _rules.identity(
-                mapping, tasks[r], seeds[r], outcomes[r], run_ids[r], arms[r], trace_id, span_text, self, i)
+            task_id, seed, outcome, run_id, source, arm, absent = _rules.identity(
+                srcs, tasks[r], seeds[r], outcomes[r], run_ids[r], arms[r], trace_id, span_text, self, i)
             start, end = starts_ns[r], ends_ns[r]
             start, end = (start if start >= 0 else None), (end if end >= 0 else None)
             money = _rules.amounts({key: found[r] for key, found in amounts.items()}, start, end, self, i)
@@ -332,12 +374,15 @@ class _Runs:
             metadata = _rules.metadata(
                 mapping, models[r], harnesses[r], providers[r], conversations.get(i), trace_id, span_text,
                 run_starts[r], run_ends[r], t_in if t_in >= 0 else None, t_out if t_out >= 0 else None, self, i)
-            record = Prepared(run_id, task_id, seed, arm, outcome, money.get("cost_usd"), money.get("latency_s"),
-                              metadata, self.steps.of(*bounds[r], t_in, t_out))
-            converted.append((i, trace_id, span_text, record, source))
+            steps = self.steps.of(*bounds[r], t_in, t_out)
+            if self.steps.details:
+                _rules.store_details(steps.metadata, metadata, self.steps.details_of(*bounds[r], r))
+            record = Prepared(run_id, task_id, seed, arm, outcome, money.get("cost_usd"),  # type: ignore[arg-type]
+                              money.get("latency_s"), metadata, steps)
+            converted.append((i, trace_id, span_text, record, source, absent))
             if source is not None:
                 ids[run_id] = ids.get(run_id, 0) + 1
         items = [Item(line=int(s.line_of[i]), record=_rules.qualified(record, source, trace_id, span_text, ids,
-                                                                      per_trace))
-                 for i, trace_id, span_text, record, source in converted]
+                                                                      per_trace), missing=absent)
+                 for i, trace_id, span_text, record, source, absent in converted]
         return Part(items, _rules.part_keys(pc.unique(s.trace).to_pylist(), ids))

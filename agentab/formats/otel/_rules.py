@@ -14,9 +14,10 @@ reader, which reads only files without rejections, then declines the file).
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
@@ -24,6 +25,7 @@ from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap
 from agentab.formats._base import Reject as _Reject
 from agentab.formats.decode import Prepared
+from agentab.errors import TraceError
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
 #: An attribute found: (its name, its value).
@@ -44,21 +46,43 @@ FIELDS: dict[str, str] = {
 # Names read after the default one (only while the default is in use).
 ALIASES: dict[str, tuple[str, ...]] = {
     "gen_ai.request.model": ("gen_ai.request.model", "gen_ai.response.model", "llm.model_name"),
+    "gen_ai.agent.name": ("gen_ai.agent.name", "agent.name", "agent_name", "traceloop.workflow.name"),
 }
 PROVIDER = ("gen_ai.provider.name", "gen_ai.system")
-TOOL_NAME = ("gen_ai.tool.name", "tool.name")
-TOOL_ARGS = ("gen_ai.tool.call.arguments", "tool.arguments", "input.value")
-TOOL_RESULT = ("gen_ai.tool.call.result", "tool.result", "output.value")
+# the GenAI conventions, OpenInference, OpenLLMetry (Traceloop), pydantic-ai's instrumentation version 1/2
+TOOL_NAME = ("gen_ai.tool.name", "tool.name", "traceloop.entity.name")
+TOOL_ARGS = ("gen_ai.tool.call.arguments", "tool.arguments", "input.value", "traceloop.entity.input",
+             "tool_arguments")
+TOOL_RESULT = ("gen_ai.tool.call.result", "tool.result", "output.value", "traceloop.entity.output",
+               "tool_response")
+TOOL_CALL_ID = ("gen_ai.tool.call.id", "tool_call.id")
 TOKENS_IN = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.usage.prompt_tokens",
               "llm.token_count.prompt")
 TOKENS_OUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.usage.completion_tokens",
                "llm.token_count.completion")
+#: Input tokens read from a prompt cache (a part of the input tokens), every family's name.
+TOKENS_CACHED = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+                 "llm.token_count.prompt_details.cache_read", "gen_ai.usage.details.cache_read_tokens")
+#: Reasoning tokens (a part of the output tokens), every family's name.
+TOKENS_REASONING = ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens",
+                    "llm.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning",
+                    "gen_ai.usage.details.reasoning_tokens")
 USAGE = frozenset(TOKENS_IN + TOKENS_OUT)
+DETAILS = frozenset(TOKENS_CACHED + TOKENS_REASONING)
 OPERATION = "gen_ai.operation.name"
 OPENINFERENCE_KIND = "openinference.span.kind"
+TRACELOOP_KIND = "traceloop.span.kind"
+REQUEST_TYPE = "llm.request.type"
+MIME_TYPE = "input.mime_type"
+#: Attributes besides the operation that decide a span's kind (read only when the span has no operation).
+KIND_ATTRIBUTES = (OPENINFERENCE_KIND, TRACELOOP_KIND, REQUEST_TYPE)
 MODEL_OPS = frozenset({"chat", "text_completion", "generate_content"})
 OPENINFERENCE_KINDS = {"AGENT": "agent", "TOOL": "tool", "LLM": "model"}
-GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.", "agentab.", "tool.name")
+TRACELOOP_KINDS = {"workflow": "agent", "agent": "agent", "tool": "tool"}
+REQUEST_TYPES = frozenset({"chat", "completion"})
+#: pydantic-ai's instrumentation version 1 and 2 span names (version 3 on: the conventions' names).
+PYDANTIC_AI_NAMES = {"agent run": "agent", "running tool": "tool"}
+GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.", "agentab.", "tool.name", "traceloop.")
 STATUS_ERROR = frozenset({2, "STATUS_CODE_ERROR", "2"})
 
 AGENT, TOOL, MODEL = "agent", "tool", "model"
@@ -70,13 +94,26 @@ _JSON = msgspec.json.Decoder()
 # ---------------------------------------------------------------- names and kinds
 
 
-def kind_without_operation(name: str, openinference: Any = _MISSING) -> str | None:
-    """The kind of a span without ``gen_ai.operation.name``: from ``openinference.span.kind`` (its value, if
-    the span has the attribute), else from its name's first word (a leading ``gen_ai.`` ignored)."""
+def kind_without_operation(name: str, openinference: Any = _MISSING, traceloop: Any = _MISSING,
+                           request_type: Any = _MISSING) -> str | None:
+    """The kind of a span without ``gen_ai.operation.name``: from ``openinference.span.kind``, else
+    ``traceloop.span.kind`` (workflow and agent: an agent span; tool), else ``llm.request.type`` (chat,
+    completion: a model call) (each: its value, if the span has the attribute), else from its name:
+    pydantic-ai's ``agent run`` and ``running tool`` (instrumentation version 1 and 2), else its first
+    word (a leading ``gen_ai.`` ignored)."""
     if openinference is not _MISSING:
         found = OPENINFERENCE_KINDS.get(str(openinference).upper())
         if found:
             return found
+    if traceloop is not _MISSING:
+        found = TRACELOOP_KINDS.get(str(traceloop).lower())
+        if found:
+            return found
+    if request_type is not _MISSING and str(request_type).lower() in REQUEST_TYPES:
+        return MODEL
+    found = PYDANTIC_AI_NAMES.get(name)
+    if found:
+        return found
     word = name.removeprefix("gen_ai.")
     if word.startswith("invoke_agent"):
         return AGENT
@@ -185,55 +222,124 @@ class RunView(Protocol):
         """The run span's name when it is an agent span, else None."""
 
 
-def missing(where: str, key: str, name: str) -> _Reject:
-    return _Reject(name, f"the run span ({where}) has no attribute {name} for {key} (looked in the span, "
-                         f"its ancestors and its resource); name the attribute with fields={{{key!r}: ...}}")
+class Source(NamedTuple):
+    """Where a run-level field is read (``fields=``): an attribute of the run span, its ancestors or its
+    resource (``kind`` "attribute"; the default), the resource only ("resource"), or the run span's name
+    ("name"; ``pattern``: a regular expression whose ``group`` is the value, None: the whole name)."""
+
+    kind: str
+    name: str
+    spec: str
+    pattern: re.Pattern[str] | None = None
+    group: int | str = 0
+
+
+#: The run-level fields that a source (``fields=``) may name.
+RUN_KEYS = ("run_id", "task_id", "seed", "arm", "outcome", "model", "harness", "cost_usd", "latency_s")
+
+
+def source(spec: str, key: str) -> Source:
+    """The source a ``fields=`` entry names: ``span.name``, ``span.name:<regex>`` (its one capture group,
+    or the group named ``key``), ``resource:<attribute>``, else an attribute's name.
+
+    Examples
+    --------
+    >>> source("span.name:^solve ([a-z-]+)", "task_id").group, source("resource:service.name", "arm").name
+    (1, 'service.name')
+    """
+    if spec == "span.name":
+        return Source("name", "", spec)
+    if spec.startswith("span.name:"):
+        try:
+            pattern = re.compile(spec.removeprefix("span.name:"))
+        except re.error as exc:
+            raise TraceError(f"`fields[{key!r}]` = {spec!r} is not a regular expression: {exc}") from None
+        if key in pattern.groupindex:
+            return Source("name", "", spec, pattern, key)
+        if pattern.groups != 1:
+            raise TraceError(f"`fields[{key!r}]` = {spec!r} must have one capture group (or a group named {key!r}), "
+                             f"it has {pattern.groups}")
+        return Source("name", "", spec, pattern, 1)
+    if spec.startswith("resource:") and len(spec) > len("resource:"):
+        return Source("resource", spec.removeprefix("resource:"), spec)
+    return Source("attribute", spec, spec)
+
+
+def sources(mapping: Mapping[str, str]) -> dict[str, Source]:
+    """The source of every run-level field the mapping names."""
+    return {key: source(mapping[key], key) for key in RUN_KEYS if mapping.get(key)}
+
+
+def from_name(src: Source, name: str) -> Hit | None:
+    """The value a source of kind "name" finds in the run span's name (None: empty, or no match)."""
+    if src.pattern is None:
+        return (src.spec, name) if name else None
+    found = src.pattern.search(name)
+    value = found.group(src.group) if found is not None else None
+    return (src.spec, value) if value else None
+
+
+def missing(where: str, key: str, src: Source) -> tuple[str, str]:
+    """The field and reason of a required run-level field not found: for the loader to fill, else to reject."""
+    if src.kind == "name":
+        what = "is empty" if src.pattern is None else f"does not match {src.pattern.pattern!r}"
+        return src.spec, f"the name of the run span ({where}) {what}, which fields={{{key!r}: {src.spec!r}}} reads"
+    if src.kind == "resource":
+        return src.spec, f"the resource of the run span ({where}) has no attribute {src.name} for {key}"
+    return src.name, (f"the run span ({where}) has no attribute {src.name} for {key} (looked in the span, its "
+                      f"ancestors and its resource); name the attribute with fields={{{key!r}: ...}}")
 
 
 def ill_typed(where: str, key: str, name: str, value: Any, expected: str) -> _Reject:
     return _Reject(name, f"attribute {name} of the run span ({where}) gives {key} {value!r}: expected {expected}")
 
 
-def required(hit: Hit | None, mapping: Mapping[str, str], key: str, convert: Callable[[Any], Any],
-             expected: str, view: RunView, run: Any) -> Any:
-    """A required run-level field: the attribute found (``hit``) converted, or a rejection naming the
-    attribute (missing, or ``convert`` gives None)."""
+def _required(hit: Hit | None, srcs: Mapping[str, Source], key: str, convert: Callable[[Any], Any],
+              expected: str, view: RunView, run: Any, absent: dict[str, tuple[str | None, str]]) -> Any:
+    """A required run-level field: the value found (``hit``) converted; None, with the field added to
+    ``absent``, when not found; a rejection naming the attribute when ``convert`` gives None."""
     if hit is None:
-        raise missing(view.where(run), key, mapping[key])
+        absent[key] = missing(view.where(run), key, srcs[key])
+        return None
     value = convert(hit[1])
     if value is None:
         raise ill_typed(view.where(run), key, hit[0], hit[1], expected)
     return value
 
 
-def identity(mapping: FieldMap, task: Hit | None, seed: Hit | None, outcome: Hit | None, run_id: Hit | None,
-             arm: Hit | None, trace_id: str, span_id: str, view: RunView,
-             run: Any) -> tuple[str | int, int, Any, str, str | None, str | None]:
+def identity(srcs: Mapping[str, Source], task: Hit | None, seed: Hit | None, outcome: Hit | None,
+             run_id: Hit | None, arm: Hit | None, trace_id: str, span_id: str, view: RunView,
+             run: Any) -> tuple[str | int | None, int | None, Any, str | None, str | None, str | None,
+                                dict[str, tuple[str | None, str]] | None]:
     """A run's task id, seed, outcome, run id, where the run id came from ("attribute", "trace"; None: a
-    user-mapped attribute) and arm, from the attributes found for them (checked in that order)."""
-    task_id = required(task, mapping, "task_id", as_task_id, "text or an integer", view, run)
-    seed_value = required(seed, mapping, "seed", as_seed, "an integer that fits in 64 bits", view, run)
-    outcome_value = required(outcome, mapping, "outcome", as_outcome, "a bool or a finite number", view, run)
-    default_run_id = mapping["run_id"] == FIELDS["run_id"]
-    source: str | None
+    user-mapped source) and arm, from the values found for them (checked in that order), and the
+    required fields not found (None: all found; their values are None)."""
+    absent: dict[str, tuple[str | None, str]] = {}
+    task_id = _required(task, srcs, "task_id", as_task_id, "text or an integer", view, run, absent)
+    seed_value = _required(seed, srcs, "seed", as_seed, "an integer that fits in 64 bits", view, run, absent)
+    outcome_value = _required(outcome, srcs, "outcome", as_outcome, "a bool or a finite number", view, run, absent)
+    default_run_id = srcs["run_id"].spec == FIELDS["run_id"]
+    source_of_id: str | None = None
+    run_text: str | None
     if run_id is not None:
         run_text = as_run_id(run_id[1])
         if run_text is None:
             raise ill_typed(view.where(run), "run_id", run_id[0], run_id[1], "text or an integer")
-        source = "attribute" if default_run_id else None
+        source_of_id = "attribute" if default_run_id else None
     elif default_run_id:
-        run_text, source = trace_id or span_id, "trace"
+        run_text, source_of_id = trace_id or span_id, "trace"
         if not run_text:
-            raise _Reject("traceId", f"{view.where(run)}: no run id: no attribute {FIELDS['run_id']}, and no trace "
-                                     "or span id")
+            raise _Reject("traceId", f"{view.where(run)}: no run id: no attribute {FIELDS['run_id']}, and no "
+                                     "trace or span id")
     else:
-        raise missing(view.where(run), "run_id", mapping["run_id"])
+        run_text = None
+        absent["run_id"] = missing(view.where(run), "run_id", srcs["run_id"])
     arm_text = None
     if arm is not None:
         arm_text = as_arm(arm[1])
         if arm_text is None:
             raise ill_typed(view.where(run), "arm", arm[0], arm[1], "text")
-    return task_id, seed_value, outcome_value, run_text, source, arm_text
+    return task_id, seed_value, outcome_value, run_text, source_of_id, arm_text, absent or None
 
 
 def amounts(found: Mapping[str, Hit | None], start: int | None, end: int | None, view: RunView,
@@ -296,6 +402,28 @@ def metadata(mapping: FieldMap, model: Hit | None, harness: Hit | None, provider
     return out
 
 
+#: The record's names of the cached and reasoning tokens (:data:`TOKENS_CACHED`, :data:`TOKENS_REASONING`).
+DETAIL_KEYS = ("tokens_cached", "tokens_reasoning")
+
+
+def store_details(step_metadata: list[dict[str, Any]], run_metadata: dict[str, Any],
+                  found: Mapping[str, tuple[list[int], list[bool], int | None]]) -> None:
+    """Store a run's cached and reasoning tokens (``found``: per :data:`DETAIL_KEYS` key, the count of
+    each step, which steps received one, and the run's total, None: no span of the run records it).
+
+    The one place these counts are written: in each step's ``metadata`` that received a count and in the
+    run's ``metadata``, under ``tokens_cached`` / ``tokens_reasoning``, until the record has step and run
+    fields of these names. A step that received none has none (unknown, never 0).
+    """
+    for key, (per_step, received, total) in found.items():
+        if total is None:
+            continue
+        run_metadata[key] = total
+        for k, got in enumerate(received):
+            if got:
+                step_metadata[k][key] = per_step[k]
+
+
 # ---------------------------------------------------------------- one step, from the values found
 
 
@@ -313,9 +441,19 @@ def tool_name(value: Any, span_name: str, where: Callable[[Any], str], span: Any
     return name
 
 
-def arguments(attribute: str, raw: Any, where: Callable[[Any], str], span: Any) -> dict[str, Any]:
+def arguments(attribute: str, raw: Any, where: Callable[[Any], str], span: Any,
+              mime: Any = None) -> dict[str, Any]:
     """A step's arguments from attribute ``attribute``'s value: JSON text of an object (blank: none), or an
-    object; a rejection (``where(span)`` words the span) otherwise."""
+    object; a rejection (``where(span)`` words the span) otherwise.
+
+    Two families differ: OpenInference's ``input.value`` is what the tool was given, JSON or text (its
+    ``input.mime_type``, ``mime``): a JSON object is the arguments, anything else (text/plain, JSON of
+    another type, text that is not JSON) is kept as ``{"input": <value>}``, never a rejection. Traceloop's
+    ``traceloop.entity.input`` wraps the call as ``{"args": [...], "kwargs": {...}}``: without
+    positional arguments, the keyword arguments are the arguments (else the wrapper is kept).
+    """
+    if attribute == "input.value":
+        return _input_value(raw, mime)
     args = raw
     if isinstance(raw, str):
         args = {}
@@ -328,7 +466,25 @@ def arguments(attribute: str, raw: Any, where: Callable[[Any], str], span: Any) 
     if not isinstance(args, dict):
         raise _Reject(attribute, f"attribute {attribute} of the tool span {where(span)} is not a JSON object "
                                  f"of arguments: {raw!r}")
+    if attribute == "traceloop.entity.input" and set(args) == {"args", "kwargs"} and args["args"] == [] \
+            and isinstance(args["kwargs"], dict):
+        return args["kwargs"]
     return args
+
+
+def _input_value(raw: Any, mime: Any) -> dict[str, Any]:
+    """OpenInference's ``input.value`` as arguments (:func:`arguments`)."""
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str) or (isinstance(mime, str) and mime.strip().lower().startswith("text/")):
+        return {"input": raw}
+    if not raw.strip():
+        return {}
+    try:
+        value = _JSON.decode(raw)
+    except msgspec.DecodeError:
+        return {"input": raw}
+    return value if isinstance(value, dict) else {"input": value}
 
 
 def result(value: Any) -> Any:

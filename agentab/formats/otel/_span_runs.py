@@ -21,17 +21,22 @@ from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap, Item, Part
 from agentab.formats._base import Reject as _Reject
 from agentab.formats.decode import Prepared, PreparedSteps, gc_paused
-from agentab.formats.otel import _rules
+from agentab.formats.otel import _messages, _rules
 from agentab.formats.otel._rules import (
     ARROW_NS,
     FIELDS,
+    MIME_TYPE,
     MODEL,
     PROVIDER,
     STATUS_ERROR,
+    DETAILS,
+    TOKENS_CACHED,
     TOKENS_IN,
     TOKENS_OUT,
+    TOKENS_REASONING,
     TOOL,
     TOOL_ARGS,
+    TOOL_CALL_ID,
     TOOL_NAME,
     TOOL_RESULT,
     USAGE,
@@ -68,26 +73,27 @@ def _items(spans: list[Span], bad: list[Item], mapping: Mapping[str, str]) -> Pa
     per_trace: dict[str, int] = {}
     for run in runs:
         per_trace[run.trace_id] = per_trace.get(run.trace_id, 0) + 1
-    converted: list[tuple[Span, Prepared | _Reject, str | None]] = []
+    converted: list[tuple[Span, Prepared | _Reject, str | None, dict | None]] = []
+    srcs = _rules.sources(mapping)
     ids: dict[str, int] = {}
     for run in runs:
         tree = trees.get(run.order) or subtree(run, children)
         try:
-            prepared, source = record(run, mapping, tree)
+            prepared, source, absent = record(run, mapping, _messages.with_message_steps(tree), srcs)
         except _Reject as exc:
-            converted.append((run, exc, None))
+            converted.append((run, exc, None, None))
         else:
-            converted.append((run, prepared, source))
+            converted.append((run, prepared, source, absent))
             if source is not None:
                 ids[prepared.run_id] = ids.get(prepared.run_id, 0) + 1
         for span in tree:  # no longer needed (runs' subtrees are disjoint): freed while still in cache
             span.attrs = span.status = None
-    for run, prepared, source in converted:
+    for run, prepared, source, absent in converted:
         if isinstance(prepared, _Reject):
             out.append((run.line, run.order, Item(line=run.line, field=prepared.field, reason=prepared.reason)))
             continue
         prepared = _rules.qualified(prepared, source, run.trace_id, run.span_id, ids, per_trace)
-        out.append((run.line, run.order, Item(line=run.line, record=prepared)))
+        out.append((run.line, run.order, Item(line=run.line, record=prepared, missing=absent)))
     for span in spans:  # no span outlives the reading with a parent link
         span.up = None
     out.extend((item.line, -1, item) for item in bad)
@@ -120,27 +126,42 @@ class _View:
 _VIEW = _View()
 
 
-def record(run: Span, mapping: Mapping[str, str], tree: list[Span]) -> tuple[Prepared, str | None]:
+def record(run: Span, mapping: Mapping[str, str], tree: list[Span],
+           srcs: Mapping[str, _rules.Source] | None = None) -> tuple[Prepared, str | None, dict | None]:
     """The run of a run span (``tree``: it and the spans below it, in pre-order), in the decoder's
-    shape (:class:`~agentab.formats.decode.Prepared`: every value as the record's schema requires it), and
-    where its run_id came from (None: a user-mapped attribute)."""
-    task_id, seed, outcome, run_id, source, arm = _rules.identity(
-        mapping, _lookup(run, (mapping["task_id"],)), _lookup(run, (mapping["seed"],)),
-        _lookup(run, (mapping["outcome"],)), _lookup(run, (mapping["run_id"],)), _lookup(run, (mapping["arm"],)),
-        run.trace_id, run.span_id, _VIEW, tree)
-    steps, tokens_in, tokens_out = _steps(run, tree)
+    shape (:class:`~agentab.formats.decode.Prepared`: every value as the record's schema requires it,
+    None for a required field not found), where its run_id came from (None: a user-mapped source), and
+    the required fields not found (:attr:`~agentab.formats._base.Item.missing`; None: none)."""
+    srcs = srcs or _rules.sources(mapping)
+    task_id, seed, outcome, run_id, source, arm, absent = _rules.identity(
+        srcs, _find(run, srcs["task_id"]), _find(run, srcs["seed"]), _find(run, srcs["outcome"]),
+        _find(run, srcs["run_id"]), _find(run, srcs["arm"]), run.trace_id, run.span_id, _VIEW, tree)
+    steps, tokens_in, tokens_out, details = _steps(run, tree)
     # no default attribute for the amounts: latency is the run span's duration
-    amounts = _rules.amounts({key: _lookup(run, (mapping[key],)) for key in ("cost_usd", "latency_s")
-                              if mapping.get(key)}, run.start, run.end, _VIEW, tree)
+    amounts = _rules.amounts({key: _find(run, srcs[key]) for key in ("cost_usd", "latency_s") if key in srcs},
+                             run.start, run.end, _VIEW, tree)
     for ns, name in ((run.start, "startTimeUnixNano"), (run.end, "endTimeUnixNano")):
         if ns is not None and ns >= ARROW_NS:
             raise _Reject(name, f"{where(run)}: {name} is out of range (after the year 2262)")
     metadata = _rules.metadata(
-        mapping, _lookup(run, names_of(mapping, "model")), _lookup(run, names_of(mapping, "harness")),
+        mapping, _find(run, srcs["model"], names_of(mapping, "model")),
+        _find(run, srcs["harness"], names_of(mapping, "harness")),
         _lookup(run, PROVIDER), get(run, "gen_ai.conversation.id"), run.trace_id, run.span_id,
         _rules.iso(run.start), _rules.iso(run.end), tokens_in, tokens_out, _VIEW, tree)
-    return Prepared(run_id, task_id, seed, arm, outcome, amounts.get("cost_usd"), amounts.get("latency_s"),
-                    metadata, steps), source
+    _rules.store_details(steps.metadata, metadata, details)
+    return (Prepared(run_id, task_id, seed, arm, outcome, amounts.get("cost_usd"), amounts.get("latency_s"),
+                     metadata, steps), source, absent)  # type: ignore[arg-type]  # None: for the loader to fill
+
+
+def _find(run: Span, src: _rules.Source, names: Sequence[str] | None = None) -> tuple[str, Any] | None:
+    """The value of a run-level field by its source (:func:`~._rules.source`; ``names``: an attribute
+    source's names, default its own)."""
+    if src.kind == "attribute":
+        return _lookup(run, names or (src.name,))
+    if src.kind == "resource":
+        value = any_value(run.res.get(src.name))
+        return None if value is None else (src.spec, value)
+    return _rules.from_name(src, run.name)
 
 
 def _lookup(run: Span, names: Sequence[str]) -> tuple[str, Any, Span | None] | None:
@@ -200,9 +221,10 @@ _BY_ORDER = attrgetter("order")
 _BY_START = attrgetter("at")
 
 
-def _steps(run: Span, tree: list[Span]) -> tuple[PreparedSteps, int | None, int | None]:
-    """The run's steps (tokens attributed) as columns, and its input and output token totals (None: not
-    recorded). A time Arrow cannot hold (after 2262) rejects the run."""
+def _steps(run: Span, tree: list[Span]) -> tuple[PreparedSteps, int | None, int | None, dict[str, Any]]:
+    """The run's steps (tokens attributed) as columns, its input and output token totals (None: not
+    recorded) and its cached and reasoning tokens (:func:`_details`). A time Arrow cannot hold (after
+    2262) rejects the run."""
     tools = [span for span in tree if span.kind == TOOL]
     if len(tools) > 1:  # by start time (None last), ties in file order
         tools.sort(key=_BY_ORDER)
@@ -227,8 +249,55 @@ def _steps(run: Span, tree: list[Span]) -> tuple[PreparedSteps, int | None, int 
     tokens_in, tokens_out, total_in, total_out, got = _usage(run, tree, tools)
     tokens_in, tokens_out = _rules.counted_elsewhere(unknown if total_in is None else tokens_in,
                                                      unknown if total_out is None else tokens_out, got, step_metadata)
+    details = _details(run, tree, tools)
     return (PreparedSteps(names, arguments, observations, tokens_in, tokens_out, starts_ns, ends_ns, step_metadata),
-            total_in, total_out)
+            total_in, total_out, details)
+
+
+def _details(run: Span, tree: list[Span],
+             tools: list[Span]) -> dict[str, tuple[list[int], list[bool], int | None]]:
+    """The cached and reasoning tokens (:data:`~._rules.DETAIL_KEYS`) per step, which steps received a
+    count, and the run's totals, by the rule of :func:`_usage` (the lowest level recorded, each kind on
+    its own); empty when no span of the run records any."""
+    spans = [span for span in reversed(tree) if not DETAILS.isdisjoint(span.attrs)]
+    if not spans:
+        return {}
+    n_steps = len(tools)
+    starts = [span.at for span in tools]
+    out = {}
+    for key, names, bit in zip(_rules.DETAIL_KEYS, (TOKENS_CACHED, TOKENS_REASONING), (4, 8)):
+        per_step, received, total = [0] * n_steps, [False] * n_steps, None
+        for span in spans:
+            count = _tokens(span, names)
+            if count is None:
+                continue
+            node = span.up
+            while node is not None and span is not run and not node.below & bit:
+                node.below |= bit
+                if node is run:
+                    break
+                node = node.up
+            if span.below & bit:
+                continue  # recorded below: used there
+            total = count if total is None else total + count
+            if n_steps:
+                at = _step_of(span, run, starts)
+                received[at] = True
+                per_step[at] += count
+        out[key] = (per_step, received, total)
+    return out
+
+
+def _step_of(span: Span, run: Span, starts: list[Any]) -> int:
+    """The step a count recorded on ``span`` goes to (:func:`_usage`): the innermost step whose span is
+    this one or contains it, else the first step starting at or after it, else the last step."""
+    node = span
+    while node is not None and node is not run:
+        if node.step is not None:
+            return node.step
+        node = node.up
+    last = len(starts) - 1
+    return last if span.start is None else min(bisect.bisect_left(starts, span.start), last)
 
 
 def _usage(run: Span, tree: list[Span],
@@ -313,18 +382,22 @@ def _step(span: Span) -> tuple[str, dict[str, Any], dict[str, Any] | None, dict[
         name = _rules.tool_name(_MISSING if tool is None else tool[1], span.name, where, span)
     args: Any = {}
     value = attrs.get(TOOL_ARGS[0])
-    hit = (TOOL_ARGS[0], value.string_value) if value is not None and value.string_value is not None \
-        else first(span, TOOL_ARGS)
-    if hit is not None:  # JSON text of an object (decoded directly), else by the rule (or a rejection)
-        raw = hit[1]
+    if value is not None and value.string_value is not None:  # JSON text of an object, decoded directly
+        raw = value.string_value
         try:
-            args = _JSON.decode(raw) if type(raw) is str else None
+            args = _JSON.decode(raw)
         except msgspec.DecodeError:
             args = None
-        if type(args) is not dict:
-            args = _rules.arguments(hit[0], raw, where, span)
+        if type(args) is not dict:  # by the rule (or a rejection)
+            args = _rules.arguments(TOOL_ARGS[0], raw, where, span)
+    else:
+        hit = first(span, TOOL_ARGS)
+        if hit is not None:  # the other families' names: by the rule
+            args = _rules.arguments(hit[0], hit[1], where, span, get(span, MIME_TYPE))
     metadata = {"span_id": span.span_id}
-    value = attrs.get("gen_ai.tool.call.id")
+    value = attrs.get(TOOL_CALL_ID[0])
+    if value is None and TOOL_CALL_ID[1] in attrs:
+        value = attrs[TOOL_CALL_ID[1]]
     if value is not None:
         metadata["tool_call_id"] = str(any_value(value))
     if span.end is None:  # never answered

@@ -26,7 +26,7 @@ from agentab.formats.files import BOM
 from agentab.formats.otel._rules import (
     AGENT,
     GENAI_PREFIXES,
-    OPENINFERENCE_KIND,
+    KIND_ATTRIBUTES,
     OPERATION,
     OPERATION_KINDS,
     TOOL,
@@ -193,8 +193,8 @@ def where(span: Span) -> str:
 
 def _kind(name: str, attrs: dict[str, _AnyValue | None]) -> str | None:
     """The kind of a span without ``gen_ai.operation.name`` (:func:`~._rules.kind_without_operation`)."""
-    return kind_without_operation(name, any_value(attrs[OPENINFERENCE_KIND]) if OPENINFERENCE_KIND in attrs
-                                  else _MISSING)
+    return kind_without_operation(name, *(any_value(attrs[key]) if key in attrs else _MISSING
+                                          for key in KIND_ATTRIBUTES))
 
 
 def _genai(span: Span) -> bool:
@@ -481,5 +481,9 @@ def _inside_run(span: Span, root: Span) -> bool:
 
 
 def _task_attribute(span: Span, mapping: Mapping[str, str]) -> bool:
+    """Whether the span or its resource has the task id's attribute (``fields={"task_id": ...}``; a task
+    id read from the span's name makes no tree a run)."""
     name = mapping["task_id"]
-    return name in span.attrs or name in span.res
+    if name.startswith("resource:"):
+        return name.removeprefix("resource:") in span.res
+    return not name.startswith("span.name") and (name in span.attrs or name in span.res)
