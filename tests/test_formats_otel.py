@@ -240,7 +240,7 @@ def test_invoke_agent_span_becomes_a_run_with_tool_steps(tmp_path):
     # tokens: the chat spans' usage, once (not the agent span's copy of it too)
     assert [(s["tokens_in"], s["tokens_out"]) for s in rec["steps"]] == [(100, 10), (200, 20), (350, 35)]
     meta = rec["metadata"]
-    assert (meta["tokens_in"], meta["tokens_out"]) == (650, 65)
+    assert (rec["tokens_in"], rec["tokens_out"]) == (650, 65) and "tokens_in" not in meta  # the run's totals
     assert meta["model"] == "gpt-test" and meta["harness"] == "coder" and meta["provider"] == "openai"
     assert meta["trace_id"] == trace_id and meta["span_id"] == span_id
     assert meta["started_at"] == "2026-01-01T00:00:00.000000000Z"
@@ -294,8 +294,8 @@ def test_no_usage_means_unknown_tokens_and_a_run_without_steps_keeps_its_total(t
     answer_only = sdk2.span("invoke_agent coder", 0, 100, attributes=agent_attrs())
     sdk2.span("chat m", 5, 8, answer_only, chat_attrs(40, 4))
     with_tools, without = records(read(write_lines(tmp_path / "t.jsonl", sdk.spans(), sdk2.spans())))
-    assert with_tools["steps"][0].get("tokens_in") is None and "tokens_in" not in with_tools["metadata"]
-    assert without["steps"] == [] and (without["metadata"]["tokens_in"], without["metadata"]["tokens_out"]) == (40, 4)
+    assert with_tools["steps"][0].get("tokens_in") is None and "tokens_in" not in with_tools
+    assert without["steps"] == [] and (without["tokens_in"], without["tokens_out"]) == (40, 4)
     runs = agentab.load_traces([with_tools, without]).runs
     assert runs["tokens_in"].isna().iloc[0]
 
@@ -319,7 +319,7 @@ def test_model_call_inside_a_tool_counts_for_that_tool(tmp_path):
     assert [(s["tool"], s.get("tokens_in")) for s in rec["steps"]] == [("ask_expert", 10 + 300 + 200),
                                                                         ("search", None), ("done", None)]
     assert [s["metadata"].get("tokens_with_step") for s in rec["steps"]] == [None, 0, 0]
-    assert rec["metadata"]["tokens_in"] == 510
+    assert rec["tokens_in"] == 510
 
 
 # --------------------------------------------------------------------------- #
@@ -402,7 +402,7 @@ def test_several_runs_in_one_trace(tmp_path):
     trace_id = format(first.get_span_context().trace_id, "032x")
     assert [r["run_id"] for r in recs] == [f"{trace_id}:{format(s.get_span_context().span_id, '016x')}"
                                            for s in (first, second)]
-    assert all(len(r["steps"]) == 3 and r["metadata"]["tokens_in"] == 650 for r in recs)
+    assert all(len(r["steps"]) == 3 and r["tokens_in"] == 650 for r in recs)
     assert agentab.load_traces(recs).runs["outcome"].tolist() == [True, False]
 
 
@@ -427,7 +427,7 @@ def test_run_split_across_batches(tmp_path):
     path = write_lines(tmp_path / "t.jsonl", spans[:3], spans[3:agent_at], [spans[agent_at]], spans[agent_at + 1:])
     (item,) = read(path)
     assert item.line == 3  # the line of the batch holding the run span
-    assert len(item.record["steps"]) == 3 and item.record["metadata"]["tokens_in"] == 650
+    assert len(item.record["steps"]) == 3 and item.record["tokens_in"] == 650
 
 
 def test_one_document_a_list_of_batches_and_gzip(tmp_path):

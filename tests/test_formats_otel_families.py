@@ -101,12 +101,11 @@ def test_fixture_matches_its_hand_counts(family):
         assert len(steps) == counts["tools"]
         assert sum(s["observation"]["status"] == "error" for s in steps) == counts["errors"]
         assert record["seed"] == int(counts["seed"])
-        meta = record["metadata"]
-        assert (meta["tokens_in"], meta["tokens_out"]) == (counts["in"], counts["out"])
+        assert (record["tokens_in"], record["tokens_out"]) == (counts["in"], counts["out"])  # the run's totals
         assert sum(s.get("tokens_in") or 0 for s in steps) == counts["in"]  # every model call counted once
         for key, name in (("cached", "tokens_cached"), ("reasoning", "tokens_reasoning")):
-            assert meta.get(name, 0) == counts[key]
-            assert sum(s["metadata"].get(name, 0) for s in steps) == counts[key]
+            assert record.get(name, 0) == counts[key]
+            assert sum(s.get(name, 0) for s in steps) == counts[key]
         # the file records no outcome: left to the loader (outcomes=), named, not a rejection
         assert record["outcome"] is None and list(missing) == ["outcome"]
         assert missing["outcome"][0] == "agentab.outcome" and "no attribute agentab.outcome" in missing["outcome"][1]
@@ -124,11 +123,11 @@ def test_parallel_tool_calls_of_one_response_count_its_tokens_once(family):
     # (not 0) and name the step they are counted at
     steps = runs(family)["weather-paris"][0]["steps"]
     assert [s["args"].get("city") for s in steps[:2]] == ["Paris", "Atlantis"]
-    assert (steps[0]["tokens_in"], steps[0]["tokens_out"], steps[0]["metadata"]["tokens_cached"]) == (120, 30, 64)
-    assert "tokens_in" not in steps[1] and "tokens_out" not in steps[1] and "tokens_cached" not in steps[1]["metadata"]
+    assert (steps[0]["tokens_in"], steps[0]["tokens_out"], steps[0]["tokens_cached"]) == (120, 30, 64)
+    assert "tokens_in" not in steps[1] and "tokens_out" not in steps[1] and "tokens_cached" not in steps[1]
     assert steps[1]["metadata"]["tokens_with_step"] == 0
     oslo = runs(family)["weather-oslo"][0]  # no cached or reasoning tokens reported: unknown, never 0
-    assert "tokens_cached" not in oslo["metadata"] and "tokens_reasoning" not in oslo["metadata"]
+    assert "tokens_cached" not in oslo and "tokens_reasoning" not in oslo
 
 
 def test_openinference_plain_text_input_is_kept_as_text():
@@ -254,7 +253,7 @@ def test_older_openllmetry_indexed_messages_and_llm_usage():
     assert (step["tool"], step["args"], step["observation"]) == ("ls", {"path": "."}, {"status": "ok",
                                                                                      "result": "a.txt"})
     assert (step["tokens_in"], step["tokens_out"]) == (120, 12)  # both model calls: the last goes to the last step
-    assert (step["metadata"]["tokens_cached"], step["metadata"]["tokens_reasoning"]) == (32, 3)
+    assert (step["tokens_cached"], step["tokens_reasoning"]) == (32, 3)
 
 
 # --------------------------------------------------------------------------- #

@@ -256,3 +256,20 @@ def test_real_trajectories_take_their_verdicts_from_the_real_reports():
     assert sorted(traces.runs.task_id) == ["django__django-12143", "django__django-16255"]
     (reason,) = traces.rejected.reason  # matplotlib's report is not in the folder
     assert "no row of the outcomes table" in reason and "matplotlib__matplotlib-25287" in reason
+
+
+# ------------------------------------------------ framework OTel as exported (tests/data/otel_families)
+
+@pytest.mark.parametrize("family", ["openinference", "openllmetry"])
+def test_framework_spans_load_with_one_fields_mapping_and_an_outcomes_table(family):
+    # the real instrumentation names the task only in the run span's name ("solve weather-paris", OpenLLMetry
+    # adds ".workflow") and the seed in a resource attribute; the verdicts are in a table of their own
+    path = Path(__file__).parent / "data" / "otel_families" / f"{family}.jsonl"
+    table = pd.DataFrame({"task_id": ["weather-oslo", "weather-paris", "weather-rome"], "seed": [1, 1, 1],
+                          "outcome": [True, False, True]})
+    traces = agentab.load_traces(path, fields={"task_id": r"span.name:^solve ([\w-]+)", "seed": "resource:eval.seed"},
+                                 outcomes=table)
+    runs = traces.runs.set_index("task_id")
+    assert runs.outcome.to_dict() == {"weather-paris": False, "weather-oslo": True}
+    assert runs.seed.tolist() == [1, 1] and traces.unmatched_outcomes.task_id.tolist() == ["weather-rome"]
+    assert runs.loc["weather-paris", "n_errors"] == 1  # the Atlantis lookup

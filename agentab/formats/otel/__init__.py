@@ -102,8 +102,9 @@ step field          from
                     (a call never answered: kept as a non-terminated step)
 ``started_at``,     the span's start and end, ISO-8601 UTC text with
 ``ended_at``        nanoseconds
-``metadata``        ``span_id``; ``tool_call_id`` from ``gen_ai.tool.call.id`` or ``tool_call.id``;
-                    ``tokens_cached`` / ``tokens_reasoning`` (below)
+``tokens_cached``,  cached and reasoning tokens (below)
+``tokens_reasoning``
+``metadata``        ``span_id``; ``tool_call_id`` from ``gen_ai.tool.call.id`` or ``tool_call.id``
 ==================  ==========================================================
 
 A run with no tool span whose model calls record tool calls in their messages
@@ -128,12 +129,13 @@ counts of its own (unknown, not 0): ``metadata.tokens_with_step`` names the
 step its model call is counted at (the nearest before that received some,
 else after), so the steps' known counts sum to the run's total. A run where
 no span records usage of a kind has that kind unknown (``null``) on every
-step. A run without steps cannot hold its tokens in steps: its totals are
-kept in ``metadata.tokens_in``/``tokens_out`` (given on every run whose
-usage is known). Cached and reasoning tokens (every family's names) follow
-the same rule, each kind on its own, into the step's and the run's
-``metadata`` as ``tokens_cached`` / ``tokens_reasoning``
-(:func:`._rules.store_details`), absent where no span records them.
+step. The run's totals over every model call (those that called no tool
+included, and a run without steps) are the record's run-level
+``tokens_in``/``tokens_out`` (given on every run whose usage is known).
+Cached and reasoning tokens (every family's names) follow the same rule,
+each kind on its own, into the steps' and the run's ``tokens_cached`` /
+``tokens_reasoning`` (:func:`._rules.store_details`), absent where no span
+records them.
 
 *Run-level fields* come from the run span's attributes, else its ancestors'
 (nearest first: e.g. an evaluation harness's span around several runs), else

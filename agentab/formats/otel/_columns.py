@@ -375,10 +375,10 @@ class _Runs:
                 mapping, models[r], harnesses[r], providers[r], conversations.get(i), trace_id, span_text,
                 run_starts[r], run_ends[r], t_in if t_in >= 0 else None, t_out if t_out >= 0 else None, self, i)
             steps = self.steps.of(*bounds[r], t_in, t_out)
-            if self.steps.details:
-                _rules.store_details(steps.metadata, metadata, self.steps.details_of(*bounds[r], r))
+            steps, totals = _rules.store_details(steps, metadata,
+                                                 self.steps.details_of(*bounds[r], r) if self.steps.details else {})
             record = Prepared(run_id, task_id, seed, arm, outcome, money.get("cost_usd"),  # type: ignore[arg-type]
-                              money.get("latency_s"), metadata, steps)
+                              money.get("latency_s"), metadata, steps, totals=totals)
             converted.append((i, trace_id, span_text, record, source, absent))
             if source is not None:
                 ids[run_id] = ids.get(run_id, 0) + 1

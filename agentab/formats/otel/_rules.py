@@ -406,22 +406,25 @@ def metadata(mapping: FieldMap, model: Hit | None, harness: Hit | None, provider
 DETAIL_KEYS = ("tokens_cached", "tokens_reasoning")
 
 
-def store_details(step_metadata: list[dict[str, Any]], run_metadata: dict[str, Any],
-                  found: Mapping[str, tuple[list[int], list[bool], int | None]]) -> None:
-    """Store a run's cached and reasoning tokens (``found``: per :data:`DETAIL_KEYS` key, the count of
-    each step, which steps received one, and the run's total, None: no span of the run records it).
+def store_details(steps: Any, run_metadata: dict[str, Any],
+                  found: Mapping[str, tuple[list[int], list[bool], int | None]]) -> tuple[Any, dict[str, int] | None]:
+    """A run's steps with their cached and reasoning tokens, and the run's token totals (``found``: per
+    :data:`DETAIL_KEYS` key, the count of each step, which steps received one, and the run's total, None: no
+    span of the run records it).
 
-    The one place these counts are written: in each step's ``metadata`` that received a count and in the
-    run's ``metadata``, under ``tokens_cached`` / ``tokens_reasoning``, until the record has step and run
-    fields of these names. A step that received none has none (unknown, never 0).
+    The one place these counts are written: the steps' ``tokens_cached`` / ``tokens_reasoning`` (a step that
+    received none has none: unknown, never 0), and the run's totals (:class:`~agentab.formats.decode.Prepared`
+    ``totals``), which also take the ``tokens_in`` / ``tokens_out`` of every model call of the run, those
+    that called no tool included (moved out of ``run_metadata``).
     """
+    totals = {key: run_metadata.pop(key) for key in ("tokens_in", "tokens_out") if key in run_metadata}
+    columns = {}
     for key, (per_step, received, total) in found.items():
         if total is None:
             continue
-        run_metadata[key] = total
-        for k, got in enumerate(received):
-            if got:
-                step_metadata[k][key] = per_step[k]
+        totals[key] = total
+        columns[key] = [per_step[k] if got else None for k, got in enumerate(received)]
+    return (steps._replace(**columns) if columns else steps), (totals or None)
 
 
 # ---------------------------------------------------------------- one step, from the values found

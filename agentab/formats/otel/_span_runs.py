@@ -148,9 +148,9 @@ def record(run: Span, mapping: Mapping[str, str], tree: list[Span],
         _find(run, srcs["harness"], names_of(mapping, "harness")),
         _lookup(run, PROVIDER), get(run, "gen_ai.conversation.id"), run.trace_id, run.span_id,
         _rules.iso(run.start), _rules.iso(run.end), tokens_in, tokens_out, _VIEW, tree)
-    _rules.store_details(steps.metadata, metadata, details)
+    steps, totals = _rules.store_details(steps, metadata, details)
     return (Prepared(run_id, task_id, seed, arm, outcome, amounts.get("cost_usd"), amounts.get("latency_s"),
-                     metadata, steps), source, absent)  # type: ignore[arg-type]  # None: for the loader to fill
+                     metadata, steps, totals=totals), source, absent)  # type: ignore[arg-type]  # None: for the loader to fill
 
 
 def _find(run: Span, src: _rules.Source, names: Sequence[str] | None = None) -> tuple[str, Any] | None:
