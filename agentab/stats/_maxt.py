@@ -1,0 +1,169 @@
+"""Max-statistic (Westfall-Young) adjustment of several paired tests on the same tasks, by shared sign flips.
+
+Each hypothesis ``h`` has one difference per task, ``d[h, t]`` (e.g. candidate ``h``'s task mean minus the
+baseline's), all on the same tasks. Its statistic is the task-level t statistic of the paired two-arm test
+(:func:`agentab.stats.rate_difference`, :func:`agentab.stats.mean_difference`): the mean of the
+tie-weighted differences ``u * d`` (:func:`agentab.stats._studentized.tie_weights`) over its standard error.
+One sign-flip pattern ``s`` (which tasks swap their arms) is applied to every hypothesis at once; the
+adjusted p-value of ``h`` is the share of patterns whose largest ``|t|`` over the hypotheses still in play
+reaches ``|t_h|`` (Westfall & Young 1993, free step-down, Algorithm 2.8: hypotheses taken in decreasing
+``|t|``, each against the maximum over itself and the weaker ones, then made monotone). Every pattern is
+enumerated when ``2^tasks <= n_resamples`` (exact: no Monte Carlo correction), else ``n_resamples``
+patterns are drawn, one uniform per task and row, as the two-arm test draws them, so with the same
+generator the two-arm test and this adjustment see the very same patterns; Monte Carlo p-values add one to
+count and total (Phipson & Smyth 2010).
+
+Why sign flips of every hypothesis together (and not permutations of all arm labels within each task):
+flipping task ``t`` of hypothesis ``h`` swaps the two arms ``h`` compares, so the distribution of the
+statistics of the true null hypotheses under the flips depends only on those hypotheses' own data (subset
+pivotality), and the step-down controls the family-wise error in the strong sense; each marginal is
+exactly the two-arm test's distribution, so an adjusted p-value is never below the two-arm one on the same
+patterns. The flips are exact (finite-sample) when each task's vector of differences is symmetric about 0
+under the null (e.g. symmetric within-task noise), and asymptotically valid otherwise: the flipped
+statistics' correlation, ``sum_t d_i d_j`` normalised, estimates the true correlation of the
+hypotheses' means (e.g. 1/2 for two candidates against one baseline). Permuting the labels of the baseline
+and every candidate within each task would be exact under the global null of fully exchangeable arms, but
+it mixes a truly different candidate's runs into the null of the others (no subset pivotality: only weak
+control) and no longer shares the two-arm tests' patterns. ``benchmarks/validate_multi.py`` measures the
+family-wise error of this adjustment under a simulated global null with binary outcomes and task effects.
+
+References
+----------
+- Westfall, P. H. & Young, S. S. (1993). *Resampling-Based Multiple Testing*. Wiley.
+- Phipson, B. & Smyth, G. K. (2010). Permutation p-values should never be zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agentab.stats._design import BATCH_CELLS
+from agentab.stats._studentized import tie_weights
+
+__all__ = ["MaxTResult", "max_t"]
+
+
+@dataclass(frozen=True)
+class MaxTResult:
+    """Max-T adjusted p-values of paired tests on the same tasks under shared sign flips.
+
+    Attributes
+    ----------
+    t : numpy.ndarray
+        Each hypothesis' observed task-level t statistic (of the tie-weighted differences).
+    pvalue : numpy.ndarray
+        Each hypothesis' two-sided p-value alone on the same patterns (twice the smaller tail), the
+        two-arm test's p-value when the patterns are the same.
+    adjusted : numpy.ndarray
+        Step-down max-|T| adjusted p-values, each at least its ``pvalue``.
+    single_step : numpy.ndarray
+        Single-step max-|T| adjusted p-values (at least ``adjusted``).
+    exact : bool
+        Every sign pattern enumerated.
+    n_patterns : int
+        Patterns enumerated or drawn.
+    """
+
+    t: np.ndarray
+    pvalue: np.ndarray
+    adjusted: np.ndarray
+    single_step: np.ndarray
+    exact: bool
+    n_patterns: int
+
+
+def _flips(n_tasks: int, n_resamples: int, rng: np.random.Generator, exact: bool) -> Any:
+    """Rows of booleans (True: the task's arms swap), as ``Design.swaps`` yields them for a paired design."""
+    batch = max(1, BATCH_CELLS // max(2 * n_tasks, 1))
+    if exact:
+        codes = np.arange(2**n_tasks, dtype=np.int64)
+        for start in range(0, len(codes), batch):
+            yield ((codes[start : start + batch, None] >> np.arange(n_tasks)) & 1).astype(bool)
+        return
+    for start in range(0, n_resamples, batch):
+        yield rng.random((min(batch, n_resamples - start), n_tasks)) < 0.5
+
+
+def _thresholds(t: float, m: np.ndarray, q: np.ndarray, n: int) -> np.ndarray:
+    """Per hypothesis, the |weighted mean| a flipped pattern needs for ``|t*| >= t`` (``inf``: never reached).
+
+    Under sign flips the sum of squares ``q`` is fixed, so ``|t*|`` increases with ``|a*|``:
+    ``a^2 = t^2 q / (n (n - 1) + n t^2)``; ``t = inf`` needs ``a^2 = q / n`` (every task the same sign).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.sqrt(q / (n * (n - 1) / t**2 + n)) if t > 0 else np.zeros_like(q)
+    return np.where((q <= 0) & (t > 0), np.inf, a)
+
+
+def max_t(
+    diffs: Any, scores: Any = None, *, n_resamples: int = 9999, rng: Any = None, scales: Any = None,
+) -> MaxTResult:
+    """Step-down max-|T| adjusted p-values of paired mean differences on the same tasks (see the module).
+
+    Parameters
+    ----------
+    diffs : array_like, shape (hypotheses, tasks)
+        Each hypothesis' per-task differences, tasks in the same order for all.
+    scores : array_like, shape (hypotheses, tasks), optional
+        Each hypothesis' flip-invariant tie key per task (the paired two-arm test uses the task's mean over
+        both arms); None: no tie breaking.
+    n_resamples : int
+        Patterns drawn when ``2^tasks`` exceeds it; otherwise every pattern is enumerated.
+    rng : numpy.random.Generator or int, optional
+        The patterns' source (the two-arm test's generator gives its very patterns).
+    scales : array_like, shape (hypotheses,), optional
+        The scale of each hypothesis' values for the tie tolerance (default: its largest ``|d|``).
+
+    Returns
+    -------
+    MaxTResult
+
+    Examples
+    --------
+    >>> d = np.array([[1.0, 0.5, 0.8, 0.2, 0.9, 0.4], [0.1, -0.2, 0.3, 0.0, -0.1, 0.2]])
+    >>> res = max_t(d, n_resamples=999)
+    >>> res.exact, res.n_patterns, [round(float(p), 4) for p in res.pvalue]
+    (True, 64, [0.0312, 0.5938])
+    >>> [round(float(p), 4) for p in res.adjusted]
+    [0.0312, 0.5938]
+    """
+    d = np.atleast_2d(np.asarray(diffs, dtype=float))
+    h, n = d.shape
+    if n < 2 or not np.isfinite(d).all():
+        raise ValueError(f"max_t needs finite differences on at least 2 tasks, got shape {d.shape}")
+    u = np.vstack([tie_weights(np.zeros(n) if scores is None else np.asarray(s, dtype=float))
+                   for s in (np.zeros((h, n)) if scores is None else np.atleast_2d(scores))])
+    du = d * u
+    m = du.mean(axis=1)
+    q = (du * du).sum(axis=1)
+    scale = np.abs(d).max(axis=1) if scales is None else np.asarray(scales, dtype=float)
+    gamma = 1e-10 * np.where(scale > 0, scale, 1.0)
+    exact = n * math.log(2) <= math.log(n_resamples) + 1e-9
+    rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+    a = np.concatenate([np.where(s, -1.0, 1.0) @ du.T / n for s in _flips(n, n_resamples, rng, exact)])
+    size, adjust = len(a), (0 if exact else 1)
+    var = (q - n * m**2) / (n - 1)  # of the weighted differences, as the two-arm test's standard error
+    var = np.where(var <= 1e-12 * q / (n - 1), 0.0, var)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where((var == 0) & (m == 0), 0.0, m / np.sqrt(var / n))
+    greater = ((a >= m - gamma).sum(axis=0) + adjust) / (size + adjust)
+    less = ((a <= m + gamma).sum(axis=0) + adjust) / (size + adjust)
+    pvalue = np.minimum(1.0, 2.0 * np.minimum(greater, less))
+    absa = np.abs(a)
+    order = np.argsort(-np.abs(t), kind="stable")
+    single, step = np.empty(h), np.empty(h)
+    for j, hyp in enumerate(order):
+        thr = _thresholds(abs(float(t[hyp])), m, q, n)
+        thr[hyp] = abs(m[hyp])  # the hypothesis itself: exactly its two-arm comparison
+        reach = absa >= thr - gamma
+        single[hyp] = (reach.any(axis=1).sum() + adjust) / (size + adjust)
+        step[hyp] = (reach[:, order[j:]].any(axis=1).sum() + adjust) / (size + adjust)
+    step[order] = np.maximum.accumulate(step[order])
+    # Enumerated, |t| and the doubled tail count the same patterns (the flips are symmetric), so the maximum
+    # never binds; drawn patterns are not symmetric, and the larger of the two keeps the promise.
+    step, single = np.maximum(step, pvalue), np.maximum(single, pvalue)
+    return MaxTResult(t, pvalue, np.minimum(step, 1.0), np.minimum(single, 1.0), bool(exact), int(size))
