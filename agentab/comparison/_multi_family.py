@@ -86,29 +86,37 @@ def primary_family(data: pd.DataFrame, comps: Mapping[str, Comparison], baseline
     p_two = {c: float(comp.table.iloc[0]["p_value"]) for c, comp in comps.items()}
     why = _why_not(comps)
     means: dict[str, pd.Series] = {}
+    tasks = pd.Index([])
     if why is None:
         means = _task_means(data, first.settings.arm, [baseline, *comps], primary, kind, first.settings.cluster)
         tasks = means[baseline].index
         for name in comps:
             tasks = tasks.intersection(means[name].index)
-        if any(int(comp.metric(primary).n_units[0]) != len(tasks) for comp in comps.values()):
-            why = "the candidates were not all paired with the baseline on the same tasks"
+        if len(tasks) < 2:
+            why = f"the arms share {len(tasks)} task(s) with a value of {primary}"
         means = {a: m.loc[tasks] for a, m in means.items()}
     if why is not None:
         return _holm(p_two, alpha, why)
+    same = all(int(comp.metric(primary).n_units[0]) == len(tasks) for comp in comps.values())
     arms = [baseline, *comps]
     root = seed_sequence(seed)
-    res = _max_t(means, [(baseline, c) for c in comps], n_resamples, _rng(root, primary))
+    stream = primary if same else f"{primary} shared tasks"
+    res = _max_t(means, [(baseline, c) for c in comps], n_resamples, _rng(root, stream))
     notes: list[str] = []
-    if not np.allclose(res.pvalue, [p_two[c] for c in comps], rtol=1e-9, atol=1e-12):
+    if not same:
+        notes.append(f"the candidates were paired with the baseline on different tasks (missing values): the max-T ran "
+                     f"on the {len(tasks)} tasks every arm has a value for, and each adjusted p-value is at least its "
+                     "two-arm p-value (a rejection needs both)")
+    elif not np.allclose(res.pvalue, [p_two[c] for c in comps], rtol=1e-9, atol=1e-12):
         notes.append("the max-T's sign flips are not the two-arm tests' own (their p-values differ): each adjusted "
                      "p-value is taken at least its two-arm p-value")
     adjusted = {c: max(float(p), p_two[c]) for c, p in zip(comps, res.adjusted)}
-    pairs = _pairs(means, arms, n_resamples, _rng(root, primary), first, alpha)
+    pairs = _pairs(means, arms, n_resamples, _rng(root, stream), first, alpha)
     best, statement = _best(pairs, comps, baseline, primary, first, alpha)
     how = f"exact, all {res.n_patterns} sign patterns" if res.exact else f"Monte Carlo, {res.n_patterns} random sign patterns"
+    whose = "the two-arm tests' own" if same else "on the tasks every arm shares"
     words = (f"primary p-values adjusted across the {len(comps)} candidates by step-down max-T (Westfall-Young) over "
-             f"sign flips of whole tasks shared by every candidate, the two-arm tests' own ({how}; {len(tasks)} tasks)")
+             f"sign flips of whole tasks shared by every candidate, {whose} ({how}; {len(tasks)} tasks)")
     return Family(adjusted, "max-T step-down", words, res.exact, res.n_patterns, pairs, best, statement, tuple(notes))
 
 

@@ -161,7 +161,14 @@ class MultiComparison(Display):
             )
         return lines
 
-    def _view(self) -> list[Block]:
+    def text(self, *, pairs: bool = False) -> str:
+        """``str(result)``, with every pair of arms listed when ``pairs`` (the CLI's ``--all-pairs``)."""
+        from agentab._display import render_text
+
+        return render_text(self._view(pairs=pairs))
+
+    def _view(self, pairs: bool = False) -> list[Block]:
+        """Header, one verdict line per candidate, the best-candidate statement, the summary (and the pairs)."""
         s = self.settings
         header = [f"agentab comparison: {len(self.candidates)} candidate(s) vs {self.baseline}",
                   f"primary {s.primary}; alpha {s.alpha:g}; {s.n_resamples} resamples; seed {s.seed}"]
@@ -169,8 +176,10 @@ class MultiComparison(Display):
         view: list[Block] = [Lines(header), Blank(), Lines(self.verdict_lines()), Blank(), Lines([self.best_statement]),
                              Lines([f"({self.adjustment}; secondary metrics: Holm within each candidate)"], small=True),
                              Blank(), Table(shown)]
-        if len(self.pairs):
-            view += [Blank(), Section("every pair of arms (effect b - a; adjusted together)", [Table(self.pairs)])]
+        if pairs and len(self.pairs):
+            view += [Blank(), Section("every pair of arms (effect b - a; p-values adjusted together):", [Table(self.pairs)])]
+        elif pairs:
+            view += [Blank(), Lines(["every pair of arms: not computed (" + self.best_statement + ")"])]
         if self.notes:
             view += [Blank(), Items(list(self.notes), title=None, indent="", bullet="note: ")]
         return view
