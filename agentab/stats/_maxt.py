@@ -166,4 +166,6 @@ def max_t(
     # Enumerated, |t| and the doubled tail count the same patterns (the flips are symmetric), so the maximum
     # never binds; drawn patterns are not symmetric, and the larger of the two keeps the promise.
     step, single = np.maximum(step, pvalue), np.maximum(single, pvalue)
+    if h == 1:  # nothing to adjust: the test alone
+        step = single = pvalue.copy()
     return MaxTResult(t, pvalue, np.minimum(step, 1.0), np.minimum(single, 1.0), bool(exact), int(size))
