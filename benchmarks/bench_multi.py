@@ -1,0 +1,86 @@
+"""Benchmark: many arms in one call against one two-arm ``compare`` per candidate (issue 21, speed).
+
+Data: 10 arms (a baseline and 9 candidates) x 500 tasks x 5 seeds (runs per task) = 25,000 runs, a binary
+outcome with task effects (logit N(0, 1.5)) and small arm lifts, the same tasks in every arm (paired).
+
+Timed in this process, alternately, best of ``--repeat``:
+
+- **one call**: ``agentab.compare(data, baseline="baseline", candidate="all", metrics=["outcome"])``
+  (default ``n_resamples=9999``): 9 two-arm comparisons, the max-T over the candidates and the all-pairs
+  max-T (45 pairs), on the two-arm tests' own sign flips;
+- **k calls**: ``agentab.compare(data, baseline="baseline", candidate=c, metrics=["outcome"])`` for each of
+  the 9 candidates, what a user does today (no adjustment).
+
+``ratio`` is one call / k calls; ``adjustment`` is the time of the adjustment alone (the max-T over the
+candidates and over all pairs, from the 9 comparisons). The one call runs the very same 9 two-arm
+comparisons (each candidate's table is the two-arm one but for the adjusted primary p-value), so the
+adjustment is all it adds: the candidates share the two-arm tests' task sign flips, and the adjustment
+reuses them (the patterns are drawn once more from the same seed, not stored).
+
+Run: ``python benchmarks/bench_multi.py [--repeat N] [--tasks T] [--arms A] [--seeds S]``.
+
+Last run
+--------
+2026-12-01, ``python benchmarks/bench_multi.py``, 2 shared cores::
+
+    (filled in by the run below)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+import agentab
+from agentab.comparison._multi_family import primary_family
+
+
+def sweep(arms: int, tasks: int, seeds: int, seed: int = 0) -> pd.DataFrame:
+    """``arms`` arms on the same ``tasks`` tasks, ``seeds`` runs each, task effects shared."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1.5, tasks)
+    lifts = np.r_[0.0, rng.normal(0, 0.2, arms - 1)]
+    names = ["baseline", *(f"cand{i:02d}" for i in range(1, arms))]
+    arm = np.repeat(np.arange(arms), tasks * seeds)
+    task = np.tile(np.repeat(np.arange(tasks), seeds), arms)
+    p = 1 / (1 + np.exp(-(difficulty[task] + lifts[arm])))
+    return pd.DataFrame({"arm": np.array(names)[arm], "task_id": [f"t{t:04d}" for t in task],
+                         "seed": np.tile(np.arange(seeds), arms * tasks), "outcome": rng.random(len(arm)) < p})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--arms", type=int, default=10)
+    parser.add_argument("--tasks", type=int, default=500)
+    parser.add_argument("--seeds", type=int, default=5)
+    args = parser.parse_args(argv)
+    data = sweep(args.arms, args.tasks, args.seeds)
+    cands = sorted(set(data["arm"]) - {"baseline"})
+    agentab.compare(data, baseline="baseline", candidate=cands[0], metrics=["outcome"], n_resamples=99)  # imports
+    one, many, result = [], [], None
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        result = agentab.compare(data, baseline="baseline", candidate="all", metrics=["outcome"])
+        one.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for c in cands:
+            agentab.compare(data, baseline="baseline", candidate=c, metrics=["outcome"])
+        many.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    primary_family(data, result.candidates, "baseline", 0.05, 9999, 0)
+    adjustment = time.perf_counter() - start
+    print(f"{args.arms} arms x {args.tasks} tasks x {args.seeds} seeds ({len(data):,} runs), n_resamples 9999, "
+          f"best of {args.repeat}")
+    print(f"{'one call':>10} {'k calls':>10} {'ratio':>7} {'adjustment':>11}")
+    print(f"{min(one):>9.1f}s {min(many):>9.1f}s {min(one) / min(many):>7.3f} {adjustment:>10.2f}s")
+    print(f"({result.settings.adjustment}, {result.settings.n_patterns} patterns; best: {result.best})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
