@@ -161,6 +161,23 @@ class MultiComparison(Display):
             )
         return lines
 
+    def summary_table(self) -> pd.DataFrame:
+        """The summary as people read it: formatted values, intervals and p-values (strings), one row per candidate."""
+        t = self.table
+        kinds = [str(self.candidates[c].table.iloc[0]["kind"]) for c in t["candidate"]]
+        level = f"{1 - self.settings.alpha:.0%} CI"
+        return pd.DataFrame({
+            "candidate": t["candidate"], "verdict": t["verdict"],
+            self.settings.primary: [f"{format_value(b, k)} -> {format_value(v, k)}"
+                                    for b, v, k in zip(t["baseline"], t["value"], kinds)],
+            "effect": [format_value(e, k, True) for e, k in zip(t["effect"], kinds)],
+            level: [f"[{format_value(lo, k, True)}, {format_value(hi, k, True)}]"
+                    for lo, hi, k in zip(t["ci_low"], t["ci_high"], kinds)],
+            "p": [f"{p:.3g}" if np.isfinite(p) else "-" for p in t["p_value"]],
+            "p adjusted": [f"{p:.3g}" if np.isfinite(p) else "-" for p in t["p_adjusted"]],
+            "assessment": t["assessment"],
+        })
+
     def text(self, *, pairs: bool = False) -> str:
         """``str(result)``, with every pair of arms listed when ``pairs`` (the CLI's ``--all-pairs``)."""
         from agentab._display import render_text
@@ -172,7 +189,7 @@ class MultiComparison(Display):
         s = self.settings
         header = [f"agentab comparison: {len(self.candidates)} candidate(s) vs {self.baseline}",
                   f"primary {s.primary}; alpha {s.alpha:g}; {s.n_resamples} resamples; seed {s.seed}"]
-        shown = self.table.drop(columns=["baseline"]).copy()
+        shown = self.summary_table()
         view: list[Block] = [Lines(header), Blank(), Lines(self.verdict_lines()), Blank(), Lines([self.best_statement]),
                              Lines([f"({self.adjustment}; secondary metrics: Holm within each candidate)"], small=True),
                              Blank(), Table(shown)]
@@ -271,8 +288,8 @@ def _adjusted(comp: Comparison, p_adjusted: float, k: int, method: str) -> Compa
         cut = head.rfind(old)
         reasons = ((head[:cut] + new + head[cut + len(old):]) if cut >= 0 else head, *decision.reasons[1:])
         if decision.verdict == comp.verdict == "inconclusive":  # the two-arm advice of a next experiment still holds
-            reasons += tuple(r for r in comp.decision.reasons[len(comp.decision.reasons) - 1:] if r not in reasons
-                             and r.startswith("a new experiment"))
+            plain = decide(comp.table, comp.settings.primary, comp.decision.guardrails, comp.settings.alpha)
+            reasons += tuple(comp.decision.reasons[len(plain.reasons):])
         decision = dataclasses.replace(decision, reasons=reasons)
     plan = comp.plan if decision.verdict == "inconclusive" else None
     return dataclasses.replace(comp, table=table, decision=decision, plan=plan)

@@ -124,12 +124,12 @@ def max_t(
 
     Examples
     --------
-    >>> d = np.array([[1.0, 0.5, 0.8, 0.2, 0.9, 0.4], [0.1, -0.2, 0.3, 0.0, -0.1, 0.2]])
-    >>> res = max_t(d, n_resamples=999)
+    >>> d = np.array([[1.0, 0.5, 0.8, 0.2, 0.9, 0.4, 0.3], [0.6, -0.2, 0.3, 0.4, -0.1, 0.2, 0.5]])
+    >>> res = max_t(d, n_resamples=999)  # 2^7 = 128 patterns: every one enumerated
     >>> res.exact, res.n_patterns, [round(float(p), 4) for p in res.pvalue]
-    (True, 64, [0.0312, 0.5938])
-    >>> [round(float(p), 4) for p in res.adjusted]
-    [0.0312, 0.5938]
+    (True, 128, [0.0156, 0.1094])
+    >>> [round(float(p), 4) for p in res.adjusted], [round(float(p), 4) for p in res.single_step]
+    ([0.0156, 0.1094], [0.0156, 0.1719])
     """
     d = np.atleast_2d(np.asarray(diffs, dtype=float))
     h, n = d.shape
