@@ -35,7 +35,7 @@ from agentab.comparison.decide import assess, decide, format_value
 from agentab.comparison.result import Comparison
 from agentab.errors import CompareError
 
-__all__ = ["MultiComparison", "MultiSettings", "compare_many", "is_many", "SUMMARY_COLUMNS", "SCHEMA"]
+__all__ = ["SCHEMA", "SUMMARY_COLUMNS", "MultiComparison", "MultiSettings", "compare_many", "is_many"]
 
 #: The JSON schema of a comparison of many arms (a two-arm comparison is ``agentab.comparison/1``).
 SCHEMA = "agentab.comparison/2"
