@@ -55,13 +55,12 @@ def _task_means(data: pd.DataFrame, arm: str, names: Sequence[str], metric: str,
                 cluster: str) -> dict[str, pd.Series]:
     """Each arm's mean of ``metric`` per task (runs without a value left out), indexed by task text, sorted."""
     values = _values(data, metric, kind)
-    labels = data[arm].astype(str).to_numpy()
-    tasks = _task_text(data[cluster])
-    out = {}
-    for name in names:
-        keep = (labels == name) & ~np.isnan(values)
-        out[name] = pd.Series(values[keep]).groupby(tasks[keep]).mean().sort_index()
-    return out
+    keep = ~np.isnan(values)
+    labels = data[arm].astype(str).to_numpy()[keep]
+    tasks = _task_text(data[cluster])[keep]
+    table = pd.Series(values[keep]).groupby([labels, tasks]).mean()
+    return {name: table.loc[name].sort_index() if name in table.index.get_level_values(0) else pd.Series(dtype=float)
+            for name in names}
 
 
 def _why_not(comps: Mapping[str, Comparison]) -> str | None:
@@ -101,7 +100,8 @@ def primary_family(data: pd.DataFrame, comps: Mapping[str, Comparison], baseline
     arms = [baseline, *comps]
     root = seed_sequence(seed)
     stream = primary if same else f"{primary} shared tasks"
-    res = _max_t(means, [(baseline, c) for c in comps], n_resamples, _rng(root, stream))
+    pairs = [(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :]]  # the k (baseline, candidate) pairs first
+    res, every = _max_t(means, pairs, [range(len(comps)), range(len(pairs))], n_resamples, _rng(root, stream))
     notes: list[str] = []
     if not same:
         notes.append(f"the candidates were paired with the baseline on different tasks (missing values): the max-T ran "
@@ -111,18 +111,19 @@ def primary_family(data: pd.DataFrame, comps: Mapping[str, Comparison], baseline
         notes.append("the max-T's sign flips are not the two-arm tests' own (their p-values differ): each adjusted "
                      "p-value is taken at least its two-arm p-value")
     adjusted = {c: max(float(p), p_two[c]) for c, p in zip(comps, res.adjusted)}
-    pairs = _pairs(means, arms, n_resamples, _rng(root, stream), first, alpha)
-    best, statement = _best(pairs, comps, baseline, primary, first, alpha)
+    table = _pairs(means, pairs, every, first, alpha)
+    best, statement = _best(table, comps, baseline, primary, first, alpha)
     how = f"exact, all {res.n_patterns} sign patterns" if res.exact else f"Monte Carlo, {res.n_patterns} random sign patterns"
     whose = "the two-arm tests' own" if same else "on the tasks every arm shares"
     words = (f"primary p-values adjusted across the {len(comps)} candidates by step-down max-T (Westfall-Young) over "
              f"sign flips of whole tasks shared by every candidate, {whose} ({how}; {len(tasks)} tasks)")
-    return Family(adjusted, "max-T step-down", words, res.exact, res.n_patterns, pairs, best, statement, tuple(notes))
+    return Family(adjusted, "max-T step-down", words, res.exact, res.n_patterns, table, best, statement, tuple(notes))
 
 
-def _max_t(means: Mapping[str, pd.Series], pairs: Sequence[tuple[str, str]], n_resamples: int,
-           rng: np.random.Generator) -> stats.MaxTResult:
-    """The max-T of ``b - a`` for every pair ``(a, b)``, tie keys and tolerances as the two-arm paired test's."""
+def _max_t(means: Mapping[str, pd.Series], pairs: Sequence[tuple[str, str]], families: Sequence[Sequence[int]],
+           n_resamples: int, rng: np.random.Generator) -> tuple[stats.MaxTResult, ...]:
+    """The max-T of ``b - a`` for every pair ``(a, b)``, per family, on one set of flips; tie keys and tolerances
+    as the two-arm paired test's."""
     diffs, scores, scales = [], [], []
     for a, b in pairs:
         x, y = means[a].to_numpy(), means[b].to_numpy()
@@ -130,7 +131,8 @@ def _max_t(means: Mapping[str, pd.Series], pairs: Sequence[tuple[str, str]], n_r
         scores.append((x + y) / 2)
         origin = float(np.max(np.abs(np.r_[x, y]), initial=0.0))
         scales.append(max(float(np.abs(y - x).max(initial=0.0)), 1e-4 * origin))
-    return stats.max_t(np.array(diffs), np.array(scores), n_resamples=n_resamples, rng=rng, scales=np.array(scales))
+    return stats.max_t_families(np.array(diffs), families, np.array(scores), n_resamples=n_resamples, rng=rng,
+                                scales=np.array(scales))
 
 
 def _holm(p_two: Mapping[str, float], alpha: float, why: str) -> Family:
@@ -149,11 +151,9 @@ def _holm(p_two: Mapping[str, float], alpha: float, why: str) -> Family:
     return Family(adjusted, "holm", words, None, 0, pd.DataFrame(columns=list(PAIR_COLUMNS)), None, statement, ())
 
 
-def _pairs(means: Mapping[str, pd.Series], arms: Sequence[str], n_resamples: int, rng: np.random.Generator,
+def _pairs(means: Mapping[str, pd.Series], pairs: Sequence[tuple[str, str]], res: stats.MaxTResult,
            first: Comparison, alpha: float) -> pd.DataFrame:
     """Every pair of arms on the primary metric, ``b - a``, adjusted together (step-down max-T, same flips)."""
-    pairs = [(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :]]
-    res = _max_t(means, pairs, n_resamples, rng)
     direction = str(first.table.iloc[0]["direction"])
     rows = []
     for (a, b), t, p, padj in zip(pairs, res.t, res.pvalue, res.adjusted):

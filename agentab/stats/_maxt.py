@@ -44,7 +44,7 @@ import numpy as np
 from agentab.stats._design import BATCH_CELLS
 from agentab.stats._studentized import tie_weights
 
-__all__ = ["MaxTResult", "max_t"]
+__all__ = ["MaxTResult", "max_t", "max_t_families", "T_TOLERANCE"]
 
 
 @dataclass(frozen=True)
@@ -88,15 +88,42 @@ def _flips(n_tasks: int, n_resamples: int, rng: np.random.Generator, exact: bool
         yield rng.random((min(batch, n_resamples - start), n_tasks)) < 0.5
 
 
-def _thresholds(t: float, m: np.ndarray, q: np.ndarray, n: int) -> np.ndarray:
-    """Per hypothesis, the |weighted mean| a flipped pattern needs for ``|t*| >= t`` (``inf``: never reached).
+#: Two |t| values closer than this (relative to max(1, |t|)) are the same (as the two-arm tests' tie rule).
+T_TOLERANCE = 1e-9
 
-    Under sign flips the sum of squares ``q`` is fixed, so ``|t*|`` increases with ``|a*|``:
-    ``a^2 = t^2 q / (n (n - 1) + n t^2)``; ``t = inf`` needs ``a^2 = q / n`` (every task the same sign).
-    """
+
+def _abs_t(a: np.ndarray, q: np.ndarray, n: int) -> np.ndarray:
+    """``|t|`` of flipped weighted means ``a`` (patterns x hypotheses) whose sum of squares ``q`` flips keep."""
+    var = (q - n * a**2) / (n - 1)
+    var = np.where(var <= 1e-12 * q / (n - 1), 0.0, var)  # every task the same |value| and sign, up to rounding
     with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.sqrt(q / (n * (n - 1) / t**2 + n)) if t > 0 else np.zeros_like(q)
-    return np.where((q <= 0) & (t > 0), np.inf, a)
+        t = np.abs(a) / np.sqrt(var / n)
+    return np.where(var == 0, np.where(np.abs(a) > 1e-12 * np.sqrt(q / n), np.inf, 0.0), t)
+
+
+def _family(big: np.ndarray, t: np.ndarray, pvalue: np.ndarray, members: np.ndarray, exact: bool, size: int
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Step-down and single-step adjusted p-values of one family (``big``: |t| per pattern and hypothesis)."""
+    adjust = 0 if exact else 1
+    observed = np.abs(t[members])
+    order = np.argsort(-observed, kind="stable")
+    ranked = big[:, members[order]]
+    suffix = np.maximum.accumulate(ranked[:, ::-1], axis=1)[:, ::-1]  # max over the hypothesis and weaker ones
+    obs = observed[order]
+    with np.errstate(invalid="ignore"):
+        thr = np.where(np.isinf(obs), np.inf, obs - T_TOLERANCE * np.maximum(1.0, obs))
+    step = ((suffix >= thr).sum(axis=0) + adjust) / (size + adjust)
+    single = ((suffix[:, :1] >= thr).sum(axis=0) + adjust) / (size + adjust)
+    out_step, out_single = np.empty(len(members)), np.empty(len(members))
+    out_step[order] = np.maximum.accumulate(step)
+    out_single[order] = single
+    # Enumerated, |t| and the doubled tail count the same patterns (the flips are symmetric), so the maximum
+    # never binds; drawn patterns are not symmetric, and the larger of the two keeps the promise.
+    own = pvalue[members]
+    out_step, out_single = np.maximum(out_step, own), np.maximum(out_single, own)
+    if len(members) == 1:  # nothing to adjust: the test alone
+        out_step = out_single = own.copy()
+    return np.minimum(out_step, 1.0), np.minimum(out_single, 1.0)
 
 
 def max_t(
@@ -132,6 +159,26 @@ def max_t(
     ([0.0156, 0.1094], [0.0156, 0.1719])
     """
     d = np.atleast_2d(np.asarray(diffs, dtype=float))
+    return max_t_families(d, [np.arange(len(d))], scores, n_resamples=n_resamples, rng=rng, scales=scales)[0]
+
+
+def max_t_families(
+    diffs: Any, families: Any, scores: Any = None, *, n_resamples: int = 9999, rng: Any = None, scales: Any = None,
+) -> tuple[MaxTResult, ...]:
+    """:func:`max_t` of several families of the same hypotheses on one set of sign patterns.
+
+    ``families`` lists, per family, the rows of ``diffs`` it adjusts together (e.g. every candidate against
+    the baseline, and every pair of arms); each result's arrays follow its family's rows. The patterns are
+    drawn (or enumerated) once, so every family, and each hypothesis' own p-value, sees the same ones.
+
+    Examples
+    --------
+    >>> d = np.array([[1.0, 0.5, 0.8, 0.2, 0.9, 0.4, 0.3], [0.6, -0.2, 0.3, 0.4, -0.1, 0.2, 0.5]])
+    >>> both, alone = max_t_families(d, [[0, 1], [1]], n_resamples=999)
+    >>> [round(float(p), 4) for p in both.adjusted], [round(float(p), 4) for p in alone.adjusted]
+    ([0.0156, 0.1094], [0.1094])
+    """
+    d = np.atleast_2d(np.asarray(diffs, dtype=float))
     h, n = d.shape
     if n < 2 or not np.isfinite(d).all():
         raise ValueError(f"max_t needs finite differences on at least 2 tasks, got shape {d.shape}")
@@ -146,26 +193,15 @@ def max_t(
     rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
     a = np.concatenate([np.where(s, -1.0, 1.0) @ du.T / n for s in _flips(n, n_resamples, rng, exact)])
     size, adjust = len(a), (0 if exact else 1)
-    var = (q - n * m**2) / (n - 1)  # of the weighted differences, as the two-arm test's standard error
-    var = np.where(var <= 1e-12 * q / (n - 1), 0.0, var)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where((var == 0) & (m == 0), 0.0, m / np.sqrt(var / n))
+    t = np.where(m == 0, 0.0, _abs_t(m[None, :], q, n)[0] * np.sign(m))
+    # Each hypothesis alone: the two-arm paired test's p-value (twice the smaller tail, its tie rule) on these patterns.
     greater = ((a >= m - gamma).sum(axis=0) + adjust) / (size + adjust)
     less = ((a <= m + gamma).sum(axis=0) + adjust) / (size + adjust)
     pvalue = np.minimum(1.0, 2.0 * np.minimum(greater, less))
-    absa = np.abs(a)
-    order = np.argsort(-np.abs(t), kind="stable")
-    single, step = np.empty(h), np.empty(h)
-    for j, hyp in enumerate(order):
-        thr = _thresholds(abs(float(t[hyp])), m, q, n)
-        thr[hyp] = abs(m[hyp])  # the hypothesis itself: exactly its two-arm comparison
-        reach = absa >= thr - gamma
-        single[hyp] = (reach.any(axis=1).sum() + adjust) / (size + adjust)
-        step[hyp] = (reach[:, order[j:]].any(axis=1).sum() + adjust) / (size + adjust)
-    step[order] = np.maximum.accumulate(step[order])
-    # Enumerated, |t| and the doubled tail count the same patterns (the flips are symmetric), so the maximum
-    # never binds; drawn patterns are not symmetric, and the larger of the two keeps the promise.
-    step, single = np.maximum(step, pvalue), np.maximum(single, pvalue)
-    if h == 1:  # nothing to adjust: the test alone
-        step = single = pvalue.copy()
-    return MaxTResult(t, pvalue, np.minimum(step, 1.0), np.minimum(single, 1.0), bool(exact), int(size))
+    big = _abs_t(a, q, n)
+    out = []
+    for members in families:
+        members = np.asarray(members, dtype=int)
+        step, single = _family(big, t, pvalue, members, bool(exact), size)
+        out.append(MaxTResult(t[members], pvalue[members], step, single, bool(exact), int(size)))
+    return tuple(out)
