@@ -5,10 +5,10 @@ outcome with task effects (logit N(0, 1.5)) and small arm lifts, the same tasks 
 
 Timed in this process, alternately, best of ``--repeat``:
 
-- **one call**: ``agentab.compare(data, baseline="baseline", candidate="all", metrics=["outcome"])``
+- **one call**: ``agentab.compare(data, baseline="baseline", candidate="all", metrics=metrics)``
   (default ``n_resamples=9999``): 9 two-arm comparisons, the max-T over the candidates and the all-pairs
   max-T (45 pairs), on the two-arm tests' own sign flips;
-- **k calls**: ``agentab.compare(data, baseline="baseline", candidate=c, metrics=["outcome"])`` for each of
+- **k calls**: ``agentab.compare(data, baseline="baseline", candidate=c, metrics=metrics)`` for each of
   the 9 candidates, what a user does today (no adjustment).
 
 ``ratio`` is one call / k calls; ``adjustment`` is the time of the adjustment alone (the max-T over the
@@ -49,7 +49,8 @@ def sweep(arms: int, tasks: int, seeds: int, seed: int = 0) -> pd.DataFrame:
     task = np.tile(np.repeat(np.arange(tasks), seeds), arms)
     p = 1 / (1 + np.exp(-(difficulty[task] + lifts[arm])))
     return pd.DataFrame({"arm": np.array(names)[arm], "task_id": [f"t{t:04d}" for t in task],
-                         "seed": np.tile(np.arange(seeds), arms * tasks), "outcome": rng.random(len(arm)) < p})
+                         "seed": np.tile(np.arange(seeds), arms * tasks), "outcome": rng.random(len(arm)) < p,
+                         "tokens": rng.lognormal(9 + 0.5 * difficulty[task], 0.8)})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,24 +59,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", type=int, default=10)
     parser.add_argument("--tasks", type=int, default=500)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--metrics", default="outcome", help="comma-separated: outcome, tokens (a cost metric)")
     args = parser.parse_args(argv)
+    metrics = {"outcome": "binary", "tokens": "cost"}
+    metrics = {m: metrics[m] for m in args.metrics.split(",")}
     data = sweep(args.arms, args.tasks, args.seeds)
     cands = sorted(set(data["arm"]) - {"baseline"})
-    agentab.compare(data, baseline="baseline", candidate=cands[0], metrics=["outcome"], n_resamples=99)  # imports
+    agentab.compare(data, baseline="baseline", candidate=cands[0], metrics=metrics, n_resamples=99)  # imports
     one, many, result = [], [], None
     for _ in range(args.repeat):
         start = time.perf_counter()
-        result = agentab.compare(data, baseline="baseline", candidate="all", metrics=["outcome"])
+        result = agentab.compare(data, baseline="baseline", candidate="all", metrics=metrics)
         one.append(time.perf_counter() - start)
         start = time.perf_counter()
         for c in cands:
-            agentab.compare(data, baseline="baseline", candidate=c, metrics=["outcome"])
+            agentab.compare(data, baseline="baseline", candidate=c, metrics=metrics)
         many.append(time.perf_counter() - start)
     start = time.perf_counter()
     primary_family(data, result.candidates, "baseline", 0.05, 9999, 0)
     adjustment = time.perf_counter() - start
-    print(f"{args.arms} arms x {args.tasks} tasks x {args.seeds} seeds ({len(data):,} runs), n_resamples 9999, "
-          f"best of {args.repeat}")
+    print(f"{args.arms} arms x {args.tasks} tasks x {args.seeds} seeds ({len(data):,} runs), metrics "
+          f"{', '.join(metrics)}, n_resamples 9999, best of {args.repeat}")
     print(f"{'one call':>10} {'k calls':>10} {'ratio':>7} {'adjustment':>11}")
     print(f"{min(one):>9.1f}s {min(many):>9.1f}s {min(one) / min(many):>7.3f} {adjustment:>10.2f}s")
     print(f"({result.settings.adjustment}, {result.settings.n_patterns} patterns; best: {result.best})")

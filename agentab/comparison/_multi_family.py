@@ -178,13 +178,15 @@ def _best(pairs: pd.DataFrame, comps: Mapping[str, Comparison], baseline: str, p
     """The candidate shown better than every other arm in the all-pairs family, with its error rate; else why not."""
     good = -1.0 if first.table.iloc[0]["direction"] == "lower" else 1.0
     family = f"all {len(pairs)} pairs of arms adjusted together by step-down max-T"
+    arm_a, arm_b = pairs["arm_a"].to_numpy(dtype=object), pairs["arm_b"].to_numpy(dtype=object)
+    effect, p_adj = pairs["effect"].to_numpy(dtype=float), pairs["p_adjusted"].to_numpy(dtype=float)
     scores = {}
     for c in comps:
-        mine = pairs[(pairs["arm_a"] == c) | (pairs["arm_b"] == c)]
-        signed = np.where(mine["arm_b"] == c, 1.0, -1.0) * mine["effect"].to_numpy() * good
-        wins = (signed > 0) & (mine["p_adjusted"].to_numpy() < alpha)
-        versus_baseline = float(signed[(mine["arm_a"] == baseline).to_numpy()][0])
-        scores[c] = (bool(wins.all()), float(mine["p_adjusted"].max()), versus_baseline)
+        mine = (arm_a == c) | (arm_b == c)
+        signed = np.where(arm_b[mine] == c, 1.0, -1.0) * effect[mine] * good
+        wins = (signed > 0) & (p_adj[mine] < alpha)
+        versus_baseline = float(signed[arm_a[mine] == baseline][0])
+        scores[c] = (bool(wins.all()), float(p_adj[mine].max()), versus_baseline)
     winners = [c for c, (won, _, _) in scores.items() if won]
     if winners:
         c = winners[0]
