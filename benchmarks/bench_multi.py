@@ -5,10 +5,10 @@ outcome with task effects (logit N(0, 1.5)) and small arm lifts, the same tasks 
 
 Timed in this process, alternately, best of ``--repeat``:
 
-- **one call**: ``agentab.compare(data, baseline="baseline", candidate="all", metrics=metrics)``
+- **one call**: ``agentab.compare(data, baseline="baseline", candidate="all", metrics=["outcome"])``
   (default ``n_resamples=9999``): 9 two-arm comparisons, the max-T over the candidates and the all-pairs
   max-T (45 pairs), on the two-arm tests' own sign flips;
-- **k calls**: ``agentab.compare(data, baseline="baseline", candidate=c, metrics=metrics)`` for each of
+- **k calls**: ``agentab.compare(data, baseline="baseline", candidate=c, metrics=["outcome"])`` for each of
   the 9 candidates, what a user does today (no adjustment).
 
 ``ratio`` is one call / k calls; ``adjustment`` is the time of the adjustment alone (the max-T over the
@@ -17,7 +17,8 @@ comparisons (each candidate's table is the two-arm one but for the adjusted prim
 adjustment is all it adds: the candidates share the two-arm tests' task sign flips, and the adjustment
 reuses them (the patterns are drawn once more from the same seed, not stored).
 
-Run: ``python benchmarks/bench_multi.py [--repeat N] [--tasks T] [--arms A] [--seeds S]``.
+Run: ``python benchmarks/bench_multi.py [--repeat N] [--tasks T] [--arms A] [--seeds S] [--metrics outcome,tokens]``
+(``--metrics outcome,tokens`` adds a long-tailed cost metric, compared at p50 and p95, to every comparison).
 
 Last run
 --------
