@@ -22,9 +22,28 @@ Run: ``python benchmarks/bench_multi.py [--repeat N] [--tasks T] [--arms A] [--s
 
 Last run
 --------
-2026-12-01, ``python benchmarks/bench_multi.py``, 2 shared cores::
+2026-12-01, commit 0df42dd, 2 shared cores (the lead's and other helpers' jobs ran at the same time, so timings
+vary by 5-10% from run to run). ``python benchmarks/bench_multi.py --repeat 4``::
 
-    (filled in by the run below)
+    10 arms x 500 tasks x 5 seeds (25,000 runs), metrics outcome, n_resamples 9999, best of 4
+      one call    k calls   ratio  adjustment
+          2.8s       2.6s   1.055       0.24s
+    (max-T step-down, 9999 patterns; best: None)
+
+``python benchmarks/bench_multi.py --repeat 2 --tasks 100 --metrics outcome,tokens``::
+
+    10 arms x 100 tasks x 5 seeds (5,000 runs), metrics outcome, tokens, n_resamples 9999, best of 2
+      one call    k calls   ratio  adjustment
+          9.5s      10.2s   0.939       0.08s
+    (max-T step-down, 9999 patterns; best: None)
+
+The one call is the k two-arm comparisons plus the adjustment: 0.24 s (9% of the k calls) when the
+comparisons are as light as they get (a binary outcome and its pass^5 only), 0.08 s (under 1%) with a cost
+metric; the rest of the difference is the machine's noise (the second row's one call came out faster). So
+k arms cost k two-arm comparisons and the adjustment, not less: the two-arm tests draw the same sign flips
+for every candidate (one stream per metric from the seed), and the max-T reuses those patterns, but each
+two-arm test still computes its own. Sharing them (a paired test of several candidates at once in
+``agentab.stats``) would make the one call cheaper than the k calls.
 """
 
 from __future__ import annotations
