@@ -30,25 +30,26 @@ Defaults ``--reps 2000 --resamples 999 --seed 20261201``. Every replication has 
 
 Last run
 --------
-2026-12-01, ``python benchmarks/validate_multi.py --reps 5000`` on commit d423555 (5,000 replications per
+2026-12-01, ``python benchmarks/validate_multi.py --reps 5000`` on commit 0df42dd (5,000 replications per
 row, 999 sign patterns; the MC SE of a rate near 0.05 is 0.0031; ``s``: seconds on 2 shared cores; also in
-``benchmarks/results/validate_multi.txt``)::
+``benchmarks/results/validate_multi.txt``; the same rates as on d423555, before the step-down read ``|t|``
+directly)::
 
     model       tasks arms    fwer    (se)  single   unadj      s
-    binary         20    3  0.0486 (0.0030)  0.0486  0.0844    4.9
-    binary         20    5  0.0466 (0.0030)  0.0466  0.1384    7.9
-    binary         20   10  0.0500 (0.0031)  0.0500  0.2396   12.2
-    binary         80    3  0.0456 (0.0030)  0.0456  0.0892    7.3
-    binary         80    5  0.0560 (0.0033)  0.0560  0.1552    9.8
-    binary         80   10  0.0466 (0.0030)  0.0466  0.2632   60.7
-    continuous     20    3  0.0496 (0.0031)  0.0496  0.0898    3.9
-    continuous     20    5  0.0480 (0.0030)  0.0480  0.1492    5.4
-    continuous     20   10  0.0506 (0.0031)  0.0506  0.2674    8.4
-    continuous     80    3  0.0502 (0.0031)  0.0502  0.0846    7.0
-    continuous     80    5  0.0500 (0.0031)  0.0500  0.1564   11.0
-    continuous     80   10  0.0476 (0.0030)  0.0476  0.2688   78.7
-    partial        20    5  0.0442 (0.0029)  0.0360  0.1072    8.3
-    partial        80    5  0.0532 (0.0032)  0.0402  0.1220   12.4
+    binary         20    3  0.0486 (0.0030)  0.0486  0.0844    4.4
+    binary         20    5  0.0466 (0.0030)  0.0466  0.1384    8.5
+    binary         20   10  0.0500 (0.0031)  0.0500  0.2396   10.9
+    binary         80    3  0.0456 (0.0030)  0.0456  0.0892    9.6
+    binary         80    5  0.0560 (0.0033)  0.0560  0.1552   15.0
+    binary         80   10  0.0466 (0.0030)  0.0466  0.2632  115.6
+    continuous     20    3  0.0496 (0.0031)  0.0496  0.0898   11.6
+    continuous     20    5  0.0480 (0.0030)  0.0480  0.1492   18.2
+    continuous     20   10  0.0506 (0.0031)  0.0506  0.2674   30.8
+    continuous     80    3  0.0502 (0.0031)  0.0502  0.0846   28.7
+    continuous     80    5  0.0500 (0.0031)  0.0500  0.1564   35.2
+    continuous     80   10  0.0476 (0.0030)  0.0476  0.2688   74.3
+    partial        20    5  0.0442 (0.0029)  0.0360  0.1072   11.8
+    partial        80    5  0.0532 (0.0032)  0.0402  0.1220   19.1
 
 Every family-wise error is within 2 Monte Carlo SE of 0.05 (the largest, 0.0560 (0.0033) for binary, 80 tasks,
 5 arms, is 1.8 SE above; the 14 rows average 0.0491), at 20 tasks as at 80, with 10 arms as with 3; under
