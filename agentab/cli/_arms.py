@@ -9,7 +9,9 @@ Two ways in:
   other record names are used, and the choice is printed;
 - ``SOURCE... --arm-column COL`` (the default for one source: the records' ``arm``): the arms are the
   values of a runs column or a metadata key; ``--names`` picks two when there are more, and must be
-  given for two arms unless one is named "baseline" (never by row order).
+  given for two arms unless one is named "baseline" (never by row order);
+- ``SOURCE... --arm-column COL --baseline NAME [--candidates NAME... | --all-pairs]``: many arms, each
+  candidate against the baseline (:func:`candidates`: the listed ones, else every other arm).
 
 :func:`compare_data` returns the scores with an arm column, ready for :func:`agentab.compare`.
 """
@@ -39,7 +41,7 @@ from agentab.cli._output import Progress, note
 from agentab.errors import where
 from agentab.traces import SUFFIXES
 
-__all__ = ["Arms", "arm_name", "check_arms", "compare_data"]
+__all__ = ["Arms", "arm_name", "candidates", "check_arms", "compare_data"]
 
 _TRACE_SUFFIXES = tuple(sorted(SUFFIXES, key=len, reverse=True))  # the longest ending first
 
@@ -71,6 +73,8 @@ def compare_data(args: argparse.Namespace, progress: Progress) -> Arms:
         kinds = "; ".join(f"{p}: {'a results table' if t else 'traces'}" for p, t in zip(sources, tables))
         raise InputError(f"give trace files/folders or results tables (.csv/.tsv/.parquet/flat .jsonl), not both ({kinds})")
     names = tuple(args.names) if args.names else None
+    if _many(args):
+        return _many_arms(args, sources, tables, progress)
     if names and names[0] == names[1]:
         raise InputError(f"--names: baseline and candidate must differ, got {names[0]!r} twice")
     if args.arm_column is not None or len(sources) == 1:
@@ -87,7 +91,7 @@ def compare_data(args: argparse.Namespace, progress: Progress) -> Arms:
 
 
 def _by_column(args: argparse.Namespace, sources: list[Path], tables: bool, names: tuple[str, str] | None,
-               progress: Progress) -> Arms:
+               progress: Progress, *, check: bool = True) -> Arms:
     """SOURCE... --arm-column COL: the arms are the values of a column (the records' `arm` by default)."""
     column = args.arm_column or "arm"
     where_ = ", ".join(map(str, sources))
@@ -98,8 +102,51 @@ def _by_column(args: argparse.Namespace, sources: list[Path], tables: bool, name
         spec = read_spec(args.spec)
         traces = load(sources, args, progress)
         data = filter_rows(_runs_column(score(traces, spec, progress), traces, column, where_), args)
+    if not check:  # many arms: the column is checked here, the names by the caller
+        if column not in data.columns or data[column].isna().any():
+            check_arms(data, column, names, where_)
+        return Arms(data, traces, column, None, None)
     names = check_arms(data, column, names, where_)
     return Arms(data, traces, column, *names)
+
+
+def _many(args: argparse.Namespace) -> bool:
+    """Whether the command asks for many arms (--baseline, --candidates, --all-pairs)."""
+    return bool(getattr(args, "baseline", None) or getattr(args, "candidates", None) or getattr(args, "all_pairs", False))
+
+
+def _many_arms(args: argparse.Namespace, sources: list[Path], tables: list[bool], progress: Progress) -> Arms:
+    """SOURCE... --arm-column COL --baseline NAME [--candidates NAME... | --all-pairs]: the arms of a column.
+
+    ``Arms.candidate`` is None: the candidates are read by the command (:func:`candidates`).
+    """
+    if args.names:
+        raise InputError("--names picks two arms; with --baseline, name the candidates with --candidates")
+    if not args.baseline:
+        raise InputError(f"--{'candidates' if args.candidates else 'all-pairs'} compares arms with one baseline: "
+                         "name it with --baseline NAME")
+    if args.arm_column is None and len(sources) != 1:
+        raise InputError("--baseline takes the arms from a column: give it with --arm-column COL (the sources are "
+                         "not arms by position then)")
+    arms = _by_column(args, sources, all(tables), (args.baseline, args.baseline), progress, check=False)
+    present = list(dict.fromkeys(str(a) for a in pd.unique(arms.data[arms.column])))
+    for name in (args.baseline, *(args.candidates or ())):
+        if name not in present:
+            flag = "--baseline" if name == args.baseline else "--candidates"
+            raise InputError(f"{flag}: no arm {name!r} in column {arms.column!r} (arms: {', '.join(present)})")
+    return arms._replace(baseline=args.baseline, candidate=None)
+
+
+def candidates(args: argparse.Namespace, arms: Arms) -> str | list[str] | None:
+    """What ``agentab.compare`` is given as ``candidate``: None (two arms), a list of names, or "all"."""
+    if not _many(args):
+        return arms.candidate
+    if args.candidates:
+        return list(args.candidates)
+    present = {str(a) for a in pd.unique(arms.data[arms.column])}
+    if not args.all_pairs and len(present) == 2:
+        return next(a for a in present if a != args.baseline)  # two arms: the two-arm comparison, as --names
+    return sorted(present - {args.baseline})
 
 
 def _no_spec(args: argparse.Namespace, sources: Sequence[Path]) -> None:

@@ -18,7 +18,7 @@ import pandas as pd
 import agentab
 from agentab._checks import MIN_DECISION_RESAMPLES, check_alpha, check_alternative, check_n_resamples, check_whole
 from agentab._write import write_table
-from agentab.cli._arms import check_arms, compare_data
+from agentab.cli._arms import candidates, check_arms, compare_data
 from agentab.cli._inputs import (
     TABLE_SUFFIXES,
     InputError,
@@ -36,6 +36,8 @@ from agentab.cli._inputs import (
     write_spec,
 )
 from agentab.cli._output import (
+    EXIT_DONT_SHIP,
+    EXIT_INCONCLUSIVE,
     EXIT_OK,
     Progress,
     exit_code,
@@ -44,6 +46,7 @@ from agentab.cli._output import (
     say,
     say_result,
 )
+from agentab.comparison.multi import MultiComparison
 from agentab.errors import PowerError, SpecError
 from agentab.reporting import FORMATS as REPORT_FORMATS
 from agentab.traces import format_summary
@@ -422,6 +425,9 @@ def run_compare(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metric)
     guardrails = parse_guardrails(args.guardrail)
     _check_report_path(args.report)
+    if args.report is not None and (args.baseline or args.candidates or args.all_pairs):
+        raise InputError("--report writes a two-arm report; with --baseline/--candidates/--all-pairs leave it out "
+                         "(or compare two arms with --names BASELINE CANDIDATE)")
     checked(check_alpha, args.alpha, "--alpha")
     checked(check_n_resamples, args.n_resamples, "--n-resamples", minimum=MIN_DECISION_RESAMPLES)
     checked(check_whole, args.seed, "--seed", minimum=0)
@@ -433,20 +439,24 @@ def run_compare(args: argparse.Namespace) -> int:
     if arms.traces is not None:
         print_rejected(arms.traces, quiet=args.quiet, file=sys.stderr)
     need_column(arms.data, args.primary.split()[0], f"--primary {args.primary}")
+    candidate = candidates(args, arms)
     empty: list[str] = []
     if metrics is None:
-        metrics, empty = _default_metrics(arms.data, arms.column, arms.baseline, arms.candidate)
+        metrics, empty = _default_metrics(arms.data, arms.column, arms.baseline,
+                                          candidate if isinstance(candidate, str) else None)
     for name in metrics:
         if name not in arms.data.columns:
             known = [str(c) for c in agentab.metric_kinds(arms.data).index if c != arms.column]
             raise InputError(f"--metric {name!r}: no such column in the scores (metrics: {', '.join(known)})")
     with progress.phase("comparing", unit=" metrics") as tick:
         result = agentab.compare(
-            arms.data, arm=arms.column, baseline=arms.baseline, candidate=arms.candidate, metrics=metrics,
+            arms.data, arm=arms.column, baseline=arms.baseline, candidate=candidate, metrics=metrics,
             primary=args.primary, guardrails=guardrails, cluster=cluster,
             paired={"auto": "auto", "yes": True, "no": False}[args.paired], alpha=args.alpha,
             n_resamples=args.n_resamples, seed=args.seed, min_effect=min_effect, progress=tick,
         )
+    if not isinstance(result, agentab.Comparison):  # many candidates
+        return _many_result(args, result, empty)
     say_result(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else str(result))
     if empty:
         note(args, f"not compared, no values in an arm (not computed: checks the spec does not ask for, or no "
@@ -456,3 +466,14 @@ def run_compare(args: argparse.Namespace) -> int:
             written = agentab.report(result, args.report, traces=arms.traces, seed=args.seed)
         note(args, f"report written to {written}")
     return exit_code(args.fail_on, result.verdict)
+
+
+def _many_result(args: argparse.Namespace, result: MultiComparison, empty: list[str]) -> int:
+    """Many candidates: one verdict line each (or the JSON); every candidate gated by --fail-on: 3 when any
+    verdict exits 3 (don't ship), else 4 when any exits 4 (inconclusive under --fail-on inconclusive)."""
+    text = result.text(pairs=args.all_pairs)
+    say_result(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else text)
+    if empty:
+        note(args, f"not compared, no values in an arm: {', '.join(empty)}")
+    codes = {exit_code(args.fail_on, v) for v in result.verdicts.values()}
+    return next((code for code in (EXIT_DONT_SHIP, EXIT_INCONCLUSIVE) if code in codes), EXIT_OK)

@@ -57,7 +57,8 @@ exit codes:
   3  agentab compare --fail-on dont-ship|inconclusive: the verdict is "don't ship"
   4  agentab compare --fail-on inconclusive: the verdict is "inconclusive"
 
---json (agentab compare) prints one JSON object, schema "agentab.comparison/1" (see `agentab compare --help`).
+--json (agentab compare) prints one JSON object, schema "agentab.comparison/1" ("agentab.comparison/2" for many
+candidates; see `agentab compare --help`).
 --debug and --quiet go before or after the command; --quiet silences progress bars and notes.
 Progress bars are drawn on stderr only when it is a terminal.
 """
@@ -98,9 +99,19 @@ delta (ordinal); judged on the confidence interval: holds, breached (don't ship)
   notes, plan (the next experiment of an inconclusive verdict: tasks, seeds_per_task, ...; else null).
   Keys may be added within a schema version, never renamed or removed.
 
+many arms (--baseline NAME with --candidates A B ..., or --all-pairs for every other arm and every pair):
+each candidate is compared with the baseline as above, the primary metric's p-values adjusted across the
+candidates (step-down max-T over the tasks' sign flips, the two-arm tests' own; Holm where it cannot
+apply: a quantile or ordinal primary, arms not paired on the same tasks); one verdict line per candidate
+and a best-candidate statement only when one is shown better than every other arm (all pairs adjusted
+together). --json then prints schema "agentab.comparison/2": baseline, primary, verdicts (candidate ->
+verdict), best, best_statement, adjustment, summary (one object per candidate), pairs, settings, notes,
+and candidates (candidate -> its "agentab.comparison/1" object).
+
 exit codes: 0 success; 1 internal error; 2 bad input (one line on stderr); with --fail-on dont-ship,
 3 when the verdict is "don't ship"; with --fail-on inconclusive, 3 for "don't ship" and 4 for
-"inconclusive" (anything but ship fails).
+"inconclusive" (anything but ship fails). With many candidates, every candidate is gated: 3 when any
+verdict is "don't ship", else (--fail-on inconclusive) 4 when any is "inconclusive".
 
 The same command with the same --seed (default 0) prints the same result.
 """
@@ -303,7 +314,8 @@ def _add_compare(commands: Any) -> None:
         commands, "compare", run.run_compare, quiet=True,
         help="compare a candidate with a baseline and decide: ship, don't ship or inconclusive",
         usage="agentab compare BASELINE CANDIDATE [options]\n"
-        "       agentab compare SOURCE... --arm-column COL [--names BASELINE CANDIDATE] [options]",
+        "       agentab compare SOURCE... --arm-column COL [--names BASELINE CANDIDATE] [options]\n"
+        "       agentab compare SOURCE... --arm-column COL --baseline NAME [--candidates NAME... | --all-pairs] [options]",
         description=textwrap.fill(
             "Load two arms' traces (or results tables), score every run against --spec, compare every metric with "
             "the test its kind calls for (tasks as the unit: paired by task when both arms ran the same tasks; "
@@ -321,6 +333,15 @@ def _add_compare(commands: Any) -> None:
                       help="the arms' names (two sources), or which two arms of --arm-column to compare")
     add_arm_column(data, "take the arms from this column (of a results table, the runs, or a metadata key; default "
                    "for one source: arm); two arms need --names unless one is named baseline")
+    data.add_argument("--baseline", metavar="NAME",
+                      help="many arms: the baseline every candidate is compared with (the arms of --arm-column; "
+                      "without --candidates, every other arm)")
+    many = data.add_mutually_exclusive_group()
+    many.add_argument("--candidates", nargs="+", metavar="NAME",
+                      help="many arms: the candidates to compare with --baseline, the primary metric adjusted across them")
+    many.add_argument("--all-pairs", action="store_true",
+                      help="many arms: every other arm against --baseline, and every pair of arms on the primary "
+                      "metric, adjusted together")
     add_spec(data)
     add_format(data)
     add_lenient(data, "leave out invalid records (listed on stderr) instead of stopping at the first")

@@ -41,6 +41,7 @@ from agentab.comparison._routing import (
     _runs_per_task,
 )
 from agentab.comparison.decide import Decision, check_guardrail, decide
+from agentab.comparison.multi import compare_many, is_many
 from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
 from agentab.errors import CompareError, StatsWarning
 from agentab.traces import labels, load_results
@@ -145,7 +146,7 @@ def compare(
     *,
     arm: str = "arm",
     baseline: str | None = None,
-    candidate: str | None = None,
+    candidate: str | None = None,  # also a list of names or "all" (see the docstring; the annotation is frozen)
     metrics: Mapping[str, Any] | Sequence[str] | None = None,
     primary: str = "outcome",
     guardrails: Mapping[str, Any] | Sequence[str] | None = None,
@@ -158,7 +159,7 @@ def compare(
     progress: Callable[[str, int, int], None] | None = None,
     fields: Mapping[str, str] | None = None,
     where: str | Sequence[str] | None = None,
-) -> Comparison:
+) -> Comparison:  # a MultiComparison with several candidates (see Returns)
     """Compare a candidate arm with a baseline, metric by metric, and decide.
 
     Parameters
@@ -175,7 +176,15 @@ def compare(
         other of an arm named "candidate" (the names state the roles). Any
         other pair is a :class:`~agentab.errors.CompareError` naming both
         arms: the baseline is never taken from row order, which would let
-        sorting the data flip the verdict.
+        sorting the data flip the verdict. Several candidates: a list of
+        arm names, or ``"all"`` (every arm but the baseline; unless an arm is
+        named "all", which ``"all"`` then names), with ``baseline=`` given:
+        the result is a :class:`~agentab.comparison.multi.MultiComparison`
+        whose ``.candidates`` maps each candidate to its two-arm
+        ``Comparison``, the primary metric adjusted across candidates
+        (step-down max-T over shared task sign flips; Holm where that cannot
+        apply) and every pair of arms in ``.pairs``
+        (:mod:`agentab.comparison.multi`).
     metrics : mapping or list, optional
         Column -> kind (``"binary"``, ``"ordinal"``, ``"count"``, ``"cost"``,
         ``"continuous"``) or (kind, direction) with direction ``"higher"``,
@@ -236,9 +245,11 @@ def compare(
 
     Returns
     -------
-    Comparison
+    Comparison or MultiComparison
         ``.decision.verdict`` and ``.decision.reasons``; ``.table`` (one row
-        per statistic); ``.metric(name)`` for scipy-style results.
+        per statistic); ``.metric(name)`` for scipy-style results. With
+        several candidates, a MultiComparison (``.candidates``, ``.table``,
+        ``.pairs``, ``.best_statement``).
 
     Notes
     -----
@@ -273,6 +284,12 @@ def compare(
     """
     if fields is not None or where is not None or isinstance(data, (str, os.PathLike)):
         data = load_results(data, fields=fields, where=where)
+    if is_many(data, arm, candidate):
+        return compare_many(
+            compare, data, arm=arm, baseline=baseline, candidate=candidate, seed=seed, progress=progress,
+            metrics=metrics, primary=primary, guardrails=guardrails, cluster=cluster, paired=paired, alpha=alpha,
+            n_resamples=n_resamples, min_effect=min_effect,
+        )
     inp = _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed)
     _min_effect_iv(min_effect)
     if progress is not None and not callable(progress):

@@ -1,0 +1,112 @@
+"""Benchmark: many arms in one call against one two-arm ``compare`` per candidate (issue 21, speed).
+
+Data: 10 arms (a baseline and 9 candidates) x 500 tasks x 5 seeds (runs per task) = 25,000 runs, a binary
+outcome with task effects (logit N(0, 1.5)) and small arm lifts, the same tasks in every arm (paired).
+
+Timed in this process, alternately (which goes first alternates too), best of ``--repeat``:
+
+- **one call**: ``agentab.compare(data, baseline="baseline", candidate="all", metrics=["outcome"])``
+  (default ``n_resamples=9999``): 9 two-arm comparisons, the max-T over the candidates and the all-pairs
+  max-T (45 pairs), on the two-arm tests' own sign flips;
+- **k calls**: ``agentab.compare(data, baseline="baseline", candidate=c, metrics=["outcome"])`` for each of
+  the 9 candidates, what a user does today (no adjustment).
+
+``ratio`` is one call / k calls; ``adjustment`` is the time of the adjustment alone (the max-T over the
+candidates and over all pairs, from the 9 comparisons). The one call runs the very same 9 two-arm
+comparisons (each candidate's table is the two-arm one but for the adjusted primary p-value), so the
+adjustment is all it adds: the candidates share the two-arm tests' task sign flips, and the adjustment
+reuses them (the patterns are drawn once more from the same seed, not stored).
+
+Run: ``python benchmarks/bench_multi.py [--repeat N] [--tasks T] [--arms A] [--seeds S] [--metrics outcome,tokens]``
+(``--metrics outcome,tokens`` adds a long-tailed cost metric, compared at p50 and p95, to every comparison).
+
+Last run
+--------
+2026-12-01, commit 0df42dd, 2 shared cores (the lead's and other helpers' jobs ran at the same time, so timings
+vary by 5-10% from run to run). ``python benchmarks/bench_multi.py --repeat 4``::
+
+    10 arms x 500 tasks x 5 seeds (25,000 runs), metrics outcome, n_resamples 9999, best of 4
+      one call    k calls   ratio  adjustment
+          2.8s       2.6s   1.055       0.24s
+    (max-T step-down, 9999 patterns; best: None)
+
+``python benchmarks/bench_multi.py --repeat 2 --tasks 100 --metrics outcome,tokens``::
+
+    10 arms x 100 tasks x 5 seeds (5,000 runs), metrics outcome, tokens, n_resamples 9999, best of 2
+      one call    k calls   ratio  adjustment
+          9.5s      10.2s   0.939       0.08s
+    (max-T step-down, 9999 patterns; best: None)
+
+The one call is the k two-arm comparisons plus the adjustment: 0.24 s (9% of the k calls) when the
+comparisons are as light as they get (a binary outcome and its pass^5 only), 0.08 s (under 1%) with a cost
+metric; the rest of the difference is the machine's noise (the second row's one call came out faster). So
+k arms cost k two-arm comparisons and the adjustment, not less: the two-arm tests draw the same sign flips
+for every candidate (one stream per metric from the seed), and the max-T reuses those patterns, but each
+two-arm test still computes its own. Sharing them (a paired test of several candidates at once in
+``agentab.stats``) would make the one call cheaper than the k calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+import agentab
+from agentab.comparison._multi_family import primary_family
+
+
+def sweep(arms: int, tasks: int, seeds: int, seed: int = 0) -> pd.DataFrame:
+    """``arms`` arms on the same ``tasks`` tasks, ``seeds`` runs each, task effects shared."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1.5, tasks)
+    lifts = np.r_[0.0, rng.normal(0, 0.2, arms - 1)]
+    names = ["baseline", *(f"cand{i:02d}" for i in range(1, arms))]
+    arm = np.repeat(np.arange(arms), tasks * seeds)
+    task = np.tile(np.repeat(np.arange(tasks), seeds), arms)
+    p = 1 / (1 + np.exp(-(difficulty[task] + lifts[arm])))
+    return pd.DataFrame({"arm": np.array(names)[arm], "task_id": [f"t{t:04d}" for t in task],
+                         "seed": np.tile(np.arange(seeds), arms * tasks), "outcome": rng.random(len(arm)) < p,
+                         "tokens": rng.lognormal(9 + 0.5 * difficulty[task], 0.8)})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--arms", type=int, default=10)
+    parser.add_argument("--tasks", type=int, default=500)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--metrics", default="outcome", help="comma-separated: outcome, tokens (a cost metric)")
+    args = parser.parse_args(argv)
+    metrics = {"outcome": "binary", "tokens": "cost"}
+    metrics = {m: metrics[m] for m in args.metrics.split(",")}
+    data = sweep(args.arms, args.tasks, args.seeds)
+    cands = sorted(set(data["arm"]) - {"baseline"})
+    agentab.compare(data, baseline="baseline", candidate=cands[0], metrics=metrics, n_resamples=99)  # imports
+    one, many, result = [], [], None
+    for i in range(args.repeat):  # alternating which goes first, so that a drift in the machine's load cancels
+        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+            start = time.perf_counter()
+            if which == 0:
+                result = agentab.compare(data, baseline="baseline", candidate="all", metrics=metrics)
+                one.append(time.perf_counter() - start)
+            else:
+                for c in cands:
+                    agentab.compare(data, baseline="baseline", candidate=c, metrics=metrics)
+                many.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    primary_family(data, result.candidates, "baseline", 0.05, 9999, 0)
+    adjustment = time.perf_counter() - start
+    print(f"{args.arms} arms x {args.tasks} tasks x {args.seeds} seeds ({len(data):,} runs), metrics "
+          f"{', '.join(metrics)}, n_resamples 9999, best of {args.repeat}")
+    print(f"{'one call':>10} {'k calls':>10} {'ratio':>7} {'adjustment':>11}")
+    print(f"{min(one):>9.1f}s {min(many):>9.1f}s {min(one) / min(many):>7.3f} {adjustment:>10.2f}s")
+    print(f"({result.settings.adjustment}, {result.settings.n_patterns} patterns; best: {result.best})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
