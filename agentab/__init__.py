@@ -36,6 +36,7 @@ Examples
 
 from agentab import datasets, formats, power, stats
 from agentab.comparison.compare import Comparison, compare
+from agentab.comparison.multi import MultiComparison
 from agentab.comparison.decide import Decision
 from agentab.scoring.diagnose import Diagnosis, Finding, diagnose
 from agentab.errors import CompareError, PowerError, ReportError, SpecError, StatsWarning, TraceError, TraceWarning
@@ -71,6 +72,7 @@ __all__ = [
     "summarize_scores",
     "compare",
     "Comparison",
+    "MultiComparison",
     "Decision",
     "CompareError",
     "StatsWarning",

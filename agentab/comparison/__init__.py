@@ -4,12 +4,15 @@
 - :mod:`~agentab.comparison.decide` -- the verdict (ship / don't ship / inconclusive), the guardrail grammar and
   the one rule of every row's assessment (:func:`~agentab.comparison.decide.assess`);
 - :mod:`~agentab.comparison.result` -- :class:`Comparison`: the table, the decision, what was left out
-  (:class:`Dropped`), its displays and JSON.
+  (:class:`Dropped`), its displays and JSON; :meth:`Comparison.flipped_tasks`;
+- :mod:`~agentab.comparison.multi` -- :class:`MultiComparison`: several candidates against one baseline, the
+  primary's max-T adjustment across them, all pairs, the best candidate.
 """
 
 from agentab.comparison.compare import TABLE_COLUMNS, compare
 from agentab.comparison.decide import ASSESSMENT_RULE, ASSESSMENTS, VERDICTS, Decision, assess, parse_guardrails
+from agentab.comparison.multi import MultiComparison, MultiSettings
 from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
 
 __all__ = ["ASSESSMENTS", "ASSESSMENT_RULE", "Comparison", "ComparisonDesign", "ComparisonSettings", "Decision",
-           "Dropped", "TABLE_COLUMNS", "VERDICTS", "assess", "compare", "parse_guardrails"]
+           "Dropped", "MultiComparison", "MultiSettings", "TABLE_COLUMNS", "VERDICTS", "assess", "compare", "parse_guardrails"]

@@ -41,7 +41,7 @@ from agentab.comparison._routing import (
     _runs_per_task,
 )
 from agentab.comparison.decide import Decision, check_guardrail, decide
-from agentab.comparison.multi import compare_many, is_many
+from agentab.comparison.multi import MultiComparison, compare_many, is_many
 from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
 from agentab.errors import CompareError, StatsWarning
 from agentab.traces import labels, load_results
@@ -146,7 +146,7 @@ def compare(
     *,
     arm: str = "arm",
     baseline: str | None = None,
-    candidate: str | None = None,  # also a list of names or "all" (see the docstring; the annotation is frozen)
+    candidate: str | Sequence[str] | None = None,
     metrics: Mapping[str, Any] | Sequence[str] | None = None,
     primary: str = "outcome",
     guardrails: Mapping[str, Any] | Sequence[str] | None = None,
@@ -159,7 +159,7 @@ def compare(
     progress: Callable[[str, int, int], None] | None = None,
     fields: Mapping[str, str] | None = None,
     where: str | Sequence[str] | None = None,
-) -> Comparison:  # a MultiComparison with several candidates (see Returns)
+) -> Comparison | MultiComparison:
     """Compare a candidate arm with a baseline, metric by metric, and decide.
 
     Parameters

@@ -46,7 +46,7 @@ p95 needs (see the tail warning) the two agree closely; agentab does not use it.
 """
 
 from agentab.stats._kernels import pass_hat_k
-from agentab.stats._maxt import MaxTResult, max_t, max_t_families  # noqa: F401  (read by compare with several candidates)
+from agentab.stats._maxt import MaxTResult, max_t, max_t_families
 from agentab.stats._results import (
     ConfidenceInterval,
     Estimates,
@@ -64,6 +64,9 @@ from agentab.stats.two_sample import (
 )
 
 __all__ = [
+    "MaxTResult",
+    "max_t",
+    "max_t_families",
     "rate_difference",
     "pass_k_difference",
     "ordinal_superiority",
