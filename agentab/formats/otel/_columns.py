@@ -70,8 +70,8 @@ def read(data: bytes, first_line: int, fields: Mapping[str, str]) -> Part | None
         if (at.n_steps == 0).any() and _messages.has_message_tool_calls(spans.attrs.names):
             raise Unhandled  # a run without tool spans may have steps in its model calls' messages
         return _Runs(spans, at, mapping, _steps(spans, at)).part()
-    except (Unhandled, _Reject):  # a rejection: the span-by-span reader words it
-        return None
+    except (Unhandled, _Reject, UnicodeDecodeError):  # a rejection (or text that is not UTF-8, which Arrow's
+        return None  # JSON reader passes through): the span-by-span reader words it
 
 
 def _first(found: list[dict[int, Any]], i: int) -> Any:
