@@ -59,6 +59,8 @@ CELL_COLUMNS = ("system", "column", "metric", "statistic", "kind", "direction", 
                 "n_tasks", "n_runs", "note")
 #: Bootstrap weights held at once (resamples x runs), so memory stays bounded; results do not depend on it.
 _BATCH = 2_000_000
+#: The score table's counts a default profile shows (p50, p95); its other counts are read through their rates.
+_COUNTS = ("n_steps",)
 _ORDER = "by the outcome estimate, highest first (ties and a missing outcome in order of appearance)"
 
 
@@ -254,7 +256,9 @@ def profile(data: pd.DataFrame, arm: str = "arm", metrics: Sequence[str] | Mappi
     metrics : list of str or dict, optional
         The metric columns, as in :func:`agentab.compare`: names (kinds from the score table or inferred
         from the values) or ``{column: kind or (kind, direction)}``. Default: the score table's metrics and
-        every other numeric or boolean column (kinds inferred, noted).
+        every other numeric or boolean column (kinds inferred, noted); of the score table's counts only
+        ``n_steps`` (the others, ``repeats``, ``cycles``, ..., are read through their rates ``loop``,
+        ``cap_hit``, ...; name them to see their p50 and p95).
     outcome : str, default "outcome"
         The outcome column (binary: a success rate; continuous: a mean score): the first column, and the
         order of the rows. Without it (the default name absent) the rows keep their order of appearance.
@@ -344,6 +348,12 @@ def _profile_iv(data: Any, arm: str, metrics: Any, outcome: str, cluster: Any, d
     describe = [c for c in describe if c in data.columns and c not in (arm, cluster)]
     exclude = {arm, *([cluster] if cluster else []), *describe}
     resolved = _resolve_metrics(data, metrics, exclude, notes)
+    if metrics is None:  # the score table's counts are read through their rates (loop, cap_hit, ...)
+        counts = [m.name for m in resolved if m.source == "score" and m.kind == "count" and m.name not in _COUNTS]
+        resolved = [m for m in resolved if m.name not in counts]
+        if counts:
+            notes.append("score-table counts left out (their rates are shown; name them in metrics= for their "
+                         "p50 and p95): " + ", ".join(counts))
     if outcome in data.columns and outcome not in exclude and all(m.name != outcome for m in resolved):
         resolved = _resolve_metrics(data, [outcome], exclude, notes) + resolved
     elif outcome not in data.columns and outcome != "outcome":
