@@ -409,7 +409,7 @@ def _task_codes(frame: pd.DataFrame, cluster: str | None) -> np.ndarray:
 
 def _task_draws(tasks: np.ndarray, arms: list[np.ndarray], n_resamples: int, rng: np.random.Generator,
                 clustered: bool) -> tuple[bool, list[tuple[np.ndarray, np.ndarray]]]:
-    """Per arm: each run's task as a local code, and the bootstrap's task counts (resamples x tasks).
+    """Per arm: each run's task as a local code, and the bootstrap's task counts (resamples x tasks, floats).
 
     Joint (one draw for every arm) when the arms ran the same tasks; else one draw per arm, in order.
     """
@@ -420,12 +420,12 @@ def _task_draws(tasks: np.ndarray, arms: list[np.ndarray], n_resamples: int, rng
     joint = clustered and len(arms) > 1 and all(np.array_equal(ids, local[0][0]) for ids, _ in local)
     if joint:
         n = len(local[0][0])
-        shared = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples)
+        shared = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(float)
         return True, [(codes, shared) for _, codes in local]
     draws = []
     for ids, codes in local:
         n = len(ids)
-        draws.append((codes, rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples)))
+        draws.append((codes, rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(float)))
     return False, draws
 
 
@@ -469,7 +469,7 @@ def _mean_cell(values: np.ndarray, tasks: np.ndarray, weights: np.ndarray, level
     estimate = float(means.mean())
     if has.sum() < MIN_TASKS:
         return estimate, np.nan, np.nan, int(has.sum()), int(known.sum())
-    drawn = weights[:, has].astype(float)
+    drawn = weights[:, has] if not has.all() else weights
     total = drawn.sum(axis=1)
     replicates = (drawn @ means)[total > 0] / total[total > 0]
     low, high = _percentile(replicates, level, discrete=False)
@@ -493,10 +493,12 @@ def _quantile_cells(values: np.ndarray, tasks: np.ndarray, weights: np.ndarray, 
     replicates: list[list[np.ndarray]] = [[] for _ in qs]
     step = max(1, _BATCH // len(x))
     for start in range(0, weights.shape[0], step):
-        cumulative = np.cumsum(weights[start:start + step][:, t] * per_run, axis=1)
-        total = cumulative[:, -1:]
-        valid = total[:, 0] > 0
-        cumulative = cumulative[valid] / total[valid]
+        cumulative = np.take(weights[start:start + step], t, axis=1)  # a new array, worked on in place
+        cumulative *= per_run
+        np.cumsum(cumulative, axis=1, out=cumulative)
+        valid = cumulative[:, -1] > 0
+        cumulative = cumulative[valid]
+        cumulative /= cumulative[:, -1:]
         for k, q in enumerate(qs):
             index = np.minimum((cumulative < q - QUANTILE_TOL).sum(axis=1), len(x) - 1)
             replicates[k].append(x[index])
