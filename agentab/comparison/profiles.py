@@ -540,10 +540,14 @@ def _order(names: list[str], cells: pd.DataFrame, outcome: str | None) -> list[s
 
 
 def _interval_notes(cells: pd.DataFrame) -> list[str]:
-    """One note per system with cells that have an estimate but too few tasks for an interval."""
+    """One note per system with cells that have an estimate but too few tasks for an interval, and one per
+    system with cells it knows nothing of."""
     few = cells[(cells["n_tasks"] > 0) & (cells["n_tasks"] < MIN_TASKS)]
-    return [f"{system}: too few tasks for an interval (fewer than {MIN_TASKS} known) in "
-            + ", ".join(group["column"]) for system, group in few.groupby("system", sort=False)]
+    none = cells[cells["n_tasks"] == 0]
+    return ([f"{system}: too few tasks for an interval (fewer than {MIN_TASKS} known) in "
+             + ", ".join(group["column"]) for system, group in few.groupby("system", sort=False)]
+            + [f"{system}: no known value (n/a) in " + ", ".join(group["column"])
+               for system, group in none.groupby("system", sort=False)])
 
 
 def _descriptions(frame: pd.DataFrame, codes: np.ndarray, names: list[str], describe: list[str],
