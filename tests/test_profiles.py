@@ -251,6 +251,15 @@ def test_refusals(scores):
         profile(scores, level=1.5)
     with pytest.raises(CompareError, match="n_resamples"):
         profile(scores, n_resamples=0)
+    hostile = scores.assign(tokens=scores["tokens"].astype(float))
+    hostile.loc[0, "tokens"] = np.inf
+    with pytest.raises(CompareError, match="'tokens' has 1 infinite"):
+        profile(hostile, metrics=["outcome", "tokens"])
+    hostile.loc[0, "tokens"] = 1e300
+    with pytest.raises(CompareError, match="beyond"):
+        profile(hostile, metrics=["outcome", "tokens"])
+    left = profile(hostile, n_resamples=99)  # not named: left out, with a note
+    assert "tokens p95" not in left.columns and any("'tokens' left out" in n for n in left.notes)
     got = profile(scores, metrics={"outcome": "binary", "latency_s": ("cost", "neither")}, n_resamples=99)
     with pytest.raises(CompareError, match="no direction"):
         got.frontier("latency_s p95")

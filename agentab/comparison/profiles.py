@@ -48,6 +48,7 @@ from agentab._display import Block, Display, Items, Lines, Table, Title, number
 from agentab._vocabulary import QUANTILE_KINDS, QUANTILE_TOL, quantile, task_weights
 from agentab.comparison._inputs import _check_task_ids, _Metric, _resolve_metrics, _unique_columns, _values
 from agentab.errors import CompareError
+from agentab.stats.two_sample import magnitude_problem
 from agentab.traces.summary import labels
 
 __all__ = ["CELL_COLUMNS", "MIN_TASKS", "Profile", "ProfileSettings", "profile"]
@@ -240,6 +241,7 @@ class _Column:
     direction: str
     level: float | None = None  # the level of a share
     q: float | None = None  # the quantile
+    requested: bool = True  # named by the user (a bad value is an error, not a note)
 
 
 def profile(data: pd.DataFrame, arm: str = "arm", metrics: Sequence[str] | Mapping[str, Any] | None = None, *,
@@ -297,10 +299,10 @@ def profile(data: pd.DataFrame, arm: str = "arm", metrics: Sequence[str] | Mappi
     rng = np.random.default_rng(sequence)
     arms = [np.flatnonzero(codes == k) for k in range(len(names))]
     joint, draws = _task_draws(tasks, arms, n_resamples, rng, cluster is not None)
+    columns, values = _metric_values(frame, columns, notes)
     rows = []
     for name, rows_of_arm, (local, weights) in zip(names, arms, draws):
-        values = {c.metric: _values(frame, c.metric, c.kind)[rows_of_arm] for c in columns}
-        rows += _arm_cells(name, values, local, weights, columns, level)
+        rows += _arm_cells(name, {m: v[rows_of_arm] for m, v in values.items()}, local, weights, columns, level)
     cells = pd.DataFrame(rows, columns=list(CELL_COLUMNS))
     columns, cells = _drop_unknown(columns, cells, notes)
     order = _order(names, cells, columns[0].label if columns and columns[0].metric == outcome else None)
@@ -345,6 +347,7 @@ def _profile_iv(data: Any, arm: str, metrics: Any, outcome: str, cluster: Any, d
                      "difficulty); name the task column with cluster=")
     else:
         _check_task_ids(data[cluster], cluster, CompareError)
+    describe = [describe] if isinstance(describe, str) else list(describe)
     describe = [c for c in describe if c in data.columns and c not in (arm, cluster)]
     exclude = {arm, *([cluster] if cluster else []), *describe}
     resolved = _resolve_metrics(data, metrics, exclude, notes)
@@ -370,18 +373,20 @@ def _score_columns(data: pd.DataFrame, resolved: list[_Metric], outcome: str, no
                 raise CompareError(f"outcome {outcome!r} is {m.kind}; the outcome must be binary (a success rate) "
                                    "or continuous (a mean score)")
             statistic = "rate" if m.kind == "binary" else "mean"
-            groups["outcome"].append(_Column(m.name, m.name, statistic, m.kind, m.direction))
+            groups["outcome"].append(_Column(m.name, m.name, statistic, m.kind, m.direction, requested=True))
         elif m.kind == "ordinal":
             for value in _levels(data, m):
-                groups["ordinal"].append(_Column(f"{m.name} {value:g}", m.name, "share", m.kind, "neither", value))
+                groups["ordinal"].append(_Column(f"{m.name} {value:g}", m.name, "share", m.kind, "neither", value,
+                                                 requested=m.requested))
         elif m.kind == "binary":
-            groups["binary"].append(_Column(m.name, m.name, "rate", m.kind, m.direction))
+            groups["binary"].append(_Column(m.name, m.name, "rate", m.kind, m.direction, requested=m.requested))
         elif m.kind == "continuous":
-            groups["continuous"].append(_Column(f"{m.name} mean", m.name, "mean", m.kind, m.direction))
+            groups["continuous"].append(_Column(f"{m.name} mean", m.name, "mean", m.kind, m.direction,
+                                                requested=m.requested))
         elif m.kind in QUANTILE_KINDS:
             for q in (0.5, 0.95):
                 groups["quantile"].append(_Column(f"{m.name} p{100 * q:g}", m.name, f"p{100 * q:g}", m.kind,
-                                                  m.direction, q=q))
+                                                  m.direction, q=q, requested=m.requested))
     if not groups["outcome"]:
         notes.append(f"no outcome column {outcome!r}: rows in order of appearance")
     return [c for group in groups.values() for c in group]
@@ -397,6 +402,33 @@ def _levels(data: pd.DataFrame, metric: _Metric) -> list[float]:
         raise CompareError(f"ordinal metric {metric.name!r} has {len(levels)} levels; a profile shows the share "
                            "of each, so give at most 20 (or declare it continuous)")
     return [float(v) for v in levels]
+
+
+def _metric_values(frame: pd.DataFrame, columns: list[_Column], notes: list[str]
+                   ) -> tuple[list[_Column], dict[str, np.ndarray]]:
+    """Each metric's values as floats (NaN: unknown), checked: an infinite or huge value, a binary metric
+    with other values or a negative cost is an error when the metric was named, else left out with a note."""
+    values: dict[str, np.ndarray] = {}
+    bad: set[str] = set()
+    for c in columns:
+        if c.metric in values or c.metric in bad:
+            continue
+        v = _values(frame, c.metric, c.kind)
+        known = v[~np.isnan(v)]
+        problem = magnitude_problem(known) or (
+            f"{int(np.isinf(known).sum())} infinite value(s)" if np.isinf(known).any() else None)
+        if problem is None and c.kind == "binary" and not np.isin(known, (0.0, 1.0)).all():
+            problem = "values other than 0/1 (or booleans) in a binary metric: declare its kind"
+        if problem is None and c.kind in QUANTILE_KINDS and (known < 0).any():
+            problem = f"negative values in a {c.kind} metric: declare it continuous"
+        if problem is None:
+            values[c.metric] = v
+            continue
+        if c.requested:
+            raise CompareError(f"metric {c.metric!r} has {problem}")
+        notes.append(f"metric {c.metric!r} left out: {problem}")
+        bad.add(c.metric)
+    return [c for c in columns if c.metric not in bad], values
 
 
 def _task_codes(frame: pd.DataFrame, cluster: str | None) -> np.ndarray:
