@@ -58,7 +58,7 @@ def loop_reference(data: pd.DataFrame, arm: str, rates: list[str], quantiles: li
     for _, group in data.groupby(arm, sort=False):
         tasks, codes = np.unique(group["task_id"].astype(str).to_numpy(), return_inverse=True)
         rows_of = [np.flatnonzero(codes == t) for t in range(len(tasks))]
-        columns = {c: pd.to_numeric(group[c].map(lambda v: float(v) if v is not None and v == v else np.nan)
+        columns = {c: pd.to_numeric(group[c].map(lambda v: np.nan if pd.isna(v) else float(v))
                                     if group[c].dtype == object else group[c], errors="coerce").to_numpy(dtype=float)
                    for c in rates + quantiles}
         for _ in range(n):
@@ -80,7 +80,7 @@ def loop_reference(data: pd.DataFrame, arm: str, rates: list[str], quantiles: li
     return time.perf_counter() - start
 
 
-def best_of(repeat: int, work) -> float:  # noqa: ANN001 - a thunk
+def best_of(repeat: int, work) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -94,12 +94,12 @@ def cases(quick: bool) -> list[tuple[str, pd.DataFrame, dict, list[str], list[st
     if TB.is_file():
         tb = pd.read_csv(TB)
         out.append(("terminal-bench 13 x 80 x 5", tb,
-                    dict(arm="submission", outcome="is_resolved",
-                         metrics={"is_resolved": "binary", "agent_duration_sec": "cost", "n_tests_passed": "count"}),
+                    {"arm": "submission", "outcome": "is_resolved",
+                     "metrics": {"is_resolved": "binary", "agent_duration_sec": "cost", "n_tests_passed": "count"}},
                     ["is_resolved"], ["agent_duration_sec", "n_tests_passed"]))
     n_tasks = 100 if quick else 500
     out.append((f"simulated 10 x {n_tasks} x 5", simulated(10, n_tasks, 5),
-                dict(metrics={"outcome": "binary", "loop": ("binary", "lower"), "tokens": "cost", "cost_usd": "cost"}),
+                {"metrics": {"outcome": "binary", "loop": ("binary", "lower"), "tokens": "cost", "cost_usd": "cost"}},
                 ["outcome", "loop"], ["tokens", "cost_usd"]))
     return out
 
@@ -111,7 +111,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'case':<34} {'runs':>9} {'profile s':>10} {'loop s (scaled)':>16} {'loop / profile':>15}")
     for name, data, kwargs, rates, quantiles in cases(args.quick):
-        t_profile = best_of(args.repeat, lambda: profile(data, n_resamples=B, seed=0, **kwargs))
+        t_profile = best_of(args.repeat, lambda d=data, k=kwargs: profile(d, n_resamples=B, seed=0, **k))
         t_loop = loop_reference(data, kwargs.get("arm", "arm"), rates, quantiles, LOOP_B) * B / LOOP_B
         print(f"{name:<34} {len(data):>9,} {t_profile:>10.2f} {t_loop:>16.2f} {t_loop / t_profile:>15.1f}")
 

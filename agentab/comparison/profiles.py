@@ -43,10 +43,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentab._checks import check_confidence_level, check_n_resamples, jsonable_seed, recorded_seed, seed_sequence
+from agentab._checks import (
+    check_confidence_level,
+    check_n_resamples,
+    jsonable_seed,
+    recorded_seed,
+    seed_sequence,
+)
 from agentab._display import Block, Display, Items, Lines, Table, Title, number
 from agentab._vocabulary import QUANTILE_KINDS, QUANTILE_TOL, quantile, task_weights
-from agentab.comparison._inputs import _check_task_ids, _Metric, _resolve_metrics, _unique_columns, _values
+from agentab.comparison._inputs import (
+    _check_task_ids,
+    _Metric,
+    _resolve_metrics,
+    _unique_columns,
+    _values,
+)
 from agentab.errors import CompareError
 from agentab.stats.two_sample import magnitude_problem
 from agentab.traces.summary import labels
@@ -207,8 +219,8 @@ class Profile(Display):
         unit = f"tasks ({s.cluster!r})" if s.cluster else "runs (no task column)"
         return [
             Title(f"profile: {len(self.systems)} systems x {len(self.columns)} columns"),
-            Lines([f"each cell: estimate [{s.level:.0%} percentile bootstrap interval], tasks weighing the same; "
-                   f"{s.n_resamples} resamples of {unit}, {how}; seed {s.seed}",
+            Lines([(f"each cell: estimate [{s.level:.0%} percentile bootstrap interval], tasks weighing the same; "
+                    f"{s.n_resamples} resamples of {unit}, {how}; seed {s.seed}"),
                    f"rows ordered {s.order}; never collapsed into one score"], small=True),
             Table(self.table()),
             *([Items(list(self.notes), title="notes")] if self.notes else []),
@@ -513,7 +525,7 @@ def _quantile_cells(values: np.ndarray, tasks: np.ndarray, weights: np.ndarray, 
     """Quantiles (agentab's, tasks weighing the same) and their percentile bootstrap intervals."""
     known = ~np.isnan(values)
     x, t = values[known], tasks[known]
-    n_tasks = int(len(np.unique(t)))
+    n_tasks = len(np.unique(t))
     if len(x) == 0:
         return [(np.nan, np.nan, np.nan, 0, 0) for _ in qs]
     estimates = [quantile(x, q, task_weights(t)) for q in qs]
@@ -590,7 +602,7 @@ def _descriptions(frame: pd.DataFrame, codes: np.ndarray, names: list[str], desc
         mask = codes == k
         group = frame.loc[mask]
         rows[name] = {**{c: labels(group[c]) for c in describe}, "runs": int(mask.sum()),
-                      "tasks": int(len(np.unique(tasks[mask])))}
+                      "tasks": len(np.unique(tasks[mask]))}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=[*describe, "runs", "tasks"])
     out.index.name = "system"
     return out
