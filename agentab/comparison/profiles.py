@@ -51,7 +51,7 @@ from agentab._checks import (
     seed_sequence,
 )
 from agentab._display import Block, Display, Items, Lines, Table, Title, number
-from agentab._vocabulary import QUANTILE_KINDS, QUANTILE_TOL, quantile, task_weights
+from agentab._vocabulary import QUANTILE_KINDS
 from agentab.comparison._inputs import (
     _check_task_ids,
     _Metric,
@@ -59,19 +59,21 @@ from agentab.comparison._inputs import (
     _unique_columns,
     _values,
 )
+from agentab.comparison._profile_bootstrap import (
+    MIN_TASKS,
+    mean_cell,
+    quantile_cells,
+    task_draws,
+)
 from agentab.errors import CompareError
 from agentab.stats.two_sample import magnitude_problem
 from agentab.traces.summary import labels
 
 __all__ = ["CELL_COLUMNS", "MIN_TASKS", "Profile", "ProfileSettings", "profile"]
 
-#: Fewest tasks with a known value for a cell to get an interval (a bootstrap over fewer is not one).
-MIN_TASKS = 5
 #: The columns of :meth:`Profile.frame`, one row per system and score column.
 CELL_COLUMNS = ("system", "column", "metric", "statistic", "kind", "direction", "estimate", "ci_low", "ci_high",
                 "n_tasks", "n_runs", "note")
-#: Bootstrap weights held at once (resamples x runs), so memory stays bounded; results do not depend on it.
-_BATCH = 2_000_000
 #: The score table's counts a default profile shows (p50, p95); its other counts are read through their rates.
 _COUNTS = ("n_steps",)
 _ORDER = "by the outcome estimate, highest first (ties and a missing outcome in order of appearance)"
@@ -310,7 +312,7 @@ def profile(data: pd.DataFrame, arm: str = "arm", metrics: Sequence[str] | Mappi
     tasks = _task_codes(frame, cluster)
     rng = np.random.default_rng(sequence)
     arms = [np.flatnonzero(codes == k) for k in range(len(names))]
-    joint, draws = _task_draws(tasks, arms, n_resamples, rng, cluster is not None)
+    joint, draws = task_draws(tasks, arms, n_resamples, rng, cluster is not None)
     columns, values = _metric_values(frame, columns, notes)
     rows = []
     for name, rows_of_arm, (local, weights) in zip(names, arms, draws):
@@ -451,27 +453,6 @@ def _task_codes(frame: pd.DataFrame, cluster: str | None) -> np.ndarray:
     return codes
 
 
-def _task_draws(tasks: np.ndarray, arms: list[np.ndarray], n_resamples: int, rng: np.random.Generator,
-                clustered: bool) -> tuple[bool, list[tuple[np.ndarray, np.ndarray]]]:
-    """Per arm: each run's task as a local code, and the bootstrap's task counts (resamples x tasks, floats).
-
-    Joint (one draw for every arm) when the arms ran the same tasks; else one draw per arm, in order.
-    """
-    local = []
-    for rows in arms:
-        ids, codes = np.unique(tasks[rows], return_inverse=True)
-        local.append((ids, codes.reshape(-1)))
-    joint = clustered and len(arms) > 1 and all(np.array_equal(ids, local[0][0]) for ids, _ in local)
-    if joint:
-        n = len(local[0][0])
-        shared = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(float)
-        return True, [(codes, shared) for _, codes in local]
-    draws = []
-    for ids, codes in local:
-        n = len(ids)
-        draws.append((codes, rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(float)))
-    return False, draws
-
 
 def _arm_cells(name: str, values: dict[str, np.ndarray], tasks: np.ndarray, weights: np.ndarray,
                columns: list[_Column], level: float) -> list[tuple]:
@@ -483,14 +464,14 @@ def _arm_cells(name: str, values: dict[str, np.ndarray], tasks: np.ndarray, weig
             quantiles.setdefault(c.metric, []).append(c)
     done: dict[str, tuple] = {}
     for metric, group in quantiles.items():
-        for c, cell in zip(group, _quantile_cells(values[metric], tasks, weights, [c.q for c in group], level)):
+        for c, cell in zip(group, quantile_cells(values[metric], tasks, weights, [c.q for c in group], level)):
             done[c.label] = cell
     for c in columns:
         if c.q is None:
             v = values[c.metric]
             if c.level is not None:
                 v = np.where(np.isnan(v), np.nan, (np.abs(v - c.level) < 1e-9).astype(float))
-            done[c.label] = _mean_cell(v, tasks, weights, level)
+            done[c.label] = mean_cell(v, tasks, weights, level)
         estimate, low, high, n_tasks, n_runs = done[c.label]
         note = "" if n_tasks == 0 or n_tasks >= MIN_TASKS else f"too few tasks for an interval ({n_tasks} < {MIN_TASKS})"
         if n_tasks == 0:
@@ -498,71 +479,6 @@ def _arm_cells(name: str, values: dict[str, np.ndarray], tasks: np.ndarray, weig
         out.append((name, c.label, c.metric, c.statistic, c.kind, c.direction, estimate, low, high, n_tasks, n_runs,
                     note))
     return out
-
-
-def _mean_cell(values: np.ndarray, tasks: np.ndarray, weights: np.ndarray, level: float) -> tuple:
-    """A rate, share or mean with tasks weighing the same, and its percentile bootstrap interval."""
-    known = ~np.isnan(values)
-    n_tasks_all = weights.shape[1]
-    counts = np.bincount(tasks[known], minlength=n_tasks_all)
-    sums = np.bincount(tasks[known], weights=values[known], minlength=n_tasks_all)
-    has = counts > 0
-    if not has.any():
-        return np.nan, np.nan, np.nan, 0, 0
-    means = sums[has] / counts[has]
-    estimate = float(means.mean())
-    if has.sum() < MIN_TASKS:
-        return estimate, np.nan, np.nan, int(has.sum()), int(known.sum())
-    drawn = weights[:, has] if not has.all() else weights
-    total = drawn.sum(axis=1)
-    replicates = (drawn @ means)[total > 0] / total[total > 0]
-    low, high = _percentile(replicates, level, discrete=False)
-    return estimate, low, high, int(has.sum()), int(known.sum())
-
-
-def _quantile_cells(values: np.ndarray, tasks: np.ndarray, weights: np.ndarray, qs: list[float],
-                    level: float) -> list[tuple]:
-    """Quantiles (agentab's, tasks weighing the same) and their percentile bootstrap intervals."""
-    known = ~np.isnan(values)
-    x, t = values[known], tasks[known]
-    n_tasks = len(np.unique(t))
-    if len(x) == 0:
-        return [(np.nan, np.nan, np.nan, 0, 0) for _ in qs]
-    estimates = [quantile(x, q, task_weights(t)) for q in qs]
-    if n_tasks < MIN_TASKS:
-        return [(e, np.nan, np.nan, n_tasks, len(x)) for e in estimates]
-    order = np.argsort(x, kind="stable")
-    x, t = x[order], t[order]
-    per_run = 1.0 / np.bincount(t, minlength=weights.shape[1])[t]
-    replicates: list[list[np.ndarray]] = [[] for _ in qs]
-    step = max(1, _BATCH // len(x))
-    for start in range(0, weights.shape[0], step):
-        cumulative = np.take(weights[start:start + step], t, axis=1)  # a new array, worked on in place
-        cumulative *= per_run
-        np.cumsum(cumulative, axis=1, out=cumulative)
-        valid = cumulative[:, -1] > 0
-        cumulative = cumulative[valid]
-        cumulative /= cumulative[:, -1:]
-        for k, q in enumerate(qs):
-            index = np.minimum((cumulative < q - QUANTILE_TOL).sum(axis=1), len(x) - 1)
-            replicates[k].append(x[index])
-    out = []
-    for e, reps in zip(estimates, replicates):
-        low, high = _percentile(np.concatenate(reps), level, discrete=True)
-        out.append((e, low, high, n_tasks, len(x)))
-    return out
-
-
-def _percentile(replicates: np.ndarray, level: float, *, discrete: bool) -> tuple[float, float]:
-    """Percentile interval: bounds the distribution takes (``discrete``) or linearly interpolated."""
-    if len(replicates) == 0:
-        return np.nan, np.nan
-    tail = 100 * (1 - level) / 2
-    if discrete:
-        return (float(np.percentile(replicates, tail, method="lower")),
-                float(np.percentile(replicates, 100 - tail, method="higher")))
-    low, high = np.percentile(replicates, [tail, 100 - tail])
-    return float(low), float(high)
 
 
 def _drop_unknown(columns: list[_Column], cells: pd.DataFrame, notes: list[str]) -> tuple[list[_Column], pd.DataFrame]:
