@@ -37,6 +37,7 @@ Examples
 from agentab import datasets, formats, power, stats
 from agentab.comparison.compare import Comparison, compare
 from agentab.comparison.multi import MultiComparison
+from agentab.comparison.profiles import Profile, profile
 from agentab.comparison.decide import Decision
 from agentab.scoring.diagnose import Diagnosis, Finding, diagnose
 from agentab.errors import CompareError, PowerError, ReportError, SpecError, StatsWarning, TraceError, TraceWarning
@@ -73,6 +74,8 @@ __all__ = [
     "compare",
     "Comparison",
     "MultiComparison",
+    "profile",
+    "Profile",
     "Decision",
     "CompareError",
     "StatsWarning",

@@ -447,7 +447,7 @@ def _assert_arm_bars(ax) -> None:
 
 
 @pytest.fixture(scope="module")
-def figures(small, diagnosis):
+def figures(small, diagnosis, scores):
     """Every figure function on the small comparison; pyplot imported here only to check its figure list."""
     import matplotlib.pyplot as plt
 
@@ -465,6 +465,8 @@ def figures(small, diagnosis):
             "task_outcomes": plots.task_outcomes(agentab.task_profile(small), baseline="baseline",
                                                  candidate="candidate"),
             "power_curve": plots.power_curve(small.plan),
+            "profile_figure": plots.profile_figure(agentab.profile(scores, n_resamples=199)),
+            "pareto_figure": plots.pareto_figure(agentab.profile(scores, n_resamples=199), x="tokens p95"),
         }
     assert dict(matplotlib.rcParams) == before, "plotting changed matplotlib.rcParams"
     assert plt.get_fignums() == open_figures, "plotting created pyplot figures"
@@ -480,6 +482,8 @@ def test_figures_are_figures_with_labelled_axes(figures):
         if name == "forest":
             assert axes[-1].get_xlabel().strip() and axes[0].get_title().strip()
             assert all(ax.get_ylabel().strip() for ax in axes)
+        elif name == "profile_figure":  # one panel per column of the profile, each titled
+            assert len(axes) > 1 and all(ax.get_title().strip() for ax in axes if ax.get_visible())
         else:
             assert len(axes) == 1, name
             _assert_labelled(axes[0])

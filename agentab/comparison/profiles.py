@@ -31,7 +31,7 @@ Order
     the systems first appear). The order is for reading; no column is ever weighed against another.
 
 The Pareto view (:meth:`Profile.frontier`, :meth:`Profile.dominance`; the figure is
-``agentab.reporting._profile_figures.pareto_figure``) compares systems on two columns at once.
+``agentab.plots.pareto_figure``) compares systems on two columns at once.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from agentab.reporting.plots import NEUTRAL, PALETTE, _shorten, _styled, _wrap
+from agentab.reporting._style import NEUTRAL, PALETTE, _shorten, _styled, _wrap
 
 __all__ = ["pareto_figure", "profile_figure"]
 

@@ -15,9 +15,7 @@ baseline.
 
 from __future__ import annotations
 
-import functools
-import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import matplotlib
@@ -30,97 +28,33 @@ from agentab._vocabulary import QUANTILE_KINDS
 
 __all__ = [
     "PALETTE",
+    "ecdf",
+    "failure_rates",
     "forest",
     "level_shares",
-    "ecdf",
+    "pareto_figure",
+    "power_curve",
+    "profile_figure",
     "quantile_shift",
     "step_buckets",
-    "failure_rates",
-    "tool_choice",
     "task_outcomes",
-    "power_curve",
+    "tool_choice",
 ]
 
-#: Okabe-Ito colours: blue, orange, bluish green, vermillion, reddish purple, sky blue, yellow, black.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
-BETTER, WORSE, NEUTRAL = "#009E73", "#D55E00", "#6f6f6f"
-#: Ordered levels of an ordinal metric (up to 4), worst first: vermillion, orange, sky blue, blue.
-LEVEL_COLOURS = ("#D55E00", "#E69F00", "#56B4E9", "#0072B2")
-
-
-def level_colours(n: int) -> list[Any]:
-    """``n`` colours in level order, worst first: the four Okabe-Ito ones, or cividis (ordered, CVD-safe) for more."""
-    if n <= len(LEVEL_COLOURS):
-        return [LEVEL_COLOURS[i] for i in ((3,), (0, 3), (0, 1, 3), (0, 1, 2, 3))[n - 1]]
-    return [matplotlib.colormaps["cividis"](v) for v in np.linspace(0.0, 0.95, n)]
-
-_STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.titleweight": "bold",
-    "axes.labelsize": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.color": "#dddddd",
-    "grid.linewidth": 0.6,
-    "axes.axisbelow": True,
-    "legend.frameon": False,
-    "figure.dpi": 100,
-    "savefig.dpi": 100,
-    "savefig.bbox": "tight",
-    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
-    "text.parse_math": False,  # names are data: "$" is a dollar sign, never math text
-    "text.usetex": False,
-}
-
-
-def _styled(function: Callable[..., Figure]) -> Callable[..., Figure]:
-    """Draw inside agentab's style (restored afterwards: no global state changes)."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Figure:
-        with matplotlib.rc_context(_STYLE):
-            return _literal(function(*args, **kwargs))
-
-    return wrapper
-
-
-#: Longest line of any text in a figure; longer ones end in an ellipsis (a 200,000-character name
-#: would take all memory to lay out).
-MAX_LABEL = 120
-
-
-def _literal(figure: Figure) -> Figure:
-    """Every text of ``figure`` shown as written: math text off (names like ``echo $PATH_$HOME``), long lines cut."""
-    from matplotlib.text import Text
-
-    for text in figure.findobj(Text):
-        text.set_parse_math(False)
-        value = text.get_text()
-        if len(value) > MAX_LABEL:
-            text.set_text("\n".join(line if len(line) <= MAX_LABEL else line[:MAX_LABEL - 1] + "\u2026"
-                                     for line in value.split("\n")))
-    return figure
-
-
-def _wrap(text: str, width: int, max_lines: int = 4) -> str:
-    """``text`` broken into lines of at most ``width`` characters (long words too), at most ``max_lines`` of them
-    (the last one then ends in an ellipsis): long metric and arm names never run into their neighbours, and a
-    name of any length costs a few lines."""
-    lines = [part for line in str(text).split("\n")[:max_lines]
-             for part in (textwrap.wrap(line[: width * max_lines + 1], width, break_long_words=True,
-                                        break_on_hyphens=True) or [""])]
-    if len(lines) > max_lines:
-        lines = lines[:max_lines]
-        lines[-1] = lines[-1][: width - 1] + "\u2026"
-    return "\n".join(lines)
-
-
-def _shorten(text: str, limit: int, keep: int = 30) -> str:
-    """``text`` of at most ``limit`` characters, cut in the middle: its end (a statistic, a unit) stays readable."""
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - keep - 1] + "\u2026" + text[-keep:]
+from agentab.reporting._style import (  # noqa: F401  (the style's names, read here and by the other figures)
+    _STYLE,
+    BETTER,
+    LEVEL_COLOURS,
+    MAX_LABEL,
+    NEUTRAL,
+    PALETTE,
+    WORSE,
+    _literal,
+    _shorten,
+    _styled,
+    _wrap,
+    level_colours,
+)
 
 
 def _log_ticks(axis: Any) -> None:
@@ -528,3 +462,6 @@ def power_curve(plan: Any, *, seeds_per_task: Sequence[int] | None = None) -> Fi
     ax.set_title(_wrap(f"Power to detect {plan.effect_text()} on {plan.metric}", 70))
     ax.legend(loc="lower right")
     return fig
+
+
+from agentab.reporting._profile_figures import pareto_figure, profile_figure
