@@ -302,31 +302,32 @@ def _steps(trajectory: list[Any], calls: list[tuple[str, Any]]) -> tuple[list[di
     steps: list[dict[str, Any]] = []
     without_action = 0
     times: list[float | None] = []
-    j = 0
+    j, n_calls = 0, len(calls)
     for i, entry in enumerate(trajectory):
-        where = f"trajectory[{i}]"
-        if not isinstance(entry, dict):
-            raise Reject(where, f"expected an object, got {type(entry).__name__}")
+        if type(entry) is not dict:
+            raise Reject(f"trajectory[{i}]", f"expected an object, got {type(entry).__name__}")
         action = entry.get("action")
-        if not isinstance(action, str):
-            raise Reject(f"{where}.action", f"expected the command text, got {json.dumps(action)[:80]}")
+        if type(action) is not str:
+            raise Reject(f"trajectory[{i}].action", f"expected the command text, got {json.dumps(action)[:80]}")
         observation = entry.get("observation", "")
         if observation is None:
             observation = ""
-        if not isinstance(observation, str):
-            raise Reject(f"{where}.observation", f"expected text, got {type(observation).__name__}")
-        seconds = _seconds(entry, where)
+        elif type(observation) is not str:
+            raise Reject(f"trajectory[{i}].observation", f"expected text, got {type(observation).__name__}")
+        seconds = entry.get("execution_time")
+        if seconds is not None and (type(seconds) is not float or not seconds >= 0):
+            seconds = _seconds(entry, f"trajectory[{i}]")
         tool_calls = None
-        if j < len(calls) and calls[j][0] == action:
+        if j < n_calls and calls[j][0] == action:
             tool_calls = calls[j][1]
             j += 1
         if not action.strip():
             without_action += 1
             continue
-        steps.append(_step(len(steps), action, observation, seconds, tool_calls, where))
+        steps.append(_step(len(steps), action, observation, seconds, tool_calls, f"trajectory[{i}]"))
         times.append(seconds)
     meta: dict[str, Any] = {"entries": len(trajectory), "entries_without_action": without_action}
-    if times and all(t is not None for t in times):
+    if times and None not in times:
         meta["execution_time_s"] = float(sum(times))  # type: ignore[arg-type]
     return steps, meta
 
@@ -354,7 +355,7 @@ def _step(index: int, action: str, observation: str, seconds: float | None, tool
     else:
         tool, args = action.split(None, 1)[0], {"command": action}
     obs: dict[str, Any] = {"content": observation}
-    if _TIMEOUT.match(observation.lstrip()):
+    if "was cancelled because it took more than" in observation and _TIMEOUT.match(observation.lstrip()):
         obs.update(status="error", error="cancelled: the command took longer than SWE-agent's timeout")
     elif seconds == 0 and not observation and action.strip() != "exit":
         obs.update(status="error", error=_NOT_RUN)
@@ -374,19 +375,36 @@ def _function_call(tool_calls: list[Any], where: str) -> tuple[str, dict[str, An
     if not isinstance(name, str) or not name:
         raise Reject(f"{where}.tool_calls[0].function.name", "a tool call without a function name")
     arguments = function.get("arguments", {})  # type: ignore[union-attr]
+    call_id = call.get("id")
+    call_id = call_id if isinstance(call_id, str) else None
     if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            raise Reject(f"{where}.tool_calls[0].function.arguments",
-                         f"arguments are not JSON: {arguments[:80]!r}") from None
+        return name, _arguments(arguments, where) if arguments.strip() else {}, call_id
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         raise Reject(f"{where}.tool_calls[0].function.arguments",
                      f"expected an object, got {type(arguments).__name__}")
-    call_id = call.get("id")
-    return name, arguments, call_id if isinstance(call_id, str) else None
+    return name, arguments, call_id
+
+
+def _arguments(text: str, where: str) -> dict[str, Any]:
+    """A call's arguments text parsed (an object), or the rejection naming the call. msgspec parses what it can
+    (one C call); what it refuses, :mod:`json` reads as before (NaN, integers beyond 64 bits) or rejects."""
+    try:
+        arguments = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        arguments = MISSING
+    try:
+        if arguments is MISSING:
+            arguments = json.loads(text)
+    except ValueError:
+        raise Reject(f"{where}.tool_calls[0].function.arguments", f"arguments are not JSON: {text[:80]!r}") from None
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, dict):
+        raise Reject(f"{where}.tool_calls[0].function.arguments",
+                     f"expected an object, got {type(arguments).__name__}")
+    return arguments
 
 
 def _count(stats: Mapping[str, Any], key: str) -> int | None:
