@@ -229,9 +229,9 @@ def _convert(obj: Any, line: int, where: str, fields: FieldMap, named: bool) -> 
         out["steps"] = steps
         meta = out["metadata"]
         meta["format_errors"] = format_errors
-        for key in ("tokens_in", "tokens_out"):
-            if key in totals:
-                meta[key] = totals[key]
+        if "reasoning_apart" in totals:
+            meta["tokens_reasoning_apart"] = totals.pop("reasoning_apart")
+        out.update(totals)
         return Item(line, record=out, missing=missing or None)
     except Reject as problem:
         return Item(line, field=problem.field, reason=problem.reason)
