@@ -191,16 +191,15 @@ def _convert(doc: dict[str, Any], path: Path | None, fields: FieldMap,
     meta = record["metadata"]
     if walk.untooled:
         meta["observations_without_tool_call"] = walk.untooled
-    if not steps and walk.pending_known() and walk.n_calls:
-        meta["tokens_in"], meta["tokens_out"] = walk.pending_in, walk.pending_out
-    if walk.cached is not None and walk.n_calls:
-        meta["tokens_cached"] = walk.cached
+    totals = walk.run_totals()
+    cost = totals.pop("cost_usd", None)
+    record.update(totals)
     if walk.subagents:
         meta["subagents"] = walk.subagents
     if len(segments) > 1:
         meta["continuations"] = [label for label, _ in segments[1:]]
-    if "cost_usd" not in record and walk.cost is not None and walk.n_calls:
-        record["cost_usd"] = walk.cost
+    if "cost_usd" not in record and cost is not None:
+        record["cost_usd"] = cost
     return record
 
 
