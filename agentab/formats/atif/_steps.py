@@ -106,15 +106,21 @@ class Walk:
         self.n_calls += 1
         if type(metrics) is not dict:
             metrics = {}
-        values = [metrics.get(key) for key in _METRICS]
-        if not all(type(v) is int and v >= 0 for v in values[:3]):
-            values[:3] = [_count(metrics, key, where) for key in _METRICS[:3]]
-        cost = values[3]
+        tin, tout = metrics.get("prompt_tokens"), metrics.get("completion_tokens")
+        cached, cost = metrics.get("cached_tokens"), metrics.get("cost_usd")
+        if not (type(tin) is int and tin >= 0 and type(tout) is int and tout >= 0
+                and (cached is None or type(cached) is int and cached >= 0)):
+            tin, tout = _count(metrics, "prompt_tokens", where), _count(metrics, "completion_tokens", where)
+            cached = _count(metrics, "cached_tokens", where)
         if cost is not None and not (type(cost) is float and cost >= 0 and cost != math.inf):
             ok = isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0
-            values[3] = cost if ok else None
-        self.pending = [None if a is None or b is None else a + b for a, b in zip(self.pending, values)]
-        self.totals = [None if a is None or b is None else a + b for a, b in zip(self.totals, values)]
+            cost = cost if ok else None
+        for counts in (self.pending, self.totals):
+            a, b, c, d = counts
+            counts[0] = None if a is None or tin is None else a + tin
+            counts[1] = None if b is None or tout is None else b + tout
+            counts[2] = None if c is None or cached is None else c + cached
+            counts[3] = None if d is None or cost is None else d + cost
 
     def subagent_refs(self, result: dict[str, Any], where: str) -> None:
         """Count each sub-agent trajectory a result refers to as model calls made here."""
