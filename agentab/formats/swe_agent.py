@@ -25,6 +25,9 @@ model        ``replay_config.agent.model.name``                           metada
 harness      ``"SWE-agent"`` (+ ``info.swe_agent_version``)               metadata.harness
 cost_usd     ``info.model_stats.instance_cost``                           missing when absent, or 0 with
                                                                           steps or ``api_calls`` > 0
+tokens_in    ``info.model_stats.tokens_sent`` (run total)                 unknown when 0 with steps or
+                                                                          ``api_calls`` > 0 (Tokens below)
+tokens_out   ``info.model_stats.tokens_received`` (run total)             as tokens_in
 latency_s    none: missing                                                see ``execution_time`` below
 steps        ``trajectory[]``: each entry with an ``action``              rules below
 terminal     ``info.submission``: the patch's ``diff --git`` files        missing without a submission
@@ -65,10 +68,9 @@ Observation
     unknown error count, not 0.
 Tokens
     ``info.model_stats`` has only the run's totals (``tokens_sent``,
-    ``tokens_received``): they go on the first step, the others marked as
-    counted there (``metadata.tokens_with_step = 0``), so the run's total is
-    right and each step's share is unknown. A run without steps keeps them in
-    ``metadata.tokens_in`` / ``tokens_out``. Zero tokens sent by a run that
+    ``tokens_received``, over every model call, also those that ran no
+    command): they are the run's ``tokens_in`` / ``tokens_out`` totals, and
+    each step's share is unknown (its tokens absent). Zero tokens sent by a run that
     has steps or ``api_calls`` > 0 (a replay, or a human demonstration: a
     "model" that counts nothing) are unknown, not 0; so is a cost of 0 then
     (also with tokens: a model SWE-agent has no price for). Zeros are kept
@@ -119,7 +121,6 @@ from agentab.formats._base import (
 )
 from agentab.formats._missing import absent
 from agentab.formats.files import BOM, open_trace_file
-from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["FIELDS", "FORMAT", "convert", "sniff"]
 
@@ -235,7 +236,8 @@ def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | N
     state = _terminal_state(info.get("submission"))
     if state is not None:
         record["terminal_state"] = state
-    _place_tokens(steps, meta, tokens_in, tokens_out)
+    if tokens_in is not None and tokens_out is not None:  # the run's totals: each step's share is not recorded
+        record["tokens_in"], record["tokens_out"] = tokens_in, tokens_out
     meta.update(_run_metadata(doc, info, replay))
     if task_from is not None:
         meta["task_from"] = task_from
@@ -436,19 +438,6 @@ def _model_stats(info: Mapping[str, Any], acted: bool) -> tuple[int | None, int 
     if cost is not None and cost == 0 and replied:
         cost = None
     return sent, received, None if cost is None else float(cost), meta
-
-
-def _place_tokens(steps: list[dict[str, Any]], meta: dict[str, Any], tokens_in: int | None,
-                  tokens_out: int | None) -> None:
-    """The run's token totals on the first step (the others counted there), or in the run's metadata."""
-    if tokens_in is None or tokens_out is None:
-        return
-    if not steps:
-        meta.update(tokens_in=tokens_in, tokens_out=tokens_out)
-        return
-    steps[0]["tokens_in"], steps[0]["tokens_out"] = tokens_in, tokens_out
-    for step in steps[1:]:
-        step.setdefault("metadata", {})[TOKENS_WITH_STEP] = 0
 
 
 def _task(replay: Mapping[str, Any], stem: str | None) -> tuple[str | None, str | None]:
