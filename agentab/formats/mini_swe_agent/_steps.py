@@ -19,6 +19,8 @@ _DEFAULT_ACTION = r"```bash\s*\n(.*?)\n```"
 _DEFAULT_TIMEOUT = "The last command <command>"
 _RETURNCODE = re.compile(r"\s*<returncode>\s*(-?\d+)\s*</returncode>")
 _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.DOTALL)
+#: A v1 reply: the return code, then the output (what :func:`_output_text` finds first).
+_V1_REPLY = re.compile(r"\s*<returncode>\s*(-?\d+)\s*</returncode>.*?<output>\n?(.*?)</output>", re.DOTALL)
 _HEAD_TAIL = re.compile(r"<output_head>\n?(.*?)</output_head>.*<output_tail>\n?(.*?)</output_tail>", re.DOTALL)
 
 
@@ -70,9 +72,9 @@ def reasoning_apart(call: tuple[Any, ...]) -> tuple[tuple[Any, ...], int]:
     """The call with its reasoning tokens unknown when they are above its output tokens (then not a part of
     them, as Gemini through LiteLLM reports them), and those tokens (0 when a part)."""
     reasoning, tout = call[2], call[1]
-    if reasoning is not None and tout is not None and reasoning > tout:
-        return (call[0], tout, None, call[3], call[4]), reasoning
-    return call, 0
+    if reasoning is None or tout is None or reasoning <= tout:
+        return call, 0
+    return (call[0], tout, None, call[3], call[4]), reasoning
 
 
 #: The counts of a model call, each a step field.
@@ -86,16 +88,24 @@ class Calls:
 
     def __init__(self) -> None:
         self.n = 0
-        self.sums: list[Any] = [0, 0, 0, 0, 0]
+        self.sums: tuple[Any, ...] = (0, 0, 0, 0, 0)
 
     def add(self, call: tuple[Any, ...]) -> None:
         self.n += 1
-        self.sums = [None if a is None or b is None else a + b for a, b in zip(self.sums, call)]
+        if self.n == 1:
+            self.sums = call
+            return
+        a, b, c, d, e = self.sums
+        self.sums = (None if a is None or call[0] is None else a + call[0],
+                     None if b is None or call[1] is None else b + call[1],
+                     None if c is None or call[2] is None else c + call[2],
+                     None if d is None or call[3] is None else d + call[3],
+                     None if e is None or call[4] is None else e + call[4])
 
-    def take(self) -> list[Any]:
+    def take(self) -> tuple[Any, ...]:
         """The sums (None: unknown), then start again."""
         sums = self.sums
-        self.n, self.sums = 0, [0, 0, 0, 0, 0]
+        self.n, self.sums = 0, (0, 0, 0, 0, 0)
         return sums
 
     def totals(self) -> dict[str, Any]:
@@ -167,7 +177,13 @@ class Run:
 def _reply(msg: dict[str, Any], i: int, run: Run) -> dict[str, Any]:
     """The observation of a user or tool message answering an action."""
     content = msg.get("content")
-    extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+    extra = msg.get("extra")
+    if extra is None and type(content) is str:  # v1: the text only
+        found = _V1_REPLY.match(content)
+        if found:
+            return _with_code(int(found.group(1)), found.group(2))
+    if type(extra) is not dict:
+        extra = {}
     code = extra.get("returncode")
     text = extra["raw_output"] if isinstance(extra.get("raw_output"), str) else None
     if type(code) is int:
