@@ -113,6 +113,12 @@ def test_real_file_matches_hand_counts(path):
     assert sum(s["tokens_out"] for s in steps) == want["tokens_out"]
     assert sum(s["cost_usd"] for s in steps) == pytest.approx(want["cost"])
     assert sum(s["tokens_cached"] for s in steps) == want["cached"]
+    usages = [m["extra"]["response"]["usage"] for m in raw["messages"] if m["role"] == "assistant"]
+    reasoning = [(u.get("completion_tokens_details") or {}).get("reasoning_tokens") for u in usages]
+    apart = sum(r for r, u in zip(reasoning, usages) if r is not None and r > u["completion_tokens"])
+    assert rec["metadata"].get("tokens_reasoning_apart", 0) == apart  # Gemini's, above its completion tokens
+    if apart:  # those calls' reasoning is not a part of their output: unknown there, and in the run's total
+        assert "tokens_reasoning" not in steps[0] and "tokens_reasoning" not in rec
     assert (rec["tokens_in"], rec["tokens_out"]) == (want["tokens_in"], want["tokens_out"])  # every model call
     assert rec["cost_usd"] == raw["info"]["model_stats"]["instance_cost"]
     assert rec["metadata"]["format_errors"] == want["model_calls"] - want["calls"]
