@@ -42,33 +42,40 @@ large: OTLP/JSON takes 3.8 times the bytes of our record), and
 
 Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N]``.
 
-Last run (2026-12-01, ``python benchmarks/bench_formats.py``, 2 CPUs shared
-with other work; also in ``benchmarks/results/bench_formats.txt``)::
+Last run (2026-12-01 20:50 UTC, ``python benchmarks/bench_formats.py``, 2 CPUs shared with two other
+sessions' work, load average 3.4-3.7 throughout: the record itself took 0.80 s here against 0.43 s on a
+quiet machine, so every ratio below carries that noise)::
 
     10,000 runs, 108,405 tool calls; best of 3, interleaved in random order; 2 CPUs
             format      MB  seconds  x record  seconds, 1 process  x record  check
-            record    35.3     0.43      1.00                0.45      1.00  identical
-            openai    44.9     1.03      2.43                1.03      2.30  identical
-         anthropic    45.0     0.98      2.29                0.99      2.20  identical
-              otel   133.3     1.45      3.41                1.58      3.53  identical
-        otel-spans   133.3     1.57      3.67                2.25      5.02  identical
-           inspect     8.2     1.30      3.04                1.33      2.97  identical
-              tau2   181.2     1.76      4.13                1.75      3.89  identical
-         openhands   180.3     1.71      4.02                1.72      3.84  identical
-    mini-swe-agent   127.4     2.39      5.60                2.25      5.01  identical
-         swe-agent   131.6     1.85      4.35                1.86      4.15  identical
-       claude-code   171.8     2.49      5.85                2.57      5.73  identical
-              atif    92.1     2.54      5.97                2.65      5.90  identical
+            record    35.3     0.80      1.00                1.06      1.00  identical
+            openai    44.9     2.30      2.90                1.51      1.42  identical
+         anthropic    45.0     2.24      2.82                1.36      1.27  identical
+              otel   133.3     3.05      3.84                3.75      3.52  identical
+        otel-spans   133.3     2.72      3.42                4.28      4.02  identical
+           inspect     8.2     2.32      2.91                1.59      1.50  identical
+              tau2   181.2     3.00      3.77                3.23      3.03  identical
+         openhands   180.3     2.83      3.56                3.75      3.52  identical
+    mini-swe-agent   127.4     2.62      3.30                4.66      4.38  identical
+         swe-agent   131.6     3.34      4.20                4.24      3.98  identical
+       claude-code   171.8     3.24      4.08                3.12      2.94  identical
+     openai-agents   124.5     3.47      4.36                3.72      3.49  identical
+              atif    92.1     7.35      9.24                5.45      5.12  identical
 
-Every new reader is over the issue's 3x: 3.9x (tau2) to 6.0x (atif). A
-cProfile (``workers=1``, 2,000 runs, 21,312 calls) puts the time in each
-reader's per-message Python walk, not JSON decoding (5-17%): tau2
-``_message``/``_calls`` 0.32 of 0.74 s; openhands ``event_steps`` 0.47 of
-0.91; mini-swe-agent ``walk_steps`` 0.67 of 1.19; swe-agent ``_steps`` 0.28 of
-0.87 (a ``json.loads`` per call's arguments); claude-code ``_read_line`` 0.52
-of 1.45 (a decode per line, 44,624 lines); atif ``segment`` 0.52 of 1.36 plus
-0.20 walking three entries per trial folder. The files are also 2.6-5.1
-times our record's bytes.
+The readers now emit the grown record (step ``tokens_cached`` / ``tokens_reasoning`` / ``cost_usd`` /
+``parallel``, run token totals), which sends their runs through the decoder's grown-field checks; their
+walks were made leaner (swe-agent's arguments parsed by msgspec, not ``json.loads``; mini-swe-agent's
+call sums without per-key loops and v1 replies read by one expression; atif's model calls counted
+inline). Measured back to back against the code before (2,000 runs, ``workers=1``, best of 3 in each
+of three interleaved rounds, load 3.4), the best times moved within the noise: atif 0.74 -> 0.88 s,
+mini-swe-agent 0.62 -> 0.54, swe-agent 0.44 -> 0.50, openhands 0.43 -> 0.49, inspect 0.42 -> 0.41
+(record 0.09-0.19 s). The 3x target is not met for atif, mini-swe-agent, swe-agent and openhands. A
+cProfile (``workers=1``, 2,000 runs, quiet moment) puts atif's time in the loader's per-file work
+(walking, sorting and detecting 4,000 files: about a fifth) and in the reader's step walk (``segment``
+0.40 of 1.39 s), mini-swe-agent's in ``walk_steps`` (0.63 of 1.30 s: per message, the call's usage,
+the bash block, the reply), each a Python walk per message that no lookup trimming removes; what would:
+building the steps as ``PreparedSteps`` columns (not possible for swe-agent while ``Prepared`` has no
+``terminal_state``), and for folder formats a loader that skips a trial's bookkeeping files unread.
 """
 
 from __future__ import annotations

@@ -141,6 +141,10 @@ def test_summarized_run_counts_match_the_raw_file(tmp_path):
     tokens_out = sum(s["metrics"]["completion_tokens"] for s in counted)
     assert (tokens_in, tokens_out) == (doc["final_metrics"]["total_prompt_tokens"],
                                        doc["final_metrics"]["total_completion_tokens"]) == (7802, 1030)
+    assert (rec["tokens_in"], rec["tokens_out"]) == (tokens_in, tokens_out)  # the run's totals, every model call
+    cached = [s["metrics"].get("cached_tokens") for s in counted]
+    if None not in cached:
+        assert rec["tokens_cached"] == sum(cached) == doc["final_metrics"]["total_cached_tokens"]
     runs = load([rec]).runs
     assert runs.loc[0, "tokens"] == tokens_in + tokens_out
     assert runs.loc[0, "cost_usd"] == pytest.approx(doc["final_metrics"]["total_cost_usd"])
@@ -166,7 +170,9 @@ def test_terminus_results_without_call_ids_are_the_calls_observations(tmp_path):
     assert rec["steps"][0]["observation"] == {"content": step["observation"]["results"][0]["content"]}
     assert rec["steps"][0]["metadata"]["tool_call_id"] == step["tool_calls"][0]["tool_call_id"]
     assert rec["steps"][0]["tokens_in"] == step["metrics"]["prompt_tokens"]
-    assert rec["steps"][0]["metadata"]["cost_usd"] == step["metrics"]["cost_usd"]
+    assert rec["steps"][0]["cost_usd"] == step["metrics"]["cost_usd"]
+    if "cached_tokens" in step["metrics"]:
+        assert rec["steps"][0]["tokens_cached"] == step["metrics"]["cached_tokens"]
 
 
 def test_openhands_results_matched_by_source_call_id(tmp_path):
@@ -413,13 +419,13 @@ def test_embedded_subagents_count_by_trajectory_id():
     assert rec["cost_usd"] == pytest.approx(0.00075 + 0.0006 + 0.1)
 
 
-def test_run_without_tool_calls_keeps_its_tokens_in_metadata():
+def test_run_without_tool_calls_keeps_its_tokens_as_the_run_totals():
     doc = base()
     for step in doc["steps"]:
         step.pop("tool_calls", None)
         step.pop("observation", None)
     rec = objects(doc).record
-    assert rec["steps"] == [] and (rec["metadata"]["tokens_in"], rec["metadata"]["tokens_out"]) == (220, 80)
+    assert rec["steps"] == [] and (rec["tokens_in"], rec["tokens_out"]) == (220, 80)
     assert load([rec]).runs.loc[0, "tokens"] == 300
 
 

@@ -468,6 +468,18 @@ def test_tokens_per_model_call_from_events(tmp_path):
     assert steps[1]["metadata"]["tokens_with_step"] == 0
     runs = load_traces([rec]).runs
     assert runs.loc[0, "tokens_in"] == 1050 and runs.loc[0, "tokens_out"] == 100  # the judge's 5000 are not counted
+    # cached tokens: call 1 reports 50; calls 2-4 report none, so step 2's and the run's are unknown, not 0
+    assert steps[0]["tokens_cached"] == 50 and "tokens_cached" not in steps[2] and "tokens_cached" not in rec
+    assert steps[0]["parallel"] == steps[1]["parallel"] and "parallel" not in steps[2]  # one model call, two tools
+    assert (rec["tokens_in"], rec["tokens_out"]) == (1050, 100)  # the run's totals: every agent call
+    for event in events:
+        if event["event"] == "model":
+            event["output"]["usage"].update(input_tokens_cache_read=event["output"]["usage"].get(
+                "input_tokens_cache_read", 0), reasoning_tokens=2)
+    rec = one(sample(messages=messages, events=events), tmp_path)
+    assert [s.get("tokens_cached") for s in rec["steps"]] == [50, None, 0]
+    assert [s.get("tokens_reasoning") for s in rec["steps"]] == [2, None, 6]
+    assert (rec["tokens_cached"], rec["tokens_reasoning"]) == (50, 8)
 
 
 def test_tokens_from_old_step_events_skip_scorer_steps(tmp_path):
@@ -740,7 +752,8 @@ def test_a_sample_without_tool_calls_keeps_its_usage_as_the_runs_tokens(tmp_path
     messages = [{"role": "user", "content": "2 + 2?", "source": "input"}, assistant(content="4")]
     mu = {"openai/gpt-4o": usage(120, 8, cache_read=30)}
     rec = one(sample(messages=messages, model_usage=mu), tmp_path)
-    assert rec["steps"] == [] and (rec["metadata"]["tokens_in"], rec["metadata"]["tokens_out"]) == (150, 8)
+    assert rec["steps"] == [] and (rec["tokens_in"], rec["tokens_out"], rec["tokens_cached"]) == (150, 8, 30)
+    assert "tokens_reasoning" not in rec  # not reported: unknown
     runs = load_traces([rec]).runs
     assert (runs.loc[0, "tokens_in"], runs.loc[0, "tokens_out"], runs.loc[0, "tokens"]) == (150, 8, 158)
 

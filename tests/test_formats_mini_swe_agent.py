@@ -51,7 +51,7 @@ def hand_count(raw: dict) -> dict[str, Any]:
     """Tool calls, errors, tokens and cost of a v1 trajectory, counted from the raw JSON."""
     block = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
     msgs = raw["messages"]
-    calls = errors = tin = tout = 0
+    calls = errors = tin = tout = cached = 0
     cost = 0.0
     for i, msg in enumerate(msgs):
         if msg["role"] != "assistant":
@@ -59,13 +59,14 @@ def hand_count(raw: dict) -> dict[str, Any]:
         usage = msg["extra"]["response"]["usage"]
         tin += usage["prompt_tokens"]
         tout += usage["completion_tokens"]
+        cached += (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
         cost += msg["extra"].get("cost", usage.get("cost", 0.0))
         if len(block.findall(msg["content"])) == 1:
             calls += 1
             reply = msgs[i + 1]["content"]
             code = re.match(r"<returncode>(-?\d+)</returncode>", reply)
             errors += bool(code and code.group(1) != "0") or reply.startswith("The last command <command>")
-    return {"calls": calls, "errors": errors, "tokens_in": tin, "tokens_out": tout, "cost": cost,
+    return {"calls": calls, "errors": errors, "tokens_in": tin, "tokens_out": tout, "cost": cost, "cached": cached,
             "model_calls": sum(m["role"] == "assistant" for m in msgs)}
 
 
@@ -110,7 +111,15 @@ def test_real_file_matches_hand_counts(path):
     assert sum(s["observation"].get("status") == "error" for s in steps) == want["errors"]
     assert sum(s["tokens_in"] for s in steps) == want["tokens_in"]
     assert sum(s["tokens_out"] for s in steps) == want["tokens_out"]
-    assert sum(s["metadata"]["cost_usd"] for s in steps) == pytest.approx(want["cost"])
+    assert sum(s["cost_usd"] for s in steps) == pytest.approx(want["cost"])
+    assert sum(s["tokens_cached"] for s in steps) == want["cached"]
+    usages = [m["extra"]["response"]["usage"] for m in raw["messages"] if m["role"] == "assistant"]
+    reasoning = [(u.get("completion_tokens_details") or {}).get("reasoning_tokens") for u in usages]
+    apart = sum(r for r, u in zip(reasoning, usages) if r is not None and r > u["completion_tokens"])
+    assert rec["metadata"].get("tokens_reasoning_apart", 0) == apart  # Gemini's, above its completion tokens
+    if apart:  # those calls' reasoning is not a part of their output: unknown there, and in the run's total
+        assert "tokens_reasoning" not in steps[0] and "tokens_reasoning" not in rec
+    assert (rec["tokens_in"], rec["tokens_out"]) == (want["tokens_in"], want["tokens_out"])  # every model call
     assert rec["cost_usd"] == raw["info"]["model_stats"]["instance_cost"]
     assert rec["metadata"]["format_errors"] == want["model_calls"] - want["calls"]
     assert rec["metadata"]["api_calls"] == raw["info"]["model_stats"]["api_calls"] == want["model_calls"]
@@ -204,7 +213,7 @@ def test_missing_usage_and_cost_stay_missing_never_zero():
               model_stats={"instance_cost": 0.0, "api_calls": 2}, instance_id="t1")
     rec = convert(traj).record
     first, second = rec["steps"]
-    assert "tokens_in" not in first and "cost_usd" not in first["metadata"]
+    assert "tokens_in" not in first and "cost_usd" not in first and "tokens_in" not in rec
     assert (second["tokens_in"], second["tokens_out"]) == (10, 2)
     assert "cost_usd" not in rec and rec["metadata"]["instance_cost"] == 0.0
     assert second["observation"] == {"status": "error", "returncode": 2, "content": "no\n", "error": "returncode 2"}
@@ -227,11 +236,12 @@ def test_a_format_error_call_counts_on_the_next_step_and_unknown_poisons():
     assert (step["tokens_in"], step["tokens_out"]) == (13, 5)
 
 
-def test_a_run_without_steps_keeps_its_tokens_in_metadata():
+def test_a_run_without_steps_keeps_its_tokens_as_the_run_totals():
     traj = v1([*START, said("thinking", {"prompt_tokens": 4, "completion_tokens": 1}), user("Please always ...")],
               instance_id="t", exit_status="LimitsExceeded", submission="")
     rec = convert(traj).record
-    assert rec["steps"] == [] and (rec["metadata"]["tokens_in"], rec["metadata"]["tokens_out"]) == (4, 1)
+    assert rec["steps"] == [] and (rec["tokens_in"], rec["tokens_out"]) == (4, 1)
+    assert load_traces([{**rec, "outcome": False}]).runs.loc[0, "tokens"] == 5
     assert rec["metadata"]["has_patch"] is False
 
 
@@ -301,7 +311,7 @@ def test_v2_files_written_by_mini_swe_agent_match_hand_counts(path):
     assert [s["args"]["command"] for s in steps] == [a["command"] for a in actions]
     assert sum(s["observation"].get("status") == "error" for s in steps) == sum(
         m["extra"]["returncode"] != 0 for m in replies)
-    assert sum(s["metadata"].get("cost_usd", 0) for s in steps) == pytest.approx(
+    assert sum(s.get("cost_usd", 0) for s in steps) == pytest.approx(
         sum(m["extra"]["cost"] for m in msgs if m["role"] == "assistant"))
     assert rec["cost_usd"] == raw["info"]["model_stats"]["instance_cost"]
     assert not any("tokens_in" in s or "tokens_out" in s for s in steps)  # the scripted models report no usage
@@ -320,7 +330,8 @@ def test_v2_scripted_timeout_and_parallel_calls():
     tool = record(DATA / "v2_tool_scripted.traj.json")["steps"]
     assert [s["metadata"]["call_id"] for s in tool] == ["call_1", "call_2", "call_3"]
     assert tool[0]["metadata"]["message"] == tool[1]["metadata"]["message"]  # one response, two calls
-    assert "cost_usd" in tool[0]["metadata"] and "cost_usd" not in tool[1]["metadata"]
+    assert "cost_usd" in tool[0] and "cost_usd" not in tool[1]
+    assert tool[0]["parallel"] == tool[1]["parallel"] == tool[0]["metadata"]["message"] and "parallel" not in tool[2]
     assert tool[1]["observation"] == {"status": "error", "returncode": 1, "content": "", "error": "returncode 1"}
 
 
@@ -358,8 +369,9 @@ def test_v2_text_mode():
     first, last = rec["steps"]
     assert first["observation"] == {"status": "ok", "returncode": 0, "content": "a.py\n"}
     assert (first["started_at"], first["ended_at"]) == (1706000000.0, 1706000001.0)
-    assert (first["tokens_in"], first["metadata"]["tokens_cached"], first["metadata"]["cost_usd"]) == (100, 60, 0.01)
-    assert (last["tokens_in"], last["metadata"]["cost_usd"]) == (200, pytest.approx(0.04))
+    assert (first["tokens_in"], first["tokens_cached"], first["cost_usd"]) == (100, 60, 0.01)
+    assert (last["tokens_in"], last["tokens_cached"], last["cost_usd"]) == (200, 120, pytest.approx(0.04))
+    assert (rec["tokens_in"], rec["tokens_out"], rec["tokens_cached"]) == (300, 27, 180)  # the format error's too
     assert last["observation"] == {"status": "ok", "content": "diff --git a/f b/f", "submission": True}
     assert rec["metadata"]["format_errors"] == 1 and rec["metadata"]["model"] == "anthropic/claude-sonnet-4-5"
     assert load_traces([{**rec, "outcome": True}]).runs.loc[0, "n_steps"] == 2

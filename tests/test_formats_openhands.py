@@ -98,6 +98,8 @@ def test_real_output_steps_errors_tokens_match_the_raw_file():
     assert set(runs.model) == {"openai/openrouter-llama-4-maverick"} and set(runs.harness) == {"CodeActAgent"}
     records = [item.record for item in items]
     assert [r["metadata"]["refused_calls"] for r in records] == [c["refused"] for c in counted] == [0, 1, 1]
+    # one call per model response (no parallel group) and no cache counts in the usage (prompt_tokens_details null)
+    assert all("parallel" not in s and "tokens_cached" not in s for r in records for s in r["steps"])
     assert [r["metadata"]["accumulated_cost"] for r in records] == [0.0, 0.0, 0.0]
     assert not any("tokens_not_in_events" in r["metadata"] for r in records)  # the events hold every response
     assert records[2]["metadata"]["error"].startswith("RuntimeError: Agent reached maximum iteration")
@@ -205,6 +207,7 @@ def test_parallel_calls_of_one_response_count_its_tokens_once():
     first, second = rec["steps"]
     assert (first["tokens_in"], first["tokens_out"]) == (150, 15)  # its response, and the finish's on the last step
     assert "tokens_in" not in second and second["metadata"]["tokens_with_step"] == 0  # a sibling: own share unknown
+    assert first["parallel"] == second["parallel"] == "r1"  # one model response
     traces = load([Item(1, record=rec)])
     assert (traces.runs.tokens_in.iloc[0], traces.runs.tokens_out.iloc[0]) == (150, 15)
 
@@ -215,6 +218,7 @@ def test_parallel_sibling_is_unknown_with_tokens_with_step():
     steps = rec["steps"]
     assert "tokens_in" not in steps[1] and steps[1]["metadata"]["tokens_with_step"] == 0
     assert (steps[0]["tokens_in"], steps[2]["tokens_in"]) == (100, 7)
+    assert [s.get("parallel") for s in steps] == ["r1", "r1", None]
     assert [s["observation"] for s in steps] == [None, None, None]  # never answered
 
 
@@ -289,7 +293,7 @@ def test_run_fields_task_outcome_and_overrides():
 
 def test_a_run_without_steps_keeps_its_model_tokens_as_the_runs():
     rec = convert(line([action(1, "message", "r1", (30, 3)), action(2, "finish", "r2", (20, 2))]))
-    assert rec["steps"] == [] and (rec["metadata"]["tokens_in"], rec["metadata"]["tokens_out"]) == (50, 5)
+    assert rec["steps"] == [] and (rec["tokens_in"], rec["tokens_out"]) == (50, 5)
     row = load([Item(1, record=rec)]).runs.iloc[0]
     assert (row.n_steps, row.tokens_in, row.tokens_out) == (0, 50, 5)
 

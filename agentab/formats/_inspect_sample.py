@@ -62,9 +62,10 @@ def _convert(sample: Any, header: Header, fields: FieldMap, missing: dict[str, t
     if steps:
         _tokens(steps, call_ids, calls, sample.get("model_usage"))
     record = record_fields(sample, header, fields, steps, missing)
-    totals = None if steps else _usage_totals(sample.get("model_usage"))
-    if totals is not None:  # no step to hold them: the run's totals (else its tokens are unknown, not 0)
-        record["metadata"]["tokens_in"], record["metadata"]["tokens_out"] = totals
+    if steps:
+        record.update(run_totals(calls))
+    else:  # the sample's model_usage: the run's totals (else its tokens are unknown, not 0)
+        record.update(_stepless_totals(sample.get("model_usage")))
     return record
 
 
@@ -192,17 +193,28 @@ def _usage(usage: Any, field: str) -> tuple[int, int] | None:
     return values["input_tokens"] + values["input_tokens_cache_read"] + values["input_tokens_cache_write"], out
 
 
-def _events(steps: list[dict[str, Any]], call_ids: list[Any], events: list[Any]) -> list[tuple[int, int, list]] | None:
+def _parts(usage: Any, tokens_out: int) -> tuple[int | None, int | None]:
+    """(cached, reasoning) tokens of one ModelUsage: ``input_tokens_cache_read`` and ``reasoning_tokens``, each
+    None when not reported (reasoning above the output tokens too: then not a part of them)."""
+    cached, reasoning = usage.get("input_tokens_cache_read"), usage.get("reasoning_tokens")
+    if not (type(cached) is int and cached >= 0):
+        cached = None
+    if not (type(reasoning) is int and tokens_out >= reasoning >= 0):
+        reasoning = None
+    return cached, reasoning
+
+
+def _events(steps: list[dict[str, Any]], call_ids: list[Any], events: list[Any]) -> list[tuple[Any, ...]] | None:
     """One pass over the events: step times from ToolEvents; each agent model call's tokens and tool-call ids.
 
-    The calls come back as ``(tokens_in, tokens_out, ids)``, or None unless
+    The calls come back as ``(tokens_in, tokens_out, ids, tokens_cached, tokens_reasoning)``, or None unless
     every agent call has usage. Calls made inside a scorer span (or an old
     scorer ``step``) are not the agent's.
     """
     waiting: dict[Any, list[int]] = {}
     for index, call_id in enumerate(call_ids):
         waiting.setdefault(call_id, []).append(index)
-    calls: list[tuple[int, int, list]] | None = []
+    calls: list[tuple[Any, ...]] | None = []
     scorer_spans: set[Any] = set()
     in_scorer_step = 0
     for number, event in enumerate(events):
@@ -237,7 +249,7 @@ def _events(steps: list[dict[str, Any]], call_ids: list[Any], events: list[Any])
                 for call in (message.get("tool_calls") if isinstance(message, dict) else None) or ():
                     if isinstance(call, dict):
                         ids.append(call.get("id"))
-            calls.append((counted[0], counted[1], ids))
+            calls.append((counted[0], counted[1], ids, *_parts(output["usage"], counted[1])))
         elif kind == "span_begin":
             if (event.get("type") in ("scorer", "scorers") or event.get("name") == "scorers"
                     or (scorer_spans and event.get("parent_id") in scorer_spans)):
@@ -247,30 +259,33 @@ def _events(steps: list[dict[str, Any]], call_ids: list[Any], events: list[Any])
     return calls or None
 
 
-def _tokens(steps: list[dict[str, Any]], call_ids: list[Any], calls: list[tuple[int, int, list]] | None,
+def _tokens(steps: list[dict[str, Any]], call_ids: list[Any], calls: list[tuple[Any, ...]] | None,
             model_usage: Any) -> None:
-    """Step tokens: per model call from the events, else the sample's model_usage on the first step."""
+    """Step tokens: per model call from the events (cached and reasoning tokens too, where every call counted at
+    a step reports them), else the sample's model_usage on the first step."""
     if calls is not None:
         for step in steps:
             step["tokens_in"] = step["tokens_out"] = 0
         by_id: dict[Any, list[int]] = {}
         for index, call_id in enumerate(call_ids):
             by_id.setdefault(call_id, []).append(index)
-        carry_in = carry_out = 0
-        for tokens_in, tokens_out, ids in calls:
+        carry: list[Any] = [0, 0, 0, 0]  # tokens in, out, cached, reasoning of calls that requested no tool
+        parts: dict[int, list[Any]] = {}  # step -> its [cached, reasoning] (None: unknown)
+        for tokens_in, tokens_out, ids, cached, reasoning in calls:
+            carry = [carry[0] + tokens_in, carry[1] + tokens_out, _plus(carry[2], cached), _plus(carry[3], reasoning)]
             produced = sorted(by_id[i].pop(0) for i in ids if by_id.get(i))
             if produced:
-                step = steps[produced[0]]
-                step["tokens_in"] += tokens_in + carry_in
-                step["tokens_out"] += tokens_out + carry_out
-                carry_in = carry_out = 0
+                _give(steps[produced[0]], parts.setdefault(produced[0], [0, 0]), carry)
+                carry = [0, 0, 0, 0]
                 for other in produced[1:]:  # the same call: counted at its first step, own share unknown
                     _counted_at(steps[other], produced[0])
-            else:  # no tool requested (e.g. the final answer): onto the next step
-                carry_in, carry_out = carry_in + tokens_in, carry_out + tokens_out
-        last = steps[-1]
-        last["tokens_in"] = last.get("tokens_in", 0) + carry_in
-        last["tokens_out"] = last.get("tokens_out", 0) + carry_out
+                    steps[other]["parallel"] = steps[produced[0]]["parallel"] = produced[0]
+        index = len(steps) - 1
+        _give(steps[index], parts.setdefault(index, [0, 0]), carry)  # no tool requested after: onto the last step
+        for index, (cached, reasoning) in parts.items():
+            for name, value in (("tokens_cached", cached), ("tokens_reasoning", reasoning)):
+                if value is not None and "tokens_in" in steps[index]:
+                    steps[index][name] = value
         return
     totals = _usage_totals(model_usage)
     if totals is None:
@@ -278,6 +293,28 @@ def _tokens(steps: list[dict[str, Any]], call_ids: list[Any], calls: list[tuple[
     steps[0]["tokens_in"], steps[0]["tokens_out"] = totals
     for step in steps[1:]:  # the sample's usage is counted at the first step; the others' shares are unknown
         _counted_at(step, 0)
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+def _give(step: dict[str, Any], parts: list[Any], counts: list[Any]) -> None:
+    """Add model calls' counts (in, out, cached, reasoning) to ``step`` and its ``parts`` (cached, reasoning)."""
+    step["tokens_in"] += counts[0]
+    step["tokens_out"] += counts[1]
+    parts[0], parts[1] = _plus(parts[0], counts[2]), _plus(parts[1], counts[3])
+
+
+def run_totals(calls: list[tuple[Any, ...]] | None) -> dict[str, int]:
+    """The run's token totals over its agent model calls (from the events; {} without them)."""
+    if not calls:
+        return {}
+    totals: list[Any] = [0, 0, 0, 0]
+    for tokens_in, tokens_out, _, cached, reasoning in calls:
+        totals = [totals[0] + tokens_in, totals[1] + tokens_out, _plus(totals[2], cached), _plus(totals[3], reasoning)]
+    names = ("tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning")
+    return {name: value for name, value in zip(names, totals) if value is not None}
 
 
 def _counted_at(step: dict[str, Any], first: int) -> None:
@@ -298,3 +335,16 @@ def _usage_totals(model_usage: Any) -> tuple[int, int] | None:
             raise _Reject(f"model_usage.{model}", "each model's usage must be an object")
         total_in, total_out = total_in + counted[0], total_out + counted[1]
     return total_in, total_out
+
+
+def _stepless_totals(model_usage: Any) -> dict[str, int]:
+    """The run's totals from its ``model_usage`` (cached and reasoning tokens when every model reports them)."""
+    totals = _usage_totals(model_usage)
+    if totals is None:
+        return {}
+    out = {"tokens_in": totals[0], "tokens_out": totals[1]}
+    parts = [_parts(usage, _usage(usage, "")[1]) for usage in model_usage.values()]  # type: ignore[index, union-attr]
+    for k, name in enumerate(("tokens_cached", "tokens_reasoning")):
+        if all(p[k] is not None for p in parts):
+            out[name] = sum(p[k] for p in parts)  # type: ignore[misc]
+    return out

@@ -119,9 +119,15 @@ Tokens
     usage. Without such events, the sample's ``model_usage`` (summed over
     models, scorer calls included: Inspect does not separate them there)
     goes on the first step, the others marked as counted there. Either way
-    the run's total is right. A sample without tool calls has no steps: its
-    ``model_usage`` totals are kept in ``metadata.tokens_in`` /
-    ``tokens_out``, the run's tokens (``metadata.model_usage`` keeps the
+    the run's total is right. With the events, a step's ``tokens_cached`` /
+    ``tokens_reasoning`` are the ``input_tokens_cache_read`` /
+    ``reasoning_tokens`` of the calls counted there (unknown when one lacks
+    them; reasoning above ``output_tokens`` is not a part of it: unknown),
+    the steps of one model call share a ``parallel`` group, and the run's
+    ``tokens_in`` / ``tokens_out`` / ``tokens_cached`` / ``tokens_reasoning``
+    are the totals over every agent call. A sample without tool calls has no
+    steps: its ``model_usage`` totals are the run's (cached and reasoning
+    when every model reports them; ``metadata.model_usage`` keeps the
     detail); no usage at all leaves the tokens unknown, never 0.
 Attachments
     Inspect stores long or repeated text once in the sample's

@@ -25,6 +25,9 @@ model        ``replay_config.agent.model.name``                           metada
 harness      ``"SWE-agent"`` (+ ``info.swe_agent_version``)               metadata.harness
 cost_usd     ``info.model_stats.instance_cost``                           missing when absent, or 0 with
                                                                           steps or ``api_calls`` > 0
+tokens_in    ``info.model_stats.tokens_sent`` (run total)                 unknown when 0 with steps or
+                                                                          ``api_calls`` > 0 (Tokens below)
+tokens_out   ``info.model_stats.tokens_received`` (run total)             as tokens_in
 latency_s    none: missing                                                see ``execution_time`` below
 steps        ``trajectory[]``: each entry with an ``action``              rules below
 terminal     ``info.submission``: the patch's ``diff --git`` files        missing without a submission
@@ -65,10 +68,9 @@ Observation
     unknown error count, not 0.
 Tokens
     ``info.model_stats`` has only the run's totals (``tokens_sent``,
-    ``tokens_received``): they go on the first step, the others marked as
-    counted there (``metadata.tokens_with_step = 0``), so the run's total is
-    right and each step's share is unknown. A run without steps keeps them in
-    ``metadata.tokens_in`` / ``tokens_out``. Zero tokens sent by a run that
+    ``tokens_received``, over every model call, also those that ran no
+    command): they are the run's ``tokens_in`` / ``tokens_out`` totals, and
+    each step's share is unknown (its tokens absent). Zero tokens sent by a run that
     has steps or ``api_calls`` > 0 (a replay, or a human demonstration: a
     "model" that counts nothing) are unknown, not 0; so is a cost of 0 then
     (also with tokens: a model SWE-agent has no price for). Zeros are kept
@@ -119,7 +121,6 @@ from agentab.formats._base import (
 )
 from agentab.formats._missing import absent
 from agentab.formats.files import BOM, open_trace_file
-from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["FIELDS", "FORMAT", "convert", "sniff"]
 
@@ -235,7 +236,8 @@ def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | N
     state = _terminal_state(info.get("submission"))
     if state is not None:
         record["terminal_state"] = state
-    _place_tokens(steps, meta, tokens_in, tokens_out)
+    if tokens_in is not None and tokens_out is not None:  # the run's totals: each step's share is not recorded
+        record["tokens_in"], record["tokens_out"] = tokens_in, tokens_out
     meta.update(_run_metadata(doc, info, replay))
     if task_from is not None:
         meta["task_from"] = task_from
@@ -302,31 +304,32 @@ def _steps(trajectory: list[Any], calls: list[tuple[str, Any]]) -> tuple[list[di
     steps: list[dict[str, Any]] = []
     without_action = 0
     times: list[float | None] = []
-    j = 0
+    j, n_calls = 0, len(calls)
     for i, entry in enumerate(trajectory):
-        where = f"trajectory[{i}]"
-        if not isinstance(entry, dict):
-            raise Reject(where, f"expected an object, got {type(entry).__name__}")
+        if type(entry) is not dict:
+            raise Reject(f"trajectory[{i}]", f"expected an object, got {type(entry).__name__}")
         action = entry.get("action")
-        if not isinstance(action, str):
-            raise Reject(f"{where}.action", f"expected the command text, got {json.dumps(action)[:80]}")
+        if type(action) is not str:
+            raise Reject(f"trajectory[{i}].action", f"expected the command text, got {json.dumps(action)[:80]}")
         observation = entry.get("observation", "")
         if observation is None:
             observation = ""
-        if not isinstance(observation, str):
-            raise Reject(f"{where}.observation", f"expected text, got {type(observation).__name__}")
-        seconds = _seconds(entry, where)
+        elif type(observation) is not str:
+            raise Reject(f"trajectory[{i}].observation", f"expected text, got {type(observation).__name__}")
+        seconds = entry.get("execution_time")
+        if seconds is not None and (type(seconds) is not float or not seconds >= 0):
+            seconds = _seconds(entry, f"trajectory[{i}]")
         tool_calls = None
-        if j < len(calls) and calls[j][0] == action:
+        if j < n_calls and calls[j][0] == action:
             tool_calls = calls[j][1]
             j += 1
         if not action.strip():
             without_action += 1
             continue
-        steps.append(_step(len(steps), action, observation, seconds, tool_calls, where))
+        steps.append(_step(len(steps), action, observation, seconds, tool_calls, f"trajectory[{i}]"))
         times.append(seconds)
     meta: dict[str, Any] = {"entries": len(trajectory), "entries_without_action": without_action}
-    if times and all(t is not None for t in times):
+    if times and None not in times:
         meta["execution_time_s"] = float(sum(times))  # type: ignore[arg-type]
     return steps, meta
 
@@ -354,7 +357,7 @@ def _step(index: int, action: str, observation: str, seconds: float | None, tool
     else:
         tool, args = action.split(None, 1)[0], {"command": action}
     obs: dict[str, Any] = {"content": observation}
-    if _TIMEOUT.match(observation.lstrip()):
+    if "was cancelled because it took more than" in observation and _TIMEOUT.match(observation.lstrip()):
         obs.update(status="error", error="cancelled: the command took longer than SWE-agent's timeout")
     elif seconds == 0 and not observation and action.strip() != "exit":
         obs.update(status="error", error=_NOT_RUN)
@@ -374,19 +377,36 @@ def _function_call(tool_calls: list[Any], where: str) -> tuple[str, dict[str, An
     if not isinstance(name, str) or not name:
         raise Reject(f"{where}.tool_calls[0].function.name", "a tool call without a function name")
     arguments = function.get("arguments", {})  # type: ignore[union-attr]
+    call_id = call.get("id")
+    call_id = call_id if isinstance(call_id, str) else None
     if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            raise Reject(f"{where}.tool_calls[0].function.arguments",
-                         f"arguments are not JSON: {arguments[:80]!r}") from None
+        return name, _arguments(arguments, where) if arguments.strip() else {}, call_id
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         raise Reject(f"{where}.tool_calls[0].function.arguments",
                      f"expected an object, got {type(arguments).__name__}")
-    call_id = call.get("id")
-    return name, arguments, call_id if isinstance(call_id, str) else None
+    return name, arguments, call_id
+
+
+def _arguments(text: str, where: str) -> dict[str, Any]:
+    """A call's arguments text parsed (an object), or the rejection naming the call. msgspec parses what it can
+    (one C call); what it refuses, :mod:`json` reads as before (NaN, integers beyond 64 bits) or rejects."""
+    try:
+        arguments = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        arguments = MISSING
+    try:
+        if arguments is MISSING:
+            arguments = json.loads(text)
+    except ValueError:
+        raise Reject(f"{where}.tool_calls[0].function.arguments", f"arguments are not JSON: {text[:80]!r}") from None
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, dict):
+        raise Reject(f"{where}.tool_calls[0].function.arguments",
+                     f"expected an object, got {type(arguments).__name__}")
+    return arguments
 
 
 def _count(stats: Mapping[str, Any], key: str) -> int | None:
@@ -418,19 +438,6 @@ def _model_stats(info: Mapping[str, Any], acted: bool) -> tuple[int | None, int 
     if cost is not None and cost == 0 and replied:
         cost = None
     return sent, received, None if cost is None else float(cost), meta
-
-
-def _place_tokens(steps: list[dict[str, Any]], meta: dict[str, Any], tokens_in: int | None,
-                  tokens_out: int | None) -> None:
-    """The run's token totals on the first step (the others counted there), or in the run's metadata."""
-    if tokens_in is None or tokens_out is None:
-        return
-    if not steps:
-        meta.update(tokens_in=tokens_in, tokens_out=tokens_out)
-        return
-    steps[0]["tokens_in"], steps[0]["tokens_out"] = tokens_in, tokens_out
-    for step in steps[1:]:
-        step.setdefault("metadata", {})[TOKENS_WITH_STEP] = 0
 
 
 def _task(replay: Mapping[str, Any], stem: str | None) -> tuple[str | None, str | None]:

@@ -50,7 +50,7 @@ Steps
     observation of its last call, and the step's other unanswered calls get ``{"output_at_step": j}``.
     ATIF has no error flag, so ``status`` is left out and the run's error count is unknown, not 0.
     ``started_at`` is the step's ``timestamp``. Step ``metadata`` keeps ``tool_call_id`` and
-    ``step_id`` (and, for the first call of a step, its ``cached_tokens`` and ``cost_usd``).
+    ``step_id``; the calls of a step with several share its ``step_id`` as their ``parallel`` group.
 Tokens
     Per model call (an ``agent`` step, unless ``llm_call_count`` is 0): ``prompt_tokens`` (cached
     included, as ATIF defines it) -> ``tokens_in``, ``completion_tokens`` -> ``tokens_out``, at the first
@@ -58,9 +58,9 @@ Tokens
     every sub-agent trajectory a result refers to (``subagent_trajectory_ref``: embedded by
     ``trajectory_id`` or a file beside this one by ``trajectory_path``), is added to the next tool call,
     or to the last one when none follows. A call without ``metrics`` (or a sub-agent file that is not
-    there) leaves those tokens unknown, never 0. A run without tool calls keeps its totals in
-    ``metadata.tokens_in`` / ``tokens_out``. ``metadata.tokens_cached`` sums ``cached_tokens`` when every
-    call has it.
+    there) leaves those tokens unknown, never 0. ``cached_tokens`` and ``cost_usd`` go to the same step's
+    ``tokens_cached`` / ``cost_usd``. The run's ``tokens_in`` / ``tokens_out`` / ``tokens_cached`` are the
+    sums over every model call (a run without tool calls too), each when every call has it.
 Segments
     Steps marked ``is_copied_context`` were copied from an earlier trajectory and are skipped. A
     trajectory with ``continued_trajectory_ref`` goes on in that file (beside it): its steps are this
@@ -191,16 +191,15 @@ def _convert(doc: dict[str, Any], path: Path | None, fields: FieldMap,
     meta = record["metadata"]
     if walk.untooled:
         meta["observations_without_tool_call"] = walk.untooled
-    if not steps and walk.pending_known() and walk.n_calls:
-        meta["tokens_in"], meta["tokens_out"] = walk.pending_in, walk.pending_out
-    if walk.cached is not None and walk.n_calls:
-        meta["tokens_cached"] = walk.cached
+    totals = walk.run_totals()
+    cost = totals.pop("cost_usd", None)
+    record.update(totals)
     if walk.subagents:
         meta["subagents"] = walk.subagents
     if len(segments) > 1:
         meta["continuations"] = [label for label, _ in segments[1:]]
-    if "cost_usd" not in record and walk.cost is not None and walk.n_calls:
-        record["cost_usd"] = walk.cost
+    if "cost_usd" not in record and cost is not None:
+        record["cost_usd"] = cost
     return record
 
 

@@ -21,6 +21,9 @@ VERSIONS = ("ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "AT
             "ATIF-v1.7", "ATIF-v1.8")
 
 _SOURCES = ("system", "user", "agent")
+#: A step's ``metrics`` read, and the step fields they go to.
+_METRICS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd")
+_COUNTS = ("tokens_in", "tokens_out", "tokens_cached", "cost_usd")
 
 
 def load(path: Path) -> tuple[Any, tuple[int, str] | None]:
@@ -55,38 +58,44 @@ class Walk:
     def __init__(self, doc: dict[str, Any], path: Path | None) -> None:
         self.doc, self.path = doc, path
         self.steps: list[dict[str, Any]] = []
-        self.pending_in: int | None = 0
-        self.pending_out: int | None = 0
-        self.pending_extra: dict[str, Any] = {}
-        self.cached: int | None = 0
-        self.cost: float | None = 0.0
+        self.pending: list[Any] = [0, 0, 0, 0]  # model calls not yet at a tool call, in _COUNTS order
+        self.totals: list[Any] = [0, 0, 0, 0]  # every model call: the run's totals (None: unknown)
         self.untooled: list[str] = []
         self.subagents: list[dict[str, Any]] = []
         self.visited: set[str] = set()
         self.n_calls = 0  # model calls seen: with none, the totals are unknown rather than 0
 
     def pending_known(self) -> bool:
-        return self.pending_in is not None and self.pending_out is not None
+        return self.pending[0] is not None and self.pending[1] is not None
 
     def segment(self, segment: dict[str, Any], label: str) -> None:
         for i, step in enumerate(segment["steps"]):
-            where = f"{label}steps[{i}]"
-            if not isinstance(step, dict):
-                raise Reject(where, f"a step must be an object, got {type(step).__name__}")
+            if type(step) is not dict:
+                raise Reject(f"{label}steps[{i}]", f"a step must be an object, got {type(step).__name__}")
             if step.get("is_copied_context") is True:
                 continue
             source = step.get("source")
             if source not in _SOURCES:
-                raise Reject(f"{where}.source", f"expected one of {', '.join(_SOURCES)}, got {source!r}")
-            stamp = _timestamp(step.get("timestamp"), f"{where}.timestamp")
-            calls = _calls(step.get("tool_calls"), where) if source == "agent" else []
+                raise Reject(f"{label}steps[{i}].source", f"expected one of {', '.join(_SOURCES)}, got {source!r}")
+            stamp = step.get("timestamp")
+            if stamp is not None and type(stamp) is not str:
+                raise Reject(f"{label}steps[{i}].timestamp", f"expected ISO-8601 text, got {stamp!r}")
+            calls = _calls(step.get("tool_calls"), f"{label}steps[{i}]") if source == "agent" else None
             if source == "agent" and step.get("llm_call_count") != 0:
-                self.model_call(step.get("metrics"), f"{where}.metrics")
-            results = _results(step.get("observation"), where)
-            for result in results:
-                self.subagent_refs(result, where)
-            own = [r for r in results if r.get("source_call_id") is not None]
-            loose = [r for r in results if r.get("source_call_id") is None and "content" in r]
+                self.model_call(step.get("metrics"), f"{label}steps[{i}].metrics")
+            observation = step.get("observation")
+            if observation is None and not calls:
+                continue
+            where = f"{label}steps[{i}]"
+            own: list[dict[str, Any]] = []
+            loose: list[dict[str, Any]] = []
+            for result in _results(observation, where):
+                if "subagent_trajectory_ref" in result:
+                    self.subagent_refs(result, where)
+                if result.get("source_call_id") is not None:
+                    own.append(result)
+                elif "content" in result:
+                    loose.append(result)
             if source == "agent" and not calls and loose:
                 self.untooled.append(where)
             if calls:
@@ -95,17 +104,23 @@ class Walk:
     def model_call(self, metrics: Any, where: str) -> None:
         """Carry one model call's counts (unknown without ``metrics``) to the next tool call."""
         self.n_calls += 1
-        metrics = metrics if isinstance(metrics, dict) else {}
-        tin, tout = _count(metrics, "prompt_tokens", where), _count(metrics, "completion_tokens", where)
-        cached, cost = _count(metrics, "cached_tokens", where), metrics.get("cost_usd")
-        self.pending_in = None if tin is None or self.pending_in is None else self.pending_in + tin
-        self.pending_out = None if tout is None or self.pending_out is None else self.pending_out + tout
-        self.cached = None if cached is None or self.cached is None else self.cached + cached
-        ok = isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0
-        self.cost = None if not ok or self.cost is None else self.cost + cost
-        for key, value in (("cached_tokens", cached), ("cost_usd", cost if ok else None)):
-            if value is not None:
-                self.pending_extra[key] = self.pending_extra.get(key, 0) + value
+        if type(metrics) is not dict:
+            metrics = {}
+        tin, tout = metrics.get("prompt_tokens"), metrics.get("completion_tokens")
+        cached, cost = metrics.get("cached_tokens"), metrics.get("cost_usd")
+        if not (type(tin) is int and tin >= 0 and type(tout) is int and tout >= 0
+                and (cached is None or type(cached) is int and cached >= 0)):
+            tin, tout = _count(metrics, "prompt_tokens", where), _count(metrics, "completion_tokens", where)
+            cached = _count(metrics, "cached_tokens", where)
+        if cost is not None and not (type(cost) is float and cost >= 0 and cost != math.inf):
+            ok = isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0
+            cost = cost if ok else None
+        for counts in (self.pending, self.totals):
+            a, b, c, d = counts
+            counts[0] = None if a is None or tin is None else a + tin
+            counts[1] = None if b is None or tout is None else b + tout
+            counts[2] = None if c is None or cached is None else c + cached
+            counts[3] = None if d is None or cost is None else d + cost
 
     def subagent_refs(self, result: dict[str, Any], where: str) -> None:
         """Count each sub-agent trajectory a result refers to as model calls made here."""
@@ -166,30 +181,38 @@ class Walk:
             if stamp is not None:
                 out["started_at"] = stamp
             if j == 0:
-                out["tokens_in"], out["tokens_out"] = self.pending_in, self.pending_out
-                meta.update(self.pending_extra)
+                for key, value in zip(_COUNTS, self.pending):
+                    if value is not None:
+                        out[key] = value
             elif self.pending_known():
                 meta[TOKENS_WITH_STEP] = first
+            if len(calls) > 1:  # the calls of one model response
+                out["parallel"] = f"{where}" if step.get("step_id") is None else step["step_id"]
             self.steps.append(out)
-        self.pending_in, self.pending_out, self.pending_extra = 0, 0, {}
+        self.pending = [0, 0, 0, 0]
 
     def finish(self) -> list[dict[str, Any]]:
         """The steps, with the model calls after the last tool call added to it."""
-        if self.steps and (self.pending_in != 0 or self.pending_out != 0 or self.pending_extra):
+        if self.steps and self.pending != [0, 0, 0, 0]:
             target = next(s for s in reversed(self.steps) if TOKENS_WITH_STEP not in s["metadata"])
-            for key, pending in (("tokens_in", self.pending_in), ("tokens_out", self.pending_out)):
+            for key, pending in zip(_COUNTS, self.pending):
                 mine = target.get(key)
-                target[key] = None if mine is None or pending is None else mine + pending
+                if mine is None or pending is None:
+                    target.pop(key, None)
+                else:
+                    target[key] = mine + pending
             if target.get("tokens_in") is None or target.get("tokens_out") is None:
                 for step in self.steps:  # the step its group's counts were at is unknown now
                     if step["metadata"].get(TOKENS_WITH_STEP) == target["index"]:
                         del step["metadata"][TOKENS_WITH_STEP]
-            self.pending_in, self.pending_out, self.pending_extra = 0, 0, {}
-        for step in self.steps:
-            for key in ("tokens_in", "tokens_out"):
-                if step.get(key) is None:
-                    step.pop(key, None)
+            self.pending = [0, 0, 0, 0]
         return self.steps
+
+    def run_totals(self) -> dict[str, Any]:
+        """The run's known totals over every model call (tokens, and ``cost_usd``); {} without calls."""
+        if not self.n_calls:
+            return {}
+        return {key: value for key, value in zip(_COUNTS, self.totals) if value is not None}
 
 
 def _calls(value: Any, where: str) -> list[dict[str, Any]]:
@@ -234,11 +257,3 @@ def _observation(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 _count = token_count  # the count at metrics[key]: an int >= 0, None when absent; a rejection otherwise
-
-
-def _timestamp(value: Any, where: str) -> Any:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise Reject(where, f"expected ISO-8601 text, got {value!r}")
-    return value

@@ -77,14 +77,17 @@ Each model call's ``extra.response.usage`` gives ``prompt_tokens`` /
 ``completion_tokens`` (or ``input_tokens`` / ``output_tokens``), and its cost
 is ``extra.cost``, else the provider's ``usage.cost`` (OpenRouter). They go
 to the step the call made, or (a call that made no step: a format error) to
-the next step, or the last one: ``tokens_in`` / ``tokens_out``, and in the
-step's ``metadata`` ``cost_usd``, ``tokens_cached``
-(``prompt_tokens_details.cached_tokens``) and ``tokens_reasoning``
-(``completion_tokens_details.reasoning_tokens``). A count is left out
-(unknown, never 0) when any call given to the step does not report it; a
-cost of 0 is unknown (mini-SWE-agent writes 0 when it could not price a
-call). A run without steps keeps its totals in ``metadata.tokens_in`` /
-``tokens_out``. A count that is not an integer >= 0 is a rejection naming it.
+the next step, or the last one: ``tokens_in`` / ``tokens_out``, ``cost_usd``,
+``tokens_cached`` (``prompt_tokens_details.cached_tokens``) and
+``tokens_reasoning`` (``completion_tokens_details.reasoning_tokens``; when
+above the completion tokens they are not a part of them, as Gemini through
+LiteLLM reports them: left out, summed in ``metadata.tokens_reasoning_apart``).
+A count is left out (unknown, never 0) when any call given to the step does
+not report it; a cost of 0 is unknown (mini-SWE-agent writes 0 when it could
+not price a call). The run's token totals are the sums over every model call
+(a run without steps too). The actions of one v2 tool-mode response share a
+``parallel`` group (the message's index). A count that is not an integer >= 0
+is a rejection naming it.
 Timestamps (``extra.timestamp``, epoch seconds, v2) give ``started_at`` and
 ``ended_at``.
 """
@@ -229,9 +232,9 @@ def _convert(obj: Any, line: int, where: str, fields: FieldMap, named: bool) -> 
         out["steps"] = steps
         meta = out["metadata"]
         meta["format_errors"] = format_errors
-        for key in ("tokens_in", "tokens_out"):
-            if key in totals:
-                meta[key] = totals[key]
+        if "reasoning_apart" in totals:
+            meta["tokens_reasoning_apart"] = totals.pop("reasoning_apart")
+        out.update(totals)
         return Item(line, record=out, missing=missing or None)
     except Reject as problem:
         return Item(line, field=problem.field, reason=problem.reason)

@@ -19,6 +19,8 @@ _DEFAULT_ACTION = r"```bash\s*\n(.*?)\n```"
 _DEFAULT_TIMEOUT = "The last command <command>"
 _RETURNCODE = re.compile(r"\s*<returncode>\s*(-?\d+)\s*</returncode>")
 _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.DOTALL)
+#: A v1 reply: the return code, then the output (what :func:`_output_text` finds first).
+_V1_REPLY = re.compile(r"\s*<returncode>\s*(-?\d+)\s*</returncode>.*?<output>\n?(.*?)</output>", re.DOTALL)
 _HEAD_TAIL = re.compile(r"<output_head>\n?(.*?)</output_head>.*<output_tail>\n?(.*?)</output_tail>", re.DOTALL)
 
 
@@ -33,68 +35,104 @@ def describe(value: Any) -> str:
 _count = token_count  # the count at obj[key]: an int >= 0, None when absent; a rejection otherwise
 
 
-def _call(extra: Any) -> dict[str, Any]:
-    """A model call's counts (None: not reported): tokens_in/out, tokens_cached/reasoning, cost_usd."""
-    response = extra.get("response") if isinstance(extra, dict) else None
-    usage = response.get("usage") if isinstance(response, dict) else None
+def _call(extra: Any) -> tuple[Any, ...]:
+    """A model call's counts, in :data:`KEYS` order (None: not reported): tokens_in/out,
+    tokens_reasoning/cached, cost_usd (a cost of 0 is unknown: what mini-SWE-agent writes when it cannot price)."""
+    if type(extra) is dict:
+        response = extra.get("response")
+        usage = response.get("usage") if type(response) is dict else None
+        cost, at = extra.get("cost"), "extra.cost"
+    else:
+        usage, cost, at = None, None, "extra.cost"
     where = "extra.response.usage"
-    if usage is not None and not isinstance(usage, dict):
+    if usage is None:
+        usage = {}
+    elif type(usage) is not dict:
         raise Reject(where, f"expected a usage object, got {describe(usage)}")
-    usage = usage or {}
-    tin = _count(usage, "prompt_tokens", where)
-    tout = _count(usage, "completion_tokens", where)
-    tin = _count(usage, "input_tokens", where) if tin is None else tin
-    tout = _count(usage, "output_tokens", where) if tout is None else tout
-    cached = _count(usage.get("prompt_tokens_details") or usage.get("input_tokens_details"), "cached_tokens",
-                    f"{where}.prompt_tokens_details")
-    reasoning = _count(usage.get("completion_tokens_details") or usage.get("output_tokens_details"),
-                       "reasoning_tokens", f"{where}.completion_tokens_details")
-    cost, at = (extra.get("cost") if isinstance(extra, dict) else None), "extra.cost"
+    tin, tout = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not (type(tin) is int and tin >= 0):
+        tin = _count(usage, "prompt_tokens", where)
+        tin = _count(usage, "input_tokens", where) if tin is None else tin
+    if not (type(tout) is int and tout >= 0):
+        tout = _count(usage, "completion_tokens", where)
+        tout = _count(usage, "output_tokens", where) if tout is None else tout
+    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
+    cached = _count(details, "cached_tokens", f"{where}.prompt_tokens_details") if details else None
+    details = usage.get("completion_tokens_details") or usage.get("output_tokens_details")
+    reasoning = _count(details, "reasoning_tokens", f"{where}.completion_tokens_details") if details else None
     if cost is None:
         cost, at = usage.get("cost"), f"{where}.cost"
-    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost >= 0):
-        raise Reject(at, f"expected a cost (number >= 0), got {describe(cost)}")
-    return {"tokens_in": tin, "tokens_out": tout, "tokens_cached": cached, "tokens_reasoning": reasoning,
-            "cost_usd": cost or None}
+    if cost is not None and (type(cost) is not float or not cost >= 0):
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost >= 0:
+            raise Reject(at, f"expected a cost (number >= 0), got {describe(cost)}")
+    return tin, tout, reasoning, cached, cost or None
 
 
-_KEYS = ("tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning", "cost_usd")
+def reasoning_apart(call: tuple[Any, ...]) -> tuple[tuple[Any, ...], int]:
+    """The call with its reasoning tokens unknown when they are above its output tokens (then not a part of
+    them, as Gemini through LiteLLM reports them), and those tokens (0 when a part)."""
+    reasoning, tout = call[2], call[1]
+    if reasoning is None or tout is None or reasoning <= tout:
+        return call, 0
+    return (call[0], tout, None, call[3], call[4]), reasoning
 
 
-class _Pending:
-    """Model calls not yet given to a step; a count is unknown when any call lacks it."""
+#: The counts of a model call, each a step field.
+KEYS = ("tokens_in", "tokens_out", "tokens_reasoning", "tokens_cached", "cost_usd")
 
-    __slots__ = ("calls", "given")
+
+class Calls:
+    """Sums over model calls, in :data:`KEYS` order; a count is unknown (None) when any call lacks it."""
+
+    __slots__ = ("n", "sums")
 
     def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-        self.given: set[int] = set()  # indexes of the steps given calls
+        self.n = 0
+        self.sums: tuple[Any, ...] = (0, 0, 0, 0, 0)
 
-    def add(self, call: dict[str, Any]) -> None:
-        self.calls.append(call)
+    def add(self, call: tuple[Any, ...]) -> None:
+        self.n += 1
+        if self.n == 1:
+            self.sums = call
+            return
+        a, b, c, d, e = self.sums
+        self.sums = (None if a is None or call[0] is None else a + call[0],
+                     None if b is None or call[1] is None else b + call[1],
+                     None if c is None or call[2] is None else c + call[2],
+                     None if d is None or call[3] is None else d + call[3],
+                     None if e is None or call[4] is None else e + call[4])
+
+    def take(self) -> tuple[Any, ...]:
+        """The sums (None: unknown), then start again."""
+        sums = self.sums
+        self.n, self.sums = 0, (0, 0, 0, 0, 0)
+        return sums
 
     def totals(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key in _KEYS:
-            values = [call[key] for call in self.calls]
-            if values and None not in values:
-                out[key] = sum(values)
-        self.calls = []
-        return out
+        """The known sums by name ({} without calls)."""
+        return {} if not self.n else {key: value for key, value in zip(KEYS, self.sums) if value is not None}
+
+
+class _Pending(Calls):
+    """Model calls not yet given to a step."""
+
+    __slots__ = ("given",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given: set[int] = set()  # indexes of the steps given calls
 
     def give(self, step: dict[str, Any]) -> None:
         """Add the pending calls to ``step``: a count any of them lacks becomes unknown there too."""
-        if not self.calls:
+        if not self.n:
             return
         first = step["index"] not in self.given
         self.given.add(step["index"])
-        totals = self.totals()
-        for key in _KEYS:
-            holder = step if key in ("tokens_in", "tokens_out") else step["metadata"]
-            if key in totals and (first or key in holder):
-                holder[key] = holder.get(key, 0) + totals[key]
+        for key, value in zip(KEYS, self.take()):
+            if value is not None and (first or key in step):
+                step[key] = step.get(key, 0) + value
             else:
-                holder.pop(key, None)
+                step.pop(key, None)
 
 
 # --------------------------------------------------------------------------- #
@@ -139,7 +177,13 @@ class Run:
 def _reply(msg: dict[str, Any], i: int, run: Run) -> dict[str, Any]:
     """The observation of a user or tool message answering an action."""
     content = msg.get("content")
-    extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+    extra = msg.get("extra")
+    if extra is None and type(content) is str:  # v1: the text only
+        found = _V1_REPLY.match(content)
+        if found:
+            return _with_code(int(found.group(1)), found.group(2))
+    if type(extra) is not dict:
+        extra = {}
     code = extra.get("returncode")
     text = extra["raw_output"] if isinstance(extra.get("raw_output"), str) else None
     if type(code) is int:
@@ -210,6 +254,8 @@ class _Walk:
         self.run = run
         self.steps: list[dict[str, Any]] = []
         self.pending = _Pending()
+        self.calls = Calls()  # every model call: the run's totals
+        self.reasoning_apart = 0  # reasoning tokens reported apart from (above) the output tokens
         self.waiting: list[dict[str, Any]] = []  # text-mode actions awaiting their reply, in order
         self.by_id: dict[str, dict[str, Any]] = {}  # tool-mode actions awaiting their reply
         self.format_errors = 0
@@ -217,9 +263,12 @@ class _Walk:
     def assistant(self, msg: dict[str, Any], i: int) -> None:
         extra = msg.get("extra")
         try:
-            self.pending.add(_call(extra))
+            call, apart = reasoning_apart(_call(extra))
         except Reject as problem:
             raise Reject(f"messages[{i}].{problem.field}", problem.reason) from None
+        self.reasoning_apart += apart
+        self.pending.add(call)
+        self.calls.add(call)
         actions = _actions(msg, self.run, i)
         if not actions:
             self.format_errors += 1
@@ -228,6 +277,8 @@ class _Walk:
         first: dict[str, Any] | None = None
         for action in actions:
             step = _new_step(self.steps, action, i, stamp)
+            if len(actions) > 1:  # the actions of one model response: one group, by its message
+                step["parallel"] = i
             if first is None:
                 self.pending.give(step)
                 first = step
@@ -243,9 +294,12 @@ class _Walk:
         extra = msg.get("extra")
         if isinstance(extra, dict) and extra.get("interrupt_type") == "FormatError" and "response" in extra:
             try:  # v2 keeps a format error's model call on the error message
-                self.pending.add(_call(extra))
+                call, apart = reasoning_apart(_call(extra))
             except Reject as problem:
                 raise Reject(f"messages[{i}].{problem.field}", problem.reason) from None
+            self.reasoning_apart += apart
+            self.pending.add(call)
+            self.calls.add(call)
             self.format_errors += 1
             return
         if msg.get("role") == "tool":
@@ -268,7 +322,8 @@ class _Walk:
 
 
 def walk_steps(messages: list[Any], run: Run) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
-    """(steps, the totals of a run without steps, format errors)."""
+    """(steps, the run's token totals over all its model calls ({} without calls; ``reasoning_apart``: reasoning
+    tokens reported above the output tokens, not a part of them), format errors)."""
     walk = _Walk(run)
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict):
@@ -283,9 +338,10 @@ def walk_steps(messages: list[Any], run: Run) -> tuple[list[dict[str, Any]], dic
             walk.exit(msg)
         elif role != "system":
             raise Reject(f"messages[{i}].role", f"unknown message role {describe(role)}")
-    rest: dict[str, Any] = {}
     if walk.steps:
         walk.pending.give(walk.steps[-1])
-    else:
-        rest = walk.pending.totals()
-    return walk.steps, rest, walk.format_errors
+    totals = walk.calls.totals()
+    totals.pop("cost_usd", None)  # the run's cost is info.model_stats.instance_cost
+    if walk.reasoning_apart:
+        totals["reasoning_apart"] = walk.reasoning_apart
+    return walk.steps, totals, walk.format_errors

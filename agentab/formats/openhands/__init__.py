@@ -109,9 +109,11 @@ own totals, kept in ``metadata.accumulated_prompt_tokens`` /
 reply carries no usage), the difference goes on the last step and is noted in
 ``metadata.tokens_not_in_events``; steps whose own counts are unknown are then
 marked ``tokens_with_step`` (counted there), so the run's total is OpenHands'
-own. A run without steps keeps its totals in ``metadata.tokens_in``
+own. A run without steps has them as its ``tokens_in``
 / ``tokens_out`` when known. Cached prompt tokens (``cache_read_input_tokens``
-or ``prompt_tokens_details.cached_tokens``) go to the step's ``metadata``.
+or ``prompt_tokens_details.cached_tokens``) go to the step's ``tokens_cached``.
+The actions of one model response (one ``model_response.id``; the SDK's
+``llm_response_id``) share it as their ``parallel`` group.
 """
 
 

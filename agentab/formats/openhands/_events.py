@@ -35,7 +35,7 @@ def describe(value: Any) -> str:
 
 
 def count(n: Any) -> int | None:
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+    return n if (type(n) is int or isinstance(n, int) and not isinstance(n, bool)) and n >= 0 else None
 
 
 # --------------------------------------------------------------------------- #
@@ -63,11 +63,13 @@ class _Tokens:
                 return rid, False
             self.seen.add(rid)
         usage = response.get("usage")
-        if isinstance(usage, dict):
-            for name, key in (("pending_in", "prompt_tokens"), ("pending_out", "completion_tokens")):
-                n = count(usage.get(key))
-                if n is not None:
-                    setattr(self, name, (getattr(self, name) or 0) + n)
+        if type(usage) is dict:
+            n = count(usage.get("prompt_tokens"))
+            if n is not None:
+                self.pending_in = (self.pending_in or 0) + n
+            n = count(usage.get("completion_tokens"))
+            if n is not None:
+                self.pending_out = (self.pending_out or 0) + n
             details = usage.get("prompt_tokens_details")
             cached = count(usage.get("cache_read_input_tokens"))
             if cached is None and isinstance(details, dict):
@@ -84,8 +86,7 @@ class _Tokens:
                 step[key] = step.get(key, 0) + n
                 setattr(self, name, None)
         if self.cached is not None:
-            meta = step.setdefault("metadata", {})
-            meta["tokens_cached"] = meta.get("tokens_cached", 0) + self.cached
+            step["tokens_cached"] = step.get("tokens_cached", 0) + self.cached
             self.cached = None
 
 
@@ -128,8 +129,11 @@ def _step(event: dict[str, Any], steps: list[dict[str, Any]], tokens: _Tokens,
         tokens.give(step)
         if rid is not None:
             first_of[rid] = step["index"]
-    elif "tokens_in" in steps[first_of[rid]] or "tokens_out" in steps[first_of[rid]]:
-        info["tokens_with_step"] = first_of[rid]
+    else:
+        first = steps[first_of[rid]]
+        first["parallel"] = step["parallel"] = rid  # the calls of one model response
+        if "tokens_in" in first or "tokens_out" in first:
+            info["tokens_with_step"] = first_of[rid]
     stamp = event.get("timestamp")
     if stamp is not None:
         step["started_at"] = stamp

@@ -150,6 +150,9 @@ def convert(rec: Any, where: str, fields: FieldMap, stream: bool = False, line: 
     out["steps"] = steps
     meta.update(counts)
     _top_up(steps, meta)
+    for name in ("tokens_in", "tokens_out"):  # a run without steps: its model calls' totals
+        if name in meta:
+            out[name] = meta.pop(name)
     out["metadata"] = meta
     return out
 

@@ -102,6 +102,7 @@ def _new_step(event: dict[str, Any], steps: list[dict[str, Any]], first_of: dict
         info["response_id"] = rid
         if rid in first_of:
             info["parallel_with_step"] = first_of[rid]
+            step["parallel"] = steps[first_of[rid]]["parallel"] = rid  # the calls of one model response
         else:
             first_of[rid] = step["index"]
     step["metadata"] = info
