@@ -14,7 +14,7 @@ import pytest
 import agentab
 from agentab import CompareError
 from agentab.comparison.slices import MIN_SLICE_TASKS, NO_SLICE, SLICE_COLUMNS, compare_slices
-from agentab.stats._interaction import slice_interaction
+from agentab.stats.interaction import slice_interaction
 
 TB = Path("/work/shared/data/terminal-bench/tb_core_0.1.1_trials.csv")
 BASE, CAND = "20250711_openhands_claude-4-sonnet", "20250811_cursor-cli_claude-4-sonnet"
@@ -170,7 +170,7 @@ def test_interaction_keeps_a_common_effect_and_finds_a_planted_one():
 
 
 def test_interaction_does_not_depend_on_the_batch_size(monkeypatch):
-    import agentab.stats._interaction as module
+    import agentab.stats.interaction as module
 
     rng = np.random.default_rng(1)
     x, y = rng.normal(0, 1, 40), rng.normal(0.5, 1, 40)
