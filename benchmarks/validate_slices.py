@@ -1,0 +1,124 @@
+"""Size and power of the slices' interaction test (issue 21, item 3), beside the naive chi-square test.
+
+For every cell (a design, a number of tasks per slice) it simulates ``--reps`` experiments under a
+no-interaction null and as many under a planted interaction, and tests each with
+
+- **perm**: ``agentab.stats.interaction.slice_interaction`` (what ``compare_slices`` runs): Cochran's Q
+  of the slice effects, studentized with shrunk variances, slice labels permuted across whole tasks
+  (``--resamples`` permutations), rejection at p < 0.05;
+- **wald**: the naive test, Q with each slice's plain variance against ``chi^2_{S-1}`` (Cochran's Q / a
+  Wald test of equal slice effects); a replicate where a slice's variance is 0 (every task of the slice
+  shows the same difference) has no Wald p-value and counts as not rejected (the ``wald n/a`` column
+  says how often).
+
+The model (binary outcome, 3 slices, 5 seeds per task and arm): slices differ in difficulty (the
+baseline's per-task success probability is uniform on 0.05-0.35, 0.25-0.55, 0.45-0.75 by slice), and
+the effect varies from task to task (each task's candidate probability is its baseline's plus a
+per-task effect uniform on 0-0.25).
+
+- **null**: that per-task effect has mean 0.125 in every slice: a real, common effect with task
+  heterogeneity, and slices whose per-task differences have different variances (not exchangeable);
+- **planted**: the per-task effect is uniform on mean +- 0.1 with means 0.25, 0.125, 0.0 in the three
+  slices (the rate differences differ by 0.125 from slice to slice).
+
+Designs: **paired** (both arms ran the same tasks; per-task differences), **clustered** (each arm
+ran its own tasks, ``n`` per slice and arm). Columns: size and power with their Monte Carlo SE
+(``sqrt(p (1 - p) / reps)``).
+
+Run: ``python benchmarks/validate_slices.py [--reps 2000] [--resamples 999] [--seed 0]``; seeds derive
+from ``--seed``, so the same call prints the same table.
+
+Last run
+--------
+2026-12-01, ``python benchmarks/validate_slices.py`` (2000 reps, 999 permutations; see the table in the
+commit's report; the numbers are pasted below by hand after the run)::
+
+    RESULTS
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agentab.stats.interaction import slice_interaction  # noqa: E402
+
+BASE_RANGES = ((0.05, 0.35), (0.25, 0.55), (0.45, 0.75))
+NULL_EFFECT = 0.125
+PLANTED = (0.25, 0.125, 0.0)
+SEEDS = 5
+
+
+def _task_rates(rng: np.random.Generator, n: int, planted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per task: baseline and candidate success probabilities and the slice."""
+    base, cand, labels = [], [], []
+    for s, (lo, hi) in enumerate(BASE_RANGES):
+        p = rng.uniform(lo, hi, n)
+        delta = rng.uniform(PLANTED[s] - 0.1, PLANTED[s] + 0.1, n) if planted else rng.uniform(0, 2 * NULL_EFFECT, n)
+        base.append(p)
+        cand.append(np.clip(p + delta, 0.0, 1.0))
+        labels.append(np.full(n, s))
+    return np.concatenate(base), np.concatenate(cand), np.concatenate(labels)
+
+
+def _one(rng: np.random.Generator, design: str, n: int, planted: bool, resamples: int) -> tuple[float, float]:
+    """The permutation and the Wald p-value of one simulated experiment."""
+    pb, pc, lab = _task_rates(rng, n, planted)
+    yb = rng.binomial(SEEDS, pb) / SEEDS
+    if design == "paired":
+        yc = rng.binomial(SEEDS, pc) / SEEDS
+        res = slice_interaction((yc - yb,), (lab,), paired=True, n_resamples=resamples, rng=rng)
+    else:
+        pb2, pc2, lab2 = _task_rates(rng, n, planted)  # the candidate's own tasks
+        yc = rng.binomial(SEEDS, pc2) / SEEDS
+        res = slice_interaction((yb, yc), (lab, lab2), paired=False, n_resamples=resamples, rng=rng)
+    return res.pvalue, res.wald_pvalue
+
+
+def _cell(root: np.random.SeedSequence, design: str, n: int, planted: bool, reps: int, resamples: int
+          ) -> tuple[float, float, float]:
+    rng = np.random.default_rng(root)
+    perm = np.empty(reps)
+    wald = np.empty(reps)
+    for r in range(reps):
+        perm[r], wald[r] = _one(rng, design, n, planted, resamples)
+    return float(np.mean(perm < 0.05)), float(np.mean(np.nan_to_num(wald, nan=1.0) < 0.05)), float(np.mean(np.isnan(wald)))
+
+
+def _se(p: float, reps: int) -> float:
+    return math.sqrt(p * (1 - p) / reps)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=2000)
+    parser.add_argument("--resamples", type=int, default=999)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tasks", type=int, nargs="+", default=[8, 20, 50], help="tasks per slice")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    print(f"3 slices x {SEEDS} seeds, {args.reps} reps, {args.resamples} permutations, seed {args.seed}; "
+          "rejection at p < 0.05; (SE) Monte Carlo")
+    print(f"{'design':<10} {'tasks/slice':>11} | {'perm size':>15} {'wald size':>15} {'wald n/a':>8} | "
+          f"{'perm power':>15} {'wald power':>15}")
+    for d_index, design in enumerate(("paired", "clustered")):
+        for n in args.tasks:
+            seeds = np.random.SeedSequence(args.seed, spawn_key=(d_index, n)).spawn(2)
+            size_p, size_w, na = _cell(seeds[0], design, n, False, args.reps, args.resamples)
+            pow_p, pow_w, _ = _cell(seeds[1], design, n, True, args.reps, args.resamples)
+            print(f"{design:<10} {n:>11} | {size_p:.3f} ({_se(size_p, args.reps):.3f})   {size_w:.3f} "
+                  f"({_se(size_w, args.reps):.3f})   {na:>8.3f} | {pow_p:.3f} ({_se(pow_p, args.reps):.3f})   "
+                  f"{pow_w:.3f} ({_se(pow_w, args.reps):.3f})", flush=True)
+    print(f"({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
