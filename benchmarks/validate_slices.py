@@ -22,7 +22,10 @@ per-task effect uniform on 0-0.25).
   slices (the rate differences differ by 0.125 from slice to slice).
 
 Designs: **paired** (both arms ran the same tasks; per-task differences), **clustered** (each arm
-ran its own tasks, ``n`` per slice and arm). Columns: size and power with their Monte Carlo SE
+ran its own tasks, ``n`` per slice and arm), **unequal** (paired, slices of ``n``, ``2n`` and ``4n``
+tasks; the per-task effect's spread around its mean is +-0.125 in the smallest slice, +-0.06 in the
+middle one and 0 in the largest: the slices' tasks are far from exchangeable, the case the
+studentization is for). Columns: size and power with their Monte Carlo SE
 (``sqrt(p (1 - p) / reps)``).
 
 Run: ``python benchmarks/validate_slices.py [--reps 2000] [--resamples 999] [--seed 0]``; seeds derive
@@ -56,23 +59,34 @@ PLANTED = (0.25, 0.125, 0.0)
 SEEDS = 5
 
 
-def _task_rates(rng: np.random.Generator, n: int, planted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+#: The "unequal" variant: slices of n, 2n and 4n tasks, the smallest with the most task-to-task variation of
+#: the effect (half-widths of the per-task effect's uniform), the largest with none.
+UNEQUAL_SIZES = (1, 2, 4)
+UNEQUAL_SPREAD = (0.125, 0.06, 0.0)
+
+
+def _task_rates(rng: np.random.Generator, n: int, planted: bool, unequal: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per task: baseline and candidate success probabilities and the slice."""
     base, cand, labels = [], [], []
     for s, (lo, hi) in enumerate(BASE_RANGES):
-        p = rng.uniform(lo, hi, n)
-        delta = rng.uniform(PLANTED[s] - 0.1, PLANTED[s] + 0.1, n) if planted else rng.uniform(0, 2 * NULL_EFFECT, n)
+        size = n * UNEQUAL_SIZES[s] if unequal else n
+        p = rng.uniform(lo, hi, size)
+        mean = PLANTED[s] if planted else NULL_EFFECT
+        spread = UNEQUAL_SPREAD[s] if unequal else (0.1 if planted else NULL_EFFECT)
+        delta = rng.uniform(mean - spread, mean + spread, size)
+        n_s = size
         base.append(p)
         cand.append(np.clip(p + delta, 0.0, 1.0))
-        labels.append(np.full(n, s))
+        labels.append(np.full(n_s, s))
     return np.concatenate(base), np.concatenate(cand), np.concatenate(labels)
 
 
 def _one(rng: np.random.Generator, design: str, n: int, planted: bool, resamples: int) -> tuple[float, float]:
     """The permutation and the Wald p-value of one simulated experiment."""
-    pb, pc, lab = _task_rates(rng, n, planted)
+    pb, pc, lab = _task_rates(rng, n, planted, unequal=design == "unequal")
     yb = rng.binomial(SEEDS, pb) / SEEDS
-    if design == "paired":
+    if design in ("paired", "unequal"):
         yc = rng.binomial(SEEDS, pc) / SEEDS
         res = slice_interaction((yc - yb,), (lab,), paired=True, n_resamples=resamples, rng=rng)
     else:
@@ -108,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
           "rejection at p < 0.05; (SE) Monte Carlo")
     print(f"{'design':<10} {'tasks/slice':>11} | {'perm size':>15} {'wald size':>15} {'wald n/a':>8} | "
           f"{'perm power':>15} {'wald power':>15}")
-    for d_index, design in enumerate(("paired", "clustered")):
+    for d_index, design in enumerate(("paired", "clustered", "unequal")):
         for n in args.tasks:
             seeds = np.random.SeedSequence(args.seed, spawn_key=(d_index, n)).spawn(2)
             size_p, size_w, na = _cell(seeds[0], design, n, False, args.reps, args.resamples)
