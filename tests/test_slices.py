@@ -189,3 +189,14 @@ def test_interaction_constant_slice_gets_a_finite_weight():
     flat = slice_interaction((np.zeros(20),), (np.repeat([0, 1], 10),), paired=True, n_resamples=99,
                              rng=np.random.default_rng(0))
     assert math.isnan(flat.pvalue) and "no unit varies" in flat.note
+
+
+def test_slice_whose_tasks_lack_values_in_an_arm_counts_as_small(terminal_bench):
+    # suite size 4: 5 tasks run by both arms, one of them with no known outcome in one arm, so compare pairs 4
+    data = terminal_bench.assign(suite_n=terminal_bench.groupby("task_id")["n_tests"].transform("max"))
+    result = _quiet(compare_slices, data, "suite_n", **KW)
+    four = result.slices.set_index("slice").loc[4]
+    assert four["n_tasks"] == 4 and pd.isna(four["effect"]) and "with a value in both arms" in four["note"]
+    assert 4 not in result.comparisons
+    assert sorted(result.comparisons) == [1, 2, 3, 5, 6]
+    assert result.interaction.n_units == (22, 16, 16, 6, 6)

@@ -324,11 +324,17 @@ def sliced(data: Any, by: str, *, run: Callable[..., Any], traces: Any = None, m
                                              "is estimated (too few to say)"))
             continue
         try:
-            comparisons[label] = run(data[mask], **kwargs)
+            result = run(data[mask], **kwargs)
         except CompareError as exc:
             rows.append(_empty_row(label, n, f"not compared: {exc}"))
             continue
-        rows.append(_slice_row(label, comparisons[label]))
+        used = result.table.iloc[0]["tasks"]
+        if result.design.kind == "paired" and pd.notna(used) and used < min_tasks:  # tasks with values in both arms
+            rows.append(_empty_row(label, int(used), f"{used} tasks with a value in both arms: fewer than {min_tasks}, "
+                                                     "no effect is estimated (too few to say)"))
+            continue
+        comparisons[label] = result
+        rows.append(_slice_row(label, result))
     table = _holm(pd.DataFrame(rows), settings.alpha)
     table["n_tasks"] = table["n_tasks"].astype("Int64")
     inter, why = _interaction(overall, labels, list(comparisons), settings)
