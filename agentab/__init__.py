@@ -38,6 +38,7 @@ from agentab import datasets, formats, power, stats
 from agentab.comparison.compare import Comparison, compare
 from agentab.comparison.multi import MultiComparison
 from agentab.comparison.profiles import Profile, profile
+from agentab.comparison.slices import SlicedComparison, compare_slices
 from agentab.comparison.decide import Decision
 from agentab.scoring.diagnose import Diagnosis, Finding, diagnose
 from agentab.errors import CompareError, PowerError, ReportError, SpecError, StatsWarning, TraceError, TraceWarning
@@ -76,6 +77,8 @@ __all__ = [
     "MultiComparison",
     "profile",
     "Profile",
+    "compare_slices",
+    "SlicedComparison",
     "Decision",
     "CompareError",
     "StatsWarning",

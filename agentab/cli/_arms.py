@@ -210,8 +210,9 @@ def _default_names(args: argparse.Namespace, baseline: Path, candidate: Path) ->
     )
 
 
-def _runs_column(scores: pd.DataFrame, traces: agentab.Traces, column: str, where_: str) -> pd.DataFrame:
-    """Add ``column`` to the scores: a runs column, or a key of the runs' metadata."""
+def _runs_column(scores: pd.DataFrame, traces: agentab.Traces, column: str, where_: str,
+                 flag: str = "--arm-column") -> pd.DataFrame:
+    """Add ``column`` to the scores: a runs column, or a key of the runs' metadata (``flag``: the option naming it)."""
     if column in scores.columns:
         return scores
     runs = traces.runs
@@ -222,7 +223,7 @@ def _runs_column(scores: pd.DataFrame, traces: agentab.Traces, column: str, wher
         if not values.notna().any():
             shown = [c for c in runs.columns if c not in ("metadata", "line")]
             raise InputError(
-                f"{where_}: --arm-column {column!r} is neither a runs column nor a metadata key "
+                f"{where_}: {flag} {column!r} is neither a runs column nor a metadata key "
                 f"(columns: {', '.join(map(str, shown))})"
             )
     by_run = pd.Series(values.to_numpy(), index=runs["run_id"].astype(str).to_numpy())

@@ -18,7 +18,7 @@ import pandas as pd
 import agentab
 from agentab._checks import MIN_DECISION_RESAMPLES, check_alpha, check_alternative, check_n_resamples, check_whole
 from agentab._write import write_table
-from agentab.cli._arms import candidates, check_arms, compare_data
+from agentab.cli._arms import _runs_column, candidates, check_arms, compare_data
 from agentab.cli._inputs import (
     TABLE_SUFFIXES,
     InputError,
@@ -425,6 +425,8 @@ def run_compare(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metric)
     guardrails = parse_guardrails(args.guardrail)
     _check_report_path(args.report)
+    if args.by is not None and (args.candidates or args.all_pairs):
+        raise InputError("--by slices one comparison: leave out --candidates / --all-pairs")
     if args.report is not None and (args.baseline or args.candidates or args.all_pairs):
         raise InputError("--report writes a two-arm report; with --baseline/--candidates/--all-pairs leave it out "
                          "(or compare two arms with --names BASELINE CANDIDATE)")
@@ -438,6 +440,8 @@ def run_compare(args: argparse.Namespace) -> int:
     arms = compare_data(args, progress)
     if arms.traces is not None:
         print_rejected(arms.traces, quiet=args.quiet, file=sys.stderr)
+    if args.by is not None and arms.traces is not None:
+        arms = arms._replace(data=_runs_column(arms.data, arms.traces, args.by, "the traces", "--by"))
     need_column(arms.data, args.primary.split()[0], f"--primary {args.primary}")
     candidate = candidates(args, arms)
     empty: list[str] = []
@@ -453,11 +457,15 @@ def run_compare(args: argparse.Namespace) -> int:
             arms.data, arm=arms.column, baseline=arms.baseline, candidate=candidate, metrics=metrics,
             primary=args.primary, guardrails=guardrails, cluster=cluster,
             paired={"auto": "auto", "yes": True, "no": False}[args.paired], alpha=args.alpha,
-            n_resamples=args.n_resamples, seed=args.seed, min_effect=min_effect, progress=tick,
+            n_resamples=args.n_resamples, seed=args.seed, min_effect=min_effect, progress=tick, by=args.by,
         )
-    if not isinstance(result, agentab.Comparison):  # many candidates
+    if isinstance(result, agentab.SlicedComparison):
+        say_result(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else str(result))
+        result = result.overall  # the report and the exit code are the whole comparison's
+    elif not isinstance(result, agentab.Comparison):  # many candidates
         return _many_result(args, result, empty)
-    say_result(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else str(result))
+    else:
+        say_result(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else str(result))
     if empty:
         note(args, f"not compared, no values in an arm (not computed: checks the spec does not ask for, or no "
                    f"--spec): {', '.join(empty)}")

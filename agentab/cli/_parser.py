@@ -342,6 +342,10 @@ def _add_compare(commands: Any) -> None:
     many.add_argument("--all-pairs", action="store_true",
                       help="many arms: every other arm against --baseline, and every pair of arms on the primary "
                       "metric, adjusted together")
+    data.add_argument("--by", default=None, metavar="COL",
+                      help="slice by a task property (a runs column or metadata key, constant within each task): "
+                      "the primary effect per slice, Holm across slices, and a test of whether it differs between "
+                      "slices")
     add_spec(data)
     add_format(data)
     add_lenient(data, "leave out invalid records (listed on stderr) instead of stopping at the first")

@@ -41,6 +41,7 @@ from agentab.comparison._routing import (
     _runs_per_task,
 )
 from agentab.comparison.decide import Decision, check_guardrail, decide
+from agentab.comparison._slices_core import SlicedComparison, sliced
 from agentab.comparison.multi import MultiComparison, compare_many, is_many
 from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
 from agentab.errors import CompareError, StatsWarning
@@ -159,7 +160,8 @@ def compare(
     progress: Callable[[str, int, int], None] | None = None,
     fields: Mapping[str, str] | None = None,
     where: str | Sequence[str] | None = None,
-) -> Comparison | MultiComparison:
+    by: str | None = None,
+) -> Comparison | MultiComparison | SlicedComparison:
     """Compare a candidate arm with a baseline, metric by metric, and decide.
 
     Parameters
@@ -242,14 +244,22 @@ def compare(
     where : str or list of str, optional
         Row filters in :meth:`pandas.DataFrame.query` syntax, applied in
         order (``"agent == 'Droid'"``), as the CLI's ``--where``.
+    by : str, optional
+        Slice by a task property (a runs column or a metadata key): the
+        primary effect in each slice with its interval, Holm across slices,
+        and a permutation test of whether the effect differs between slices;
+        returns a SlicedComparison (see
+        :func:`agentab.comparison.slices.compare_slices`). Not with several
+        candidates.
 
     Returns
     -------
-    Comparison or MultiComparison
+    Comparison or MultiComparison or SlicedComparison
         ``.decision.verdict`` and ``.decision.reasons``; ``.table`` (one row
         per statistic); ``.metric(name)`` for scipy-style results. With
         several candidates, a MultiComparison (``.candidates``, ``.table``,
-        ``.pairs``, ``.best_statement``).
+        ``.pairs``, ``.best_statement``). With ``by``, a SlicedComparison
+        (``.slices``, ``.interaction_pvalue``, ``.comparisons``, ``.overall``).
 
     Notes
     -----
@@ -282,6 +292,13 @@ def compare(
     1  outcome pass^3         pass^3  paired by task (30 tasks)
     2          rubric  Cliff's delta  paired by task (30 tasks)
     """
+    if by is not None:
+        if not isinstance(candidate, (str, type(None))) or candidate == "all":
+            raise CompareError("`by` slices one comparison: give one candidate, not a list or 'all'")
+        return sliced(data, by, run=compare, arm=arm, baseline=baseline, candidate=candidate, metrics=metrics,
+                      primary=primary, guardrails=guardrails, cluster=cluster, paired=paired, alpha=alpha,
+                      n_resamples=n_resamples, seed=seed, min_effect=min_effect, progress=progress, fields=fields,
+                      where=where)
     if fields is not None or where is not None or isinstance(data, (str, os.PathLike)):
         data = load_results(data, fields=fields, where=where)
     if is_many(data, arm, candidate):
