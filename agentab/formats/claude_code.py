@@ -305,7 +305,7 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
         state.charged.add(key)
         usage, where, cost = finals[key]
         try:
-            counts = usage_anthropic(usage)
+            counts = usage_anthropic(usage)[:3]
             state.usage[key] = counts
             state.totals.add(*counts)
         except Reject as problem:

@@ -154,11 +154,14 @@ from agentab.formats._message_fields import FIELDS, describe, run_fields
 from agentab.formats._message_parts import (
     Calls,
     Tokens,
+    Totals,
     add_step,
     call_arguments,
+    check_usage,
     finish,
     in_message,
     observation_of,
+    parallel,
     required_text,
     usage_anthropic,
     usage_openai,
@@ -187,6 +190,7 @@ def _openai_calls(msg: dict[str, Any], tool_calls: Any, i: int, steps: list[dict
     mine = msg.get("role") == "assistant"
     stamp = msg.get("timestamp")
     first: dict[str, Any] | None = None
+    start = len(steps)
     for j, call in enumerate(tool_calls):
         try:
             if not isinstance(call, dict):
@@ -208,12 +212,14 @@ def _openai_calls(msg: dict[str, Any], tool_calls: Any, i: int, steps: list[dict
         except _Reject as problem:
             problem.field = f"tool_calls[{j}].{problem.field}" if problem.field else f"tool_calls[{j}]"
             raise
+    parallel(steps, start, i)
 
 
 def _openai_steps(out: dict[str, Any], messages: list[Any], mk: str) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     calls = Calls(mk)
     pending = Tokens()
+    totals = Totals()
     for i, msg in enumerate(messages):
         try:
             if not isinstance(msg, dict):
@@ -228,15 +234,21 @@ def _openai_steps(out: dict[str, Any], messages: list[Any], mk: str) -> dict[str
                         step["ended_at"] = stamp
                 continue
             if role == "assistant":
+                pending.clear()
                 usage = msg.get("usage")
                 if usage is not None:
-                    pending.add(*usage_openai(usage))
+                    counts = usage_openai(usage)
+                    pending.add(*counts)
+                    totals.add(*counts)
             tool_calls = msg.get("tool_calls")
             if tool_calls:
+                start = len(steps)
                 _openai_calls(msg, tool_calls, i, steps, calls, pending)
+                if role == "assistant":
+                    check_usage(steps, start, msg.get("usage"), totals)
         except _Reject as problem:
             raise in_message(problem, mk, i) from None
-    return finish(out, steps, pending)
+    return finish(out, steps, totals)
 
 
 _USE_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -251,6 +263,7 @@ def _anthropic_blocks(msg: dict[str, Any], content: list[Any], i: int, steps: li
     mine = msg.get("role") == "assistant"
     stamp = msg.get("timestamp")
     first: dict[str, Any] | None = None
+    start = len(steps)
     for j, block in enumerate(content):
         try:
             if not isinstance(block, dict):
@@ -274,26 +287,34 @@ def _anthropic_blocks(msg: dict[str, Any], content: list[Any], i: int, steps: li
         except _Reject as problem:
             problem.field = f"content[{j}].{problem.field}" if problem.field else f"content[{j}]"
             raise
+    parallel(steps, start, i)
 
 
 def _anthropic_steps(out: dict[str, Any], messages: list[Any], mk: str) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     calls = Calls(mk)
     pending = Tokens()
+    totals = Totals()
     for i, msg in enumerate(messages):
         try:
             if not isinstance(msg, dict):
                 raise _Reject(None, f"expected a message object, got {describe(msg)}")
             if msg.get("role") == "assistant":
+                pending.clear()
                 usage = msg.get("usage")
                 if usage is not None:
-                    pending.add(*usage_anthropic(usage))
+                    counts = usage_anthropic(usage)
+                    pending.add(*counts)
+                    totals.add(*counts)
             content = msg.get("content")
             if isinstance(content, list):
+                start = len(steps)
                 _anthropic_blocks(msg, content, i, steps, calls, pending)
+                if msg.get("role") == "assistant":
+                    check_usage(steps, start, msg.get("usage"), totals)
         except _Reject as problem:
             raise in_message(problem, mk, i) from None
-    return finish(out, steps, pending)
+    return finish(out, steps, totals)
 
 
 # --------------------------------------------------------------------------- #
