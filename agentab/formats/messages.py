@@ -109,21 +109,24 @@ the model read, comparable with OpenAI's prompt tokens); ``tokens_out`` is
 ``output_tokens``; the two cache counts are also kept in the step's
 ``metadata`` under their own names.
 
-The record counts tokens per step, so each assistant message's tokens go to
-exactly one step, and the run's ``tokens`` (the steps' sum) is the sum over
-its assistant messages:
+OpenAI's ``prompt_tokens_details.cached_tokens`` and
+``completion_tokens_details.reasoning_tokens`` (or ``input_tokens_details`` /
+``output_tokens_details``) are ``tokens_cached`` / ``tokens_reasoning``;
+Anthropic's ``cache_read_input_tokens`` is ``tokens_cached``.
+
+The run's ``tokens_in`` / ``tokens_out`` / ``tokens_cached`` /
+``tokens_reasoning`` are the sums over its assistant messages that report
+usage, those without tool calls (a final answer, a refusal) included; no
+message reporting one (tau-bench's logs) leaves them unknown, never 0, and so
+does a message that made tool calls without usage. Each message's tokens are
+also on one step:
 
 * a message with tool calls: on its first call's step; its other calls'
   own counts are absent (unknown: one response's tokens cannot be split
   between its calls), with ``metadata.tokens_with_step`` naming the first
-  call's step when its count is known, so the run's total stays known;
-* a message without tool calls (text to the user): on the next step, or on
-  the run's last step if none follows;
-* a message without ``usage`` adds nothing; a step's count is absent
-  (unknown) when no message given to it reports one;
-* a run without steps has no step to carry them: its totals go to
-  ``metadata.tokens_in`` / ``metadata.tokens_out``, which the runs table
-  reads as the run's tokens (none there: unknown, not 0).
+  call's step when its count is known, and every call of the message the
+  same ``parallel`` id (the message's index) when it made two or more;
+* a message without tool calls (text to the user): in the run's totals only.
 
 A usage count that is not an integer >= 0 is a rejection naming it.
 

@@ -31,9 +31,9 @@ outcome      ``reward_info.reward`` (else       a reward of exactly 0 or 1 is re
              ``reward``)                        false / true (tau2's rewards are binary);
                                                 any other value stays a number; the value
                                                 as written is ``metadata.reward``
-cost_usd     ``agent_cost``                     the agent's cost only; ``user_cost`` (the
-                                                user simulator's) goes to metadata, never
-                                                added
+cost_usd     ``agent_cost``                     the agent's cost only, never added to
+                                                ``user_cost_usd``
+user_cost_usd ``user_cost``                     the user simulator's cost
 latency_s    ``duration`` (else                 seconds
              ``duration_sec``)
 model        ``info.agent_info.llm`` (else      ``metadata.model``
@@ -58,22 +58,24 @@ Steps
     ``requestor: "user"``: telecom's user-side device tools) are not the
     agent's steps: they and their answers are counted in
     ``metadata.user_tool_calls`` / ``user_tool_errors``. A call never
-    answered keeps observation ``null``. Step ``metadata`` has ``message``,
-    ``call_id`` and ``message_cost_usd`` (the assistant message's ``cost``,
-    on the first step of the message).
+    answered keeps observation ``null``. Step ``metadata`` has ``message``
+    and ``call_id``; the message's first step has its ``cost`` as
+    ``cost_usd``, and the calls of one message share a ``parallel`` id (its
+    index) when they are two or more.
 Tokens
     Assistant messages' ``usage`` (``prompt_tokens`` / ``completion_tokens``)
-    as the ``openai`` format gives them to steps (:mod:`.messages`): a
-    message's tokens on its first call's step, a message without calls on the
-    next step; a run without steps keeps them in ``metadata.tokens_in`` /
-    ``tokens_out``. A message without ``usage`` (tau2's fixed greeting) adds
-    nothing; no usage at all leaves the tokens unknown, never 0. User
+    as the ``openai`` format reads them (:mod:`.messages`): the run's
+    ``tokens_in`` / ``tokens_out`` (and cached / reasoning tokens where
+    reported) are the sums over every assistant message; a message's tokens
+    are also on its first call's step. A message without ``usage`` (tau2's
+    fixed greeting) adds nothing; no usage at all leaves the tokens unknown,
+    never 0. User
     messages' usage (the simulator's) goes to ``metadata.user_tokens_in`` /
     ``user_tokens_out``.
 Metadata
     ``model``, ``harness``, ``user_model``, ``domain``, ``reward``,
     ``reward_basis``, ``db_match``, ``action_checks`` / ``action_matches``
-    (counts), ``user_cost``, ``termination_reason``, ``simulation_seed``,
+    (counts), ``termination_reason``, ``simulation_seed``,
     ``user_tool_calls``, ``user_tool_errors``, the user tokens, and every
     other small top-level scalar of the simulation (``timestamp``,
     ``start_time``, the reshaped data's ``policy_variant``, ...).
