@@ -87,7 +87,10 @@ def observation_of(result: dict[str, Any], content: Any) -> dict[str, Any]:
 
 
 def _count(usage: dict[str, Any], key: str) -> int | None:
-    return token_count(usage, key, "usage")
+    value = usage.get(key)
+    if value is None or (type(value) is int and value >= 0):
+        return value
+    return token_count(usage, key, "usage")  # the rejection, named as everywhere
 
 
 #: A model call's usage: (tokens_in, tokens_out, Anthropic cache counts, tokens_cached, tokens_reasoning).

@@ -118,6 +118,7 @@ _USE_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 _READ_TYPES = frozenset({"user", "assistant"})
 _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict"}
 _decode = msgspec.json.decode
+_lines_decoder = msgspec.json.Decoder()
 
 
 class _AtLine(Reject):
@@ -294,11 +295,12 @@ def _sub_agent_totals(meta: dict[str, Any], line: dict[str, Any]) -> None:
 def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[str, _Final],
                costs: dict[str, Any]) -> None:
     message = line.get("message")
-    if not isinstance(message, dict):
+    if type(message) is not dict and not isinstance(message, dict):
         raise Reject("message", f"expected a message object, got {describe(message)}")
-    agent = _agent(line)
+    agent = _agent(line) if line.get("isSidechain") is True else ""
     mine = line.get("type") == "assistant"
-    key = _response_key(line, message, number)
+    key = message.get("id")
+    key = "m:" + key if type(key) is str and key else _response_key(line, message, number)
     if mine and line.get("isApiErrorMessage"):
         state.api_errors += 1
     elif mine and key not in state.charged:
@@ -316,16 +318,18 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
         if isinstance(model, str) and model and model != "<synthetic>" and model not in state.models:
             state.models.append(model)
     content = message.get("content")
-    if not isinstance(content, list):
+    if type(content) is not list and not isinstance(content, list):
         return
     for j, block in enumerate(content):
         try:
-            if not isinstance(block, dict):
+            if type(block) is not dict and not isinstance(block, dict):
                 raise Reject(None, f"expected a content block object, got {describe(block)}")
             kind = block.get("type")
+            if kind == "text" or kind == "thinking":
+                continue
             if kind in _USE_TYPES and mine:
                 _step(state, block, line, number, agent, key)
-            elif _is_result(kind) and not mine:
+            elif not mine and _is_result(kind):
                 _answer(state, block, line)
         except Reject as problem:
             problem.field = f"message.content[{j}].{problem.field}" if problem.field else f"message.content[{j}]"
@@ -368,8 +372,11 @@ def _finish(state: _Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]
         meta["api_error_lines"] = state.api_errors
     if state.repeated:
         meta["repeated_calls"] = state.repeated
-    seconds = [s for s in map(_seconds, state.stamps) if s is not None]
-    if len(seconds) > 1:
+    stamps = state.stamps
+    if stamps and all(type(x) is str and x[-1:] == "Z" and len(x) == len(stamps[0]) for x in stamps):
+        stamps = [min(stamps), max(stamps)]  # UTC text of one shape sorts as its times do: parse the extremes
+    seconds = [s for s in map(_seconds, stamps) if s is not None]
+    if len(seconds) > 1 and len(state.stamps) > 1:
         meta["wall_s"] = max(seconds) - min(seconds)
     return state.steps, meta
 
@@ -508,13 +515,19 @@ def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: Field
 
 
 def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
-    for number, raw in enumerate(fh, start=1):
-        if number == 1:
-            raw = raw.removeprefix(BOM)
-        if not raw.strip(JSON_SPACE):
-            continue
+    body = fh.read().removeprefix(BOM)
+    lines = body.split(b"\n")
+    numbers = [number for number, raw in enumerate(lines, start=1) if raw.strip(JSON_SPACE)]
+    try:  # every line at once; a malformed line (or a count that differs) is found line by line below
+        objects = _lines_decoder.decode_lines(body)
+    except (msgspec.DecodeError, RecursionError):
+        objects = None
+    if objects is not None and len(objects) == len(numbers):
+        yield from ((number, obj, None) for number, obj in zip(numbers, objects))
+        return
+    for number in numbers:
         try:
-            yield number, _decode(raw), None
+            yield number, _decode(lines[number - 1]), None
         except msgspec.DecodeError as err:
             yield number, None, f"malformed JSON on line {number}: {err}; the whole session was left out"
         except RecursionError:
