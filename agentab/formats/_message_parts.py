@@ -105,6 +105,9 @@ def _detail(usage: dict[str, Any], key: str, part: str) -> int | None:
     return value if type(value) is int and value >= 0 else None  # a malformed detail is not read, not rejected
 
 
+_PLAIN = frozenset({"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens"})
+
+
 def usage_openai(usage: Any) -> Usage:
     if not isinstance(usage, dict):
         if usage is None:
@@ -116,6 +119,8 @@ def usage_openai(usage: Any) -> Usage:
     tout = _count(usage, "completion_tokens")
     if tout is None:
         tout = _count(usage, "output_tokens")
+    if usage.keys() <= _PLAIN:  # the counts alone: no details
+        return tin, tout, None, None, None
     cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
     if cached is None:
         cached = _detail(usage, "input_tokens_details", "cached_tokens")
