@@ -51,6 +51,7 @@ def record_of(path: Path, tmp_path: Path) -> dict[str, Any]:
 def hand_count(path: Path) -> dict[str, Any]:
     """Counted from the raw JSON: tool calls, errors, sidechain calls, and tokens once per response (its last line)."""
     calls = errors = side = 0
+    agents: list[str] = []
     last_usage: dict[str, dict[str, Any]] = {}
     types: Counter[str] = Counter()
     for line in raw_lines(path):
@@ -64,6 +65,9 @@ def hand_count(path: Path) -> dict[str, Any]:
             if block.get("type") == "tool_use" and line["type"] == "assistant":
                 calls += 1
                 side += line.get("isSidechain") is True
+                agent = line.get("agentId") or "sidechain"
+                if line.get("isSidechain") is True and agent not in agents:
+                    agents.append(agent)
             if block.get("type") == "tool_result" and block.get("is_error") is True:
                 errors += 1
     tin = sum(u["input_tokens"] + u.get("cache_creation_input_tokens", 0) + u.get("cache_read_input_tokens", 0)
@@ -71,7 +75,7 @@ def hand_count(path: Path) -> dict[str, Any]:
     tout = sum(u["output_tokens"] for u in last_usage.values())
     cached = sum(u.get("cache_read_input_tokens", 0) for u in last_usage.values())
     return {"calls": calls, "errors": errors, "side": side, "tin": tin, "tout": tout, "cached": cached,
-            "types": dict(types), "responses": len(last_usage)}
+            "types": dict(types), "responses": len(last_usage), "agents": agents}
 
 
 def step_tokens(record: dict[str, Any], key: str) -> int:
@@ -90,10 +94,12 @@ def test_real_session_matches_hand_counts(path: Path, tmp_path: Path) -> None:
     assert len(steps) == want["calls"]
     failed = [s for s in steps if s["observation"] is not None and s["observation"]["status"] == "error"]
     assert len(failed) == want["errors"]
-    assert sum("agent" in s["metadata"] for s in steps) == want["side"]
-    assert step_tokens(rec, "tokens_in") == want["tin"]
-    assert step_tokens(rec, "tokens_out") == want["tout"]
-    assert sum(s["metadata"].get("cache_read_input_tokens", 0) for s in steps) == want["cached"]
+    assert sum("agent" in s for s in steps) == want["side"] and rec.get("agents", []) == want["agents"]
+    # the run's totals: every response once, those without a tool call included
+    assert (rec["tokens_in"], rec["tokens_out"], rec["tokens_cached"]) == (want["tin"], want["tout"], want["cached"])
+    assert step_tokens(rec, "tokens_in") <= want["tin"] and step_tokens(rec, "tokens_out") <= want["tout"]
+    assert step_tokens(rec, "tokens_cached") <= want["cached"]
+    assert all(s.get("tokens_cached", 0) <= s.get("tokens_in", 0) for s in steps)
     assert rec["metadata"]["line_types"] == want["types"]
     assert rec["metadata"]["unread_lines"] == sum(n for t, n in want["types"].items() if t not in ("user", "assistant"))
     assert rec["metadata"]["harness"] == "claude-code"
@@ -110,6 +116,7 @@ def test_short_session_by_hand(tmp_path: Path) -> None:
     # one response (msg_01MKH1ccEGrZGNPvu8pYiiQa) carries both calls: counted once, on the first
     assert second["metadata"]["tokens_with_step"] == 0 and "tokens_in" not in second
     assert first["tokens_out"] == hand_count(DATA / "short.jsonl")["tout"]
+    assert first["parallel"] == second["parallel"] == "msg_01MKH1ccEGrZGNPvu8pYiiQa"
     assert rec["metadata"]["model"] == "claude-opus-4-6"
     assert rec["metadata"]["line_types"]["system"] == 2
 
@@ -119,7 +126,8 @@ def test_sub_agent_file_is_its_own_run(tmp_path: Path) -> None:
     session = raw_lines(DATA / "agent-aac57f5.jsonl")[0]["sessionId"]
     assert rec["run_id"] == f"{session}:agent-aac57f5"
     assert rec["metadata"]["parent_session"] == session and rec["metadata"]["agent"] == "aac57f5"
-    assert len(rec["steps"]) == 12 and all(s["metadata"]["agent"] == "aac57f5" for s in rec["steps"])
+    assert len(rec["steps"]) == 12 and all(s["agent"] == "aac57f5" for s in rec["steps"])
+    assert rec["agents"] == ["aac57f5"]
     assert all(s["observation"] is not None for s in rec["steps"])
 
 
@@ -127,14 +135,15 @@ def test_sidechain_in_the_session_file(tmp_path: Path) -> None:
     """The main Task call and the sub-agent's Grep (cut: unanswered); a result whose call was cut is counted."""
     rec = record_of(DATA / "sidechain_integrated.jsonl", tmp_path)
     task, grep = rec["steps"]
-    assert task["tool"] == "Task" and "agent" not in task["metadata"] and task["observation"]["status"] == "ok"
+    assert task["tool"] == "Task" and "agent" not in task and task["observation"]["status"] == "ok"
     assert task["metadata"]["sub_agent"] == "e1c84ba5"  # the agentId on the line answering the Task call
-    assert grep["tool"] == "Grep" and grep["metadata"]["agent"] == "sidechain" and grep["observation"] is None
+    assert grep["tool"] == "Grep" and grep["agent"] == "sidechain" and grep["observation"] is None
+    assert rec["agents"] == ["sidechain"]
     assert rec["metadata"]["unmatched_results"] == 1
     # msg_017zj75dqWUNqVxCUrhqbTkf is written twice (text, then tool_use) with the same usage: counted once
     assert grep["tokens_in"] == 3 + 19830 and grep["tokens_out"] == 183
-    # the main thread's last response (text only) goes to the main agent's last step
-    assert task["tokens_out"] == 365 + 190
+    # the main thread's last response (text only) is in the run's totals, not on a step
+    assert task["tokens_out"] == 365 and rec["tokens_out"] == 365 + 190 + 183
 
 
 def test_records_load_through_the_decoder(tmp_path: Path) -> None:
@@ -208,11 +217,12 @@ def test_no_usage_is_unknown_not_zero() -> None:
     assert traces.runs["tokens"].isna().all()
 
 
-def test_run_without_tools_keeps_its_tokens_in_metadata() -> None:
+def test_run_without_tools_keeps_its_tokens_in_the_run_totals() -> None:
     item = convert(lines_of({"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [
-        {"type": "text", "text": "hi"}], "usage": {"input_tokens": 5, "output_tokens": 2}}}))
-    assert item.record["steps"] == []
-    assert item.record["metadata"]["tokens_in"] == 5 and item.record["metadata"]["tokens_out"] == 2
+        {"type": "text", "text": "hi"}], "usage": {"input_tokens": 5, "output_tokens": 2,
+                                                   "cache_read_input_tokens": 3}}}))
+    assert item.record["steps"] == [] and "tokens_in" not in item.record["metadata"]
+    assert (item.record["tokens_in"], item.record["tokens_out"], item.record["tokens_cached"]) == (8, 2, 3)
 
 
 def test_streamed_usage_counts_the_last_line_once() -> None:

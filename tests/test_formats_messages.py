@@ -95,12 +95,14 @@ def test_openai_steps_args_observations_tokens_and_times():
     assert steps[0]["observation"] == {"status": "ok", "content": "def total(x): return round(x)"}
     assert steps[2]["observation"] == {"status": "error", "content": "Error: file is read-only",
                                        "error": "Error: file is read-only"}
-    # the text message's tokens go to the next step, a message's tokens to its first call, the final text to the last step
-    assert (steps[0]["tokens_in"], steps[0]["tokens_out"]) == (300, 35)
+    # a message's tokens go to its first call; messages without calls (text) only to the run's totals
+    assert (steps[0]["tokens_in"], steps[0]["tokens_out"]) == (200, 30)
+    assert steps[0]["parallel"] == steps[1]["parallel"] and "parallel" not in steps[2]
     # the second call of one response: its own share unknown, the response counted at step 0
     assert "tokens_in" not in steps[1] and "tokens_out" not in steps[1]
     assert steps[1]["metadata"]["tokens_with_step"] == 0
-    assert (steps[2]["tokens_in"], steps[2]["tokens_out"]) == (900, 57)
+    assert (steps[2]["tokens_in"], steps[2]["tokens_out"]) == (400, 50)
+    assert (rec["tokens_in"], rec["tokens_out"]) == (1200, 92)  # every assistant message, counted by hand
     assert steps[0]["started_at"] == steps[1]["started_at"] == "2026-11-02T09:00:01Z"
     assert steps[1]["ended_at"] == "2026-11-02T09:00:03Z" and "ended_at" not in steps[2]
     assert steps[0]["metadata"] == {"message": 3, "call_id": "c1"}
@@ -251,7 +253,12 @@ def test_openai_token_names_unknown_usage_and_runs_without_steps():
 
     talk = convert(OPENAI, run([{"role": "assistant", "content": "hello",
                                  "usage": {"prompt_tokens": 40, "completion_tokens": 4}}]))
-    assert talk["steps"] == [] and talk["metadata"] == {"tokens_in": 40, "tokens_out": 4}
+    assert talk["steps"] == [] and (talk["tokens_in"], talk["tokens_out"]) == (40, 4) and "metadata" not in talk
+    cached = convert(OPENAI, run([{"role": "assistant", "content": "hello", "usage": {
+        "prompt_tokens": 40, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 32},
+        "completion_tokens_details": {"reasoning_tokens": 3}}}]))
+    assert (cached["tokens_cached"], cached["tokens_reasoning"]) == (32, 3)
+    assert "tokens_in" not in convert(OPENAI, run([{"role": "assistant", "content": "hi"}]))  # tau-bench: unknown
 
 
 # --------------------------------------------------------------------------- #
@@ -395,8 +402,9 @@ def test_anthropic_steps_observations_and_cache_tokens():
     assert steps[0]["metadata"] == {"message": 1, "call_id": "tu1", "cache_creation_input_tokens": 1000,
                                     "cache_read_input_tokens": 0}
     assert "tokens_in" not in steps[1] and steps[1]["metadata"]["tokens_with_step"] == 0
-    assert (steps[2]["tokens_in"], steps[2]["tokens_out"]) == (1035, 13)  # its message plus the final text
-    assert steps[2]["metadata"]["cache_read_input_tokens"] == 1000
+    assert (steps[2]["tokens_in"], steps[2]["tokens_out"]) == (1030, 10)  # its message; the final text: the run's
+    assert steps[2]["metadata"]["cache_read_input_tokens"] == 1000 and steps[2]["tokens_cached"] == 1000
+    assert (rec["tokens_in"], rec["tokens_out"], rec["tokens_cached"]) == (2085, 33, 1000)
     assert (steps[0]["started_at"], steps[1]["ended_at"]) == (1790000000.0, 1790000001.5)
 
     traces = load(items_of(ANTHROPIC, [ANTHROPIC_RUN]))
@@ -418,7 +426,7 @@ def test_anthropic_unanswered_server_tools_and_run_without_steps():
 
     talk = convert(ANTHROPIC, run([{"role": "assistant", "content": "Hi", "usage": {
         "input_tokens": 7, "output_tokens": 2, "cache_read_input_tokens": 100}}]))
-    assert talk["metadata"] == {"tokens_in": 107, "tokens_out": 2, "cache_read_input_tokens": 100}
+    assert (talk["tokens_in"], talk["tokens_out"], talk["tokens_cached"]) == (107, 2, 100) and "metadata" not in talk
 
 
 @pytest.mark.parametrize(("messages", "field", "words"), [
@@ -551,10 +559,9 @@ def test_tau2_policy_ab_end_to_end(model):
         assert row.n_errors == sum(1 for m in r["messages"] if m["role"] == "tool" and m["error"])
         tokens = sum(m["usage"]["prompt_tokens"] + m["usage"]["completion_tokens"]
                      for m in r["messages"] if m["role"] == "assistant" and m["usage"])
-        assert row.tokens == tokens  # with steps or without (then read from the run's metadata), never 0
-        if not row.n_steps:  # no step to carry them: the run's totals are in its metadata
-            meta = json.loads(row.metadata)
-            assert meta["tokens_in"] + meta["tokens_out"] == tokens > 0
+        assert row.tokens == tokens  # with steps or without (the run's totals), never 0
+        if not row.n_steps:
+            assert row.tokens_in + row.tokens_out == tokens > 0
 
     scores = agentab.score(traces)
     mine = scores[scores["model"] == model]

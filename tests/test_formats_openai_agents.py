@@ -13,7 +13,7 @@ import agentab
 from agentab.formats._missing import settle
 from agentab.formats.claude_code import sniff as claude_sniff
 from agentab.formats.messages import ANTHROPIC, OPENAI
-from agentab.formats.openai_agents import FORMAT, sniff
+from agentab.formats.openai_agents import FORMAT, handoff_tool, sniff
 from agentab.formats.otel import FORMAT as OTEL
 
 DATA = Path(__file__).parent / "data" / "openai_agents"
@@ -34,7 +34,19 @@ def hand_count(trace_id: str) -> dict[str, Any]:
             "cached": sum(u["input_tokens_details"]["cached_tokens"] for u in gens),
             "reasoning": sum(u["output_tokens_details"]["reasoning_tokens"] for u in gens),
             "handoffs": sum(s["span_data"]["type"] == "handoff" for s in spans),
+            "agents": [s["span_data"]["name"] for s in sorted(spans, key=lambda s: s["started_at"])
+                       if s["span_data"]["type"] == "agent"],
             "tools": [s["span_data"]["name"] for s in sorted(calls, key=lambda s: s["started_at"])]}
+
+
+def record(item: Any) -> dict[str, Any]:
+    """The item's trace record as a dict (the reader builds runs in columns)."""
+    rec = item.record
+    return rec if isinstance(rec, dict) else rec.to_record()
+
+
+def tool_steps(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in rec["steps"] if s.get("kind", "tool") == "tool"]
 
 
 def traces() -> list[dict[str, Any]]:
@@ -44,7 +56,7 @@ def traces() -> list[dict[str, Any]]:
 def test_fixture_hand_counts() -> None:
     first, second = traces()
     assert hand_count(first["id"]) == {"calls": 3, "errors": 1, "tin": 590, "tout": 70, "cached": 64,
-                                       "reasoning": 12, "handoffs": 1,
+                                       "reasoning": 12, "handoffs": 1, "agents": ["triage", "fixer"],
                                        "tools": ["read_file", "run_tests", "run_tests"]}
     assert hand_count(second["id"])["calls"] == 1
 
@@ -53,22 +65,27 @@ def test_reads_runs_with_steps_tokens_and_agents() -> None:
     items = list(FORMAT.read_file(FIXTURE, FORMAT.fields))
     assert len(items) == 2
     first, second = items
-    rec = first.record
+    rec = record(first)
     want = hand_count(traces()[0]["id"])
     assert rec["run_id"] == traces()[0]["id"] and rec["task_id"] == "fix-add" and rec["seed"] == 0
     assert rec["outcome"] is True
-    assert [s["tool"] for s in rec["steps"]] == want["tools"]
-    assert sum(s["observation"]["status"] == "error" for s in rec["steps"]) == want["errors"]
-    assert sum(s.get("tokens_in", 0) for s in rec["steps"]) == want["tin"]
-    assert sum(s.get("tokens_out", 0) for s in rec["steps"]) == want["tout"]
-    assert sum(s["metadata"].get("tokens_cached", 0) for s in rec["steps"]) == want["cached"]
-    assert sum(s["metadata"].get("tokens_reasoning", 0) for s in rec["steps"]) == want["reasoning"]
-    assert rec["steps"][0]["args"] == {"path": "src/app.py"}
-    assert rec["steps"][1]["observation"]["error"] == "Error running tool (non-fatal)"
-    assert {s["metadata"]["agent"] for s in rec["steps"]} == {"fixer"}
+    tools = tool_steps(rec)
+    assert [s["tool"] for s in tools] == want["tools"]
+    assert sum(s["observation"]["status"] == "error" for s in tools) == want["errors"]
+    # the run's totals: every generation, the final answer (no function call) included
+    assert (rec["tokens_in"], rec["tokens_out"]) == (want["tin"], want["tout"])
+    assert (rec["tokens_cached"], rec["tokens_reasoning"]) == (want["cached"], want["reasoning"])
+    assert tools[0]["args"] == {"path": "src/app.py"} and tools[0]["tokens_cached"] == 64
+    assert tools[1]["observation"]["error"] == "Error running tool (non-fatal)"
+    assert {s["agent"] for s in tools} == {"fixer"} and rec["agents"] == want["agents"]
+    (handoff,) = [s for s in rec["steps"] if s.get("kind") == "handoff"]
+    assert handoff["tool"] == "transfer_to_fixer" and handoff["args"] == {"to": "fixer"}
+    assert handoff["agent"] == "triage" and handoff["index"] == 0
+    # the two run_tests calls came from one generation: one parallel id, tokens at the first
+    assert tools[1]["parallel"] == tools[2]["parallel"] and "parallel" not in tools[0]
+    assert tools[2]["metadata"]["tokens_with_step"] == tools[1]["index"] and "tokens_in" not in tools[2]
     meta = rec["metadata"]
-    assert meta["handoffs"] == want["handoffs"] and meta["handoff_path"] == [["triage", "fixer"]]
-    assert meta["agents"] == ["triage", "fixer"] and meta["harness"] == "openai-agents"
+    assert meta["harness"] == "openai-agents" and "agents" not in meta and "handoff_path" not in meta
     assert meta["model"] == "scripted-model" and meta["workflow_name"] == "fix-bug"
     task = next(s["span_data"]["data"] for s in raw() if s.get("trace_id") == rec["run_id"]
                 and s["span_data"]["type"] == "custom" and s["span_data"]["name"] == "task")
@@ -90,12 +107,15 @@ def test_records_load_through_the_decoder() -> None:
     for obj in objs:
         if obj["object"] == "trace":
             obj["metadata"]["agentab.outcome"] = "false" if obj["metadata"]["agentab.seed"] == "1" else "true"
-    records = [item.record for item in FORMAT.read_objects(objs, "<test>", FORMAT.fields)]
+    records = [record(item) for item in FORMAT.read_objects(objs, "<test>", FORMAT.fields)]
     loaded = agentab.load_traces(records)
     runs = loaded.runs.set_index("seed")
     assert len(runs) == 2
     first, second = (hand_count(t["id"]) for t in traces())
     assert runs.loc[0, "n_steps"] == first["calls"] and runs.loc[0, "tokens"] == first["tin"] + first["tout"]
+    assert runs.loc[0, "n_handoffs"] == first["handoffs"]
+    direct = agentab.load_traces(FIXTURE, format="openai-agents", strict=False).runs
+    assert direct["tokens"].iloc[0] == first["tin"] + first["tout"] and direct["n_handoffs"].iloc[0] == 1
     assert runs.loc[1, "n_steps"] == second["calls"] and runs.loc[1, "tokens"] == second["tin"] + second["tout"]
 
 
@@ -109,22 +129,25 @@ def test_unknown_usage_is_missing_not_zero() -> None:
              "started_at": "2026-01-01T00:00:02+00:00", "ended_at": None,
              "span_data": {"type": "function", "name": "f", "input": "", "output": None}, "error": None}]
     (item,) = FORMAT.read_objects(objs, "<test>", FORMAT.fields)
-    step = item.record["steps"][0]
-    assert "tokens_in" not in step and step["metadata"]["tokens_unknown"] is True
-    assert step["observation"] is None and step["args"] == {} and item.record["outcome"] == 0.5
-    loaded = agentab.load_traces([item.record])
+    rec = record(item)
+    step = rec["steps"][0]
+    assert "tokens_in" not in step and step["metadata"]["tokens_unknown"] is True and "tokens_in" not in rec
+    assert step["observation"] is None and step["args"] == {} and rec["outcome"] == 0.5
+    loaded = agentab.load_traces([rec])
     assert loaded.runs["tokens"].isna().all()
 
 
-def test_no_steps_tokens_go_to_run_metadata() -> None:
+def test_no_steps_tokens_go_to_the_run_totals() -> None:
     objs = [{"object": "trace", "id": "t1", "metadata": {"agentab.task_id": "a", "agentab.seed": "0",
                                                          "agentab.outcome": "true"}},
             {"object": "trace.span", "id": "s1", "trace_id": "t1", "parent_id": None, "started_at": None,
              "ended_at": None, "span_data": {"type": "generation", "usage": {"input_tokens": 5, "output_tokens": 2}},
              "error": None}]
     (item,) = FORMAT.read_objects(objs, "<test>", FORMAT.fields)
-    assert item.record["steps"] == [] and item.record["metadata"]["tokens_in"] == 5
-    assert item.record["metadata"]["tokens_out"] == 2
+    rec = record(item)
+    assert rec["steps"] == [] and (rec["tokens_in"], rec["tokens_out"]) == (5, 2)
+    assert "tokens_cached" not in rec and "tokens_in" not in rec["metadata"]
+    assert agentab.load_traces([rec]).runs["tokens"].iloc[0] == 7
 
 
 @pytest.mark.parametrize(("span", "field"), [
@@ -158,14 +181,14 @@ def test_json_array_and_ingest_payload(tmp_path: Path) -> None:
     (tmp_path / "c.jsonl").write_text(lines, encoding="utf-8")
     for name in ("a.json", "b.json", "c.jsonl"):
         items = list(FORMAT.read_file(tmp_path / name, FORMAT.fields))
-        assert len(items) == 2 and items[0].record is not None and len(items[0].record["steps"]) == 3
+        assert len(items) == 2 and items[0].record is not None and len(tool_steps(record(items[0]))) == 3
 
 
 def test_mapping_fields_from_the_trace() -> None:
     objs = [o for o in raw() if o.get("trace_id", o["id"]) == traces()[1]["id"]]
     fields = {**FORMAT.fields, "task_id": "workflow_name", "outcome": "agentab.seed"}
     (item,) = FORMAT.read_objects(objs, "<test>", fields)
-    assert item.record["task_id"] == "fix-bug" and item.record["outcome"] == 1.0
+    assert record(item)["task_id"] == "fix-bug" and record(item)["outcome"] == 1.0
 
 
 def test_sniff_is_specific() -> None:
@@ -182,13 +205,16 @@ def test_sniff_is_specific() -> None:
 
 
 def test_tokens_follow_each_agents_calls() -> None:
-    """Each generation's usage goes to the next step of its agent; the triage agent's (no steps) to the last step."""
-    rec = next(FORMAT.read_file(FIXTURE, FORMAT.fields)).record
+    """Each generation's usage goes to the step it made (the triage agent's to its handoff); the final answer's,
+    which made none, only to the run's totals."""
+    rec = record(next(FORMAT.read_file(FIXTURE, FORMAT.fields)))
     spans = [s for s in raw() if s.get("trace_id") == traces()[0]["id"]]
     gens = sorted((s for s in spans if s["span_data"]["type"] == "generation"), key=lambda s: s["started_at"])
     used = [(g["span_data"]["usage"]["input_tokens"], g["span_data"]["usage"]["output_tokens"]) for g in gens]
     assert used == [(50, 7), (120, 18), (180, 30), (240, 15)]
-    assert [(s["tokens_in"], s["tokens_out"]) for s in rec["steps"]] == [(120, 18), (180, 30), (240 + 50, 15 + 7)]
+    assert [(s.get("tokens_in"), s.get("tokens_out")) for s in rec["steps"]] == [(50, 7), (120, 18), (180, 30),
+                                                                                 (None, None)]
+    assert rec["tokens_in"] == sum(t for t, _ in used) and rec["tokens_out"] == sum(t for _, t in used)
 
 
 def _span(sid: str, kind: str, start: int, parent: str | None = None, **data: Any) -> dict[str, Any]:
@@ -212,17 +238,21 @@ def test_parallel_calls_share_their_response_and_other_spans_are_counted() -> No
             _span("h1", "handoff", 8, "a1", from_agent="main", to_agent="other")]
     objs[-1]["error"] = {"message": "boom", "data": None}
     (item,) = FORMAT.read_objects(objs, "<test>", FORMAT.fields)
-    rec = item.record
+    rec = record(item)
     assert rec["outcome"] is False
-    first, second = rec["steps"]
-    assert (first["tokens_in"], first["tokens_out"]) == (10, 3) and first["metadata"]["tokens_cached"] == 4
-    assert second["tokens_in"] == 10 and "tokens_with_step" not in second["metadata"]  # the later call: last step
-    assert second["metadata"].get("tokens_reasoning") == 2 and second["tokens_out"] == 3
+    first, second, handoff = rec["steps"]
+    assert (first["tokens_in"], first["tokens_out"]) == (10, 3) and first["tokens_cached"] == 4
+    assert first["tokens_reasoning"] == 2 and first["parallel"] == second["parallel"] == "g1"
+    assert "tokens_in" not in second and second["metadata"]["tokens_with_step"] == 0
+    # g2 made the handoff: its tokens are the handoff step's; the handoff's error is its observation's
+    assert handoff["kind"] == "handoff" and handoff["tool"] == "transfer_to_other" and handoff["agent"] == "main"
+    assert handoff["tokens_in"] == 10 and handoff["observation"]["status"] == "error"
+    assert rec["agents"] == ["main", "other"] and (rec["tokens_in"], rec["tokens_cached"]) == (20, 8)
     meta = rec["metadata"]
     assert meta["guardrails"] == 1 and meta["guardrails_triggered"] == 1 and meta["mcp_tools_spans"] == 1
-    assert meta["handoffs"] == 1 and meta["span_errors"] == 1 and meta["span_types"]["function"] == 2
+    assert "span_errors" not in meta and meta["span_types"]["function"] == 2
     loaded = agentab.load_traces([rec])
-    assert loaded.runs["tokens"].iloc[0] == 26
+    assert loaded.runs["tokens"].iloc[0] == 26 and loaded.runs["n_steps"].iloc[0] == 2
 
 
 def test_parallel_sibling_points_at_its_response() -> None:
@@ -234,10 +264,15 @@ def test_parallel_sibling_points_at_its_response() -> None:
             _span("f3", "function", 4, name="z"), _span("g2", "generation", 5, usage=usage),
             _span("f4", "function", 6, name="w")]
     (item,) = FORMAT.read_objects(objs, "<test>", FORMAT.fields)
-    steps = item.record["steps"]
+    steps = record(item)["steps"]
     assert [s["metadata"].get("tokens_with_step") for s in steps] == [None, 0, 0, None]
+    assert [s.get("parallel") for s in steps] == ["g1", "g1", "g1", None]
     assert "tokens_in" not in steps[1] and steps[3]["tokens_in"] == 10
-    assert agentab.load_traces([item.record]).runs["tokens"].iloc[0] == 26
+    assert agentab.load_traces([record(item)]).runs["tokens"].iloc[0] == 26
+
+
+def test_handoff_tool_names_as_the_sdk() -> None:
+    assert handoff_tool("Refund Agent") == "transfer_to_refund_agent" and handoff_tool("fixer") == "transfer_to_fixer"
 
 
 def test_load_traces_detects_and_reads_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,7 +80,12 @@ def test_real_results_document_matches_the_raw_file(path):
         steps = traces.steps[traces.steps["run_id"] == sim["id"]]
         assert steps["tool"].tolist() == counted["tools"]
         meta = json.loads(row.metadata)
-        assert meta["reward"] == reward and meta["user_cost"] == sim["user_cost"]  # kept apart, never added
+        assert row.user_cost_usd == sim["user_cost"] and "user_cost" not in meta  # kept apart, never added
+        assert meta["reward"] == reward
+        # the run's totals: every assistant message's usage, those without a call included
+        agent_usage = [m["usage"] for m in sim["messages"] if m["role"] == "assistant" and m.get("usage")]
+        assert row.tokens_in == sum(u["prompt_tokens"] for u in agent_usage)
+        assert row.tokens_out == sum(u["completion_tokens"] for u in agent_usage)
         assert meta["user_tool_calls"] == counted["user_calls"]
         assert meta.get("user_tokens_in", 0) + meta.get("user_tokens_out", 0) == counted["user_tokens"]
         assert meta["simulation_seed"] == sim["seed"] and meta["termination_reason"] == sim["termination_reason"]
@@ -116,9 +121,13 @@ def test_per_message_cost_is_on_the_first_step_of_its_message():
     steps = load(read(AIRLINE)).steps
     for sim in doc["simulations"]:
         mine = steps[steps["run_id"] == sim["id"]]
-        costs = {json.loads(meta)["message"]: json.loads(meta).get("message_cost_usd") for meta in mine["metadata"]}
-        for i, cost in costs.items():
-            assert cost == sim["messages"][i]["cost"]
+        firsts = {}
+        for meta, cost in zip(mine["metadata"], mine["cost_usd"]):
+            firsts.setdefault(json.loads(meta)["message"], cost)  # a message's first step has its cost
+        assert firsts and all(cost == sim["messages"][i]["cost"] for i, cost in firsts.items())
+        # calls of one message share a parallel id (the message's index), single calls have none
+        for i, group in mine.groupby("parallel", observed=True):
+            assert len(group) == len(sim["messages"][int(i)]["tool_calls"]) >= 2
 
 
 def test_shared_jsonl_simulations_one_per_line():
@@ -136,7 +145,7 @@ def test_shared_jsonl_simulations_one_per_line():
         assert row.n_steps == len(counted["tools"]) == r["n_tool_calls"] and row.n_errors == counted["errors"]
         assert row.tokens == counted["tokens"] > 0
         meta = json.loads(row.metadata)
-        assert meta["user_cost"] == r["user_cost"] and meta["policy_variant"] == r["policy_variant"]
+        assert row.user_cost_usd == r["user_cost"] and meta["policy_variant"] == r["policy_variant"]
 
 
 def test_arm_from_the_documents_info():

@@ -87,13 +87,31 @@ def observation_of(result: dict[str, Any], content: Any) -> dict[str, Any]:
 
 
 def _count(usage: dict[str, Any], key: str) -> int | None:
-    return token_count(usage, key, "usage")
+    value = usage.get(key)
+    if value is None or (type(value) is int and value >= 0):
+        return value
+    return token_count(usage, key, "usage")  # the rejection, named as everywhere
 
 
-def usage_openai(usage: Any) -> tuple[int | None, int | None, None]:
+#: A model call's usage: (tokens_in, tokens_out, Anthropic cache counts, tokens_cached, tokens_reasoning).
+Usage = tuple[int | None, int | None, dict[str, int] | None, int | None, int | None]
+_NO_USAGE: Usage = (None, None, None, None, None)
+
+
+def _detail(usage: dict[str, Any], key: str, part: str) -> int | None:
+    """``usage[key][part]`` (OpenAI's ``prompt_tokens_details.cached_tokens``...): a count, or None."""
+    details = usage.get(key)
+    value = details.get(part) if isinstance(details, dict) else None
+    return value if type(value) is int and value >= 0 else None  # a malformed detail is not read, not rejected
+
+
+_PLAIN = frozenset({"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens"})
+
+
+def usage_openai(usage: Any) -> Usage:
     if not isinstance(usage, dict):
         if usage is None:
-            return None, None, None
+            return _NO_USAGE
         raise _Reject("usage", f"expected a usage object, got {describe(usage)}")
     tin = _count(usage, "prompt_tokens")
     if tin is None:
@@ -101,16 +119,30 @@ def usage_openai(usage: Any) -> tuple[int | None, int | None, None]:
     tout = _count(usage, "completion_tokens")
     if tout is None:
         tout = _count(usage, "output_tokens")
-    return tin, tout, None
+    if usage.keys() <= _PLAIN:  # the counts alone: no details
+        return tin, tout, None, None, None
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    if cached is None:
+        cached = _detail(usage, "input_tokens_details", "cached_tokens")
+    reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
+    if reasoning is None:
+        reasoning = _detail(usage, "output_tokens_details", "reasoning_tokens")
+    if cached is not None and (tin is None or cached > tin):
+        cached = None  # a part above its whole is not read as a part
+    if reasoning is not None and (tout is None or reasoning > tout):
+        reasoning = None
+    return tin, tout, None, cached, reasoning
 
 
 _CACHE_KEYS = ("cache_creation_input_tokens", "cache_read_input_tokens")
 
 
-def usage_anthropic(usage: Any) -> tuple[int | None, int | None, dict[str, int] | None]:
+def usage_anthropic(usage: Any) -> Usage:
+    """Anthropic's usage: ``tokens_in`` counts the cache reads and writes too (every input token read), and
+    ``tokens_cached`` is the cache reads."""
     if not isinstance(usage, dict):
         if usage is None:
-            return None, None, None
+            return _NO_USAGE
         raise _Reject("usage", f"expected a usage object, got {describe(usage)}")
     tin = _count(usage, "input_tokens")
     tout = _count(usage, "output_tokens")
@@ -121,24 +153,35 @@ def usage_anthropic(usage: Any) -> tuple[int | None, int | None, dict[str, int] 
             cache = cache or {}
             cache[key] = value
             tin = value if tin is None else tin + value
-    return tin, tout, cache
+    return tin, tout, cache, None if cache is None else cache.get("cache_read_input_tokens"), None
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    return total if value is None else value if total is None else total + value
 
 
 class Tokens:
-    """Tokens of assistant messages not yet given to a step (None: none reported)."""
+    """Tokens of the assistant message being read, until its first step takes them (None: none reported)."""
 
-    __slots__ = ("cache", "tin", "tout")
+    __slots__ = ("cache", "cached", "reasoning", "tin", "tout")
 
     def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Nothing pending (a new message: the last one's tokens, if no step took them, are the run's only)."""
         self.tin: int | None = None
         self.tout: int | None = None
         self.cache: dict[str, int] | None = None
+        self.cached: int | None = None
+        self.reasoning: int | None = None
 
-    def add(self, tin: int | None, tout: int | None, cache: dict[str, int] | None) -> None:
-        if tin is not None:
-            self.tin = tin if self.tin is None else self.tin + tin
-        if tout is not None:
-            self.tout = tout if self.tout is None else self.tout + tout
+    def add(self, tin: int | None, tout: int | None, cache: dict[str, int] | None, cached: int | None = None,
+            reasoning: int | None = None) -> None:
+        self.tin = _plus(self.tin, tin)
+        self.tout = _plus(self.tout, tout)
+        self.cached = _plus(self.cached, cached)
+        self.reasoning = _plus(self.reasoning, reasoning)
         if cache:
             if self.cache is None:
                 self.cache = dict(cache)
@@ -147,31 +190,67 @@ class Tokens:
                     self.cache[key] = self.cache.get(key, 0) + value
 
     def give(self, step: dict[str, Any]) -> None:
-        """Add the pending tokens to ``step`` and start afresh."""
-        if self.tin is not None:
-            step["tokens_in"] = step.get("tokens_in", 0) + self.tin
-        if self.tout is not None:
-            step["tokens_out"] = step.get("tokens_out", 0) + self.tout
+        """Put the pending tokens on ``step`` and start afresh."""
+        for name, value in (("tokens_in", self.tin), ("tokens_out", self.tout), ("tokens_cached", self.cached),
+                            ("tokens_reasoning", self.reasoning)):
+            if value is not None:
+                step[name] = value
         if self.cache:
-            meta = step["metadata"]
-            for key, value in self.cache.items():
-                meta[key] = meta.get(key, 0) + value
-        self.tin = self.tout = self.cache = None
+            step["metadata"].update(self.cache)
+        self.clear()
 
 
-def finish(out: dict[str, Any], steps: list[dict[str, Any]], pending: Tokens) -> dict[str, Any]:
-    if steps:
-        pending.give(steps[-1])
-    elif pending.tin is not None or pending.tout is not None or pending.cache:
-        meta = out.setdefault("metadata", {})
-        if pending.tin is not None:
-            meta["tokens_in"] = pending.tin
-        if pending.tout is not None:
-            meta["tokens_out"] = pending.tout
-        if pending.cache:
-            meta.update(pending.cache)
+class Totals:
+    """A run's token totals over its assistant messages that report usage (none reports one: unknown)."""
+
+    __slots__ = ("cached", "gap", "reasoning", "tin", "tout")
+
+    def __init__(self) -> None:
+        self.tin: int | None = None
+        self.tout: int | None = None
+        self.cached: int | None = None
+        self.reasoning: int | None = None
+        self.gap = False  # a message that made tool calls reported no usage: the totals are unknown
+
+    def add(self, tin: int | None, tout: int | None, cache: dict[str, int] | None = None, cached: int | None = None,
+            reasoning: int | None = None) -> None:
+        self.tin = _plus(self.tin, tin)
+        self.tout = _plus(self.tout, tout)
+        self.cached = _plus(self.cached, cached)
+        self.reasoning = _plus(self.reasoning, reasoning)
+
+    def into(self, out: dict[str, Any]) -> None:
+        """Set the run's totals that are known (a part only with its whole)."""
+        if self.gap:
+            return
+        for name, value in (("tokens_in", self.tin), ("tokens_out", self.tout)):
+            if value is not None:
+                out[name] = value
+        if self.cached is not None and self.tin is not None:
+            out["tokens_cached"] = self.cached
+        if self.reasoning is not None and self.tout is not None:
+            out["tokens_reasoning"] = self.reasoning
+
+
+def finish(out: dict[str, Any], steps: list[dict[str, Any]], totals: Totals) -> dict[str, Any]:
+    """The record: its steps and its token totals."""
+    totals.into(out)
     out["steps"] = steps
     return out
+
+
+def parallel(steps: list[dict[str, Any]], start: int, group: Any) -> None:
+    """Give the steps from ``start`` on (one message's calls) the id ``group`` when they are two or more."""
+    if len(steps) - start >= 2:
+        for step in steps[start:]:
+            step["parallel"] = group
+
+
+def check_usage(steps: list[dict[str, Any]], start: int, usage: Any, totals: Totals) -> None:
+    """A message without usage that made calls leaves the run's totals unknown (one without calls, such as
+    tau2's fixed greeting, was no model call that counts)."""
+    if usage is None and len(steps) > start:
+        totals.gap = True
 
 
 def call_arguments(value: Any, where: str) -> dict[str, Any]:
@@ -239,8 +318,8 @@ class Calls:
 
 
 def add_step(steps: list[dict[str, Any]], name: str, args: dict[str, Any], i: int, call_id: str, stamp: Any,
-          first: dict[str, Any] | None, pending: Tokens) -> dict[str, Any]:
-    """Append a new step; the first of a message takes the pending tokens; the others' own share is unknown
+             first: dict[str, Any] | None, pending: Tokens) -> dict[str, Any]:
+    """Append a new step; the first of a message takes the message's tokens; the others' own share is unknown
     (absent), their model call counted at the first (``metadata.tokens_with_step``) when its count is known."""
     step: dict[str, Any] = {"index": len(steps), "tool": name, "args": args, "observation": None,
                             "metadata": {"message": i, "call_id": call_id}}

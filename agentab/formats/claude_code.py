@@ -44,8 +44,9 @@ seen, are read once (repeats counted: ``metadata.unread_lines``,
 ``metadata.repeated_calls``). A call never answered keeps observation ``null``; a result whose call is not
 in the file (a cut or compacted transcript) is counted in the run's
 ``metadata.unmatched_results``. Lines with ``isSidechain: true`` are a
-sub-agent's (the Task / Agent tool): their steps are kept, with
-``metadata.agent`` (the line's ``agentId``, else ``"sidechain"``).
+sub-agent's (the Task / Agent tool): their steps are kept, with ``agent``
+(the line's ``agentId``, else ``"sidechain"``), listed in the run's
+``agents``; main-thread steps have no ``agent``.
 
 Tokens
 ------
@@ -53,12 +54,13 @@ Claude Code writes one line per content block of a streamed response, each
 repeating the response's ``usage``: usage is counted once per response (same
 ``message.id``, else ``requestId``), from its last line (whose counts are the
 most complete). ``tokens_in`` = ``input_tokens + cache_creation_input_tokens
-+ cache_read_input_tokens``, ``tokens_out`` = ``output_tokens``; the two cache
-counts are also in the step's ``metadata``. A response's tokens go to its
-first step (its other steps: ``tokens_with_step``); a response without tool
-calls to the next step of the same agent, else that agent's last step, else
-the run's last step, else (no steps) the run's ``metadata.tokens_in`` /
-``tokens_out``. ``costUSD`` (older
++ cache_read_input_tokens`` (every input token read), ``tokens_out`` =
+``output_tokens``, ``tokens_cached`` = ``cache_read_input_tokens`` (a part of
+``tokens_in``); the two cache counts are also in the step's ``metadata``. The
+run's totals are the sums over every response (those without tool calls
+included); a response's tokens are also on its first step (its other steps:
+``tokens_with_step``, and all of them the response's id as ``parallel``).
+``costUSD`` (older
 versions) is summed per response into ``cost_usd`` when every response has
 it; otherwise the partial sum is ``metadata.cost_usd_reported``.
 
@@ -91,7 +93,6 @@ import msgspec
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
 from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import (
-    Tokens,
     call_arguments,
     observation_of,
     required_text,
@@ -117,6 +118,7 @@ _USE_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 _READ_TYPES = frozenset({"user", "assistant"})
 _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict"}
 _decode = msgspec.json.decode
+_lines_decoder = msgspec.json.Decoder()
 
 
 class _AtLine(Reject):
@@ -138,10 +140,12 @@ class _Session:
         self.steps: list[dict[str, Any]] = []
         self.open: dict[str, dict[str, Any]] = {}
         self.answered: set[str] = set()
-        self.pending: dict[str, Tokens] = {}
-        self.last_of: dict[str, dict[str, Any]] = {}
-        self.charged: set[str] = set()
+        self.usage: dict[str, tuple[int | None, int | None, dict[str, int] | None]] = {}  # per response
+        self.totals = _Totals()
+        self.agents: dict[str, None] = {}  # sub-agents, in order of first appearance
         self.first_of: dict[str, dict[str, Any]] = {}
+        self.parallel: dict[str, int] = {}  # response -> its steps
+        self.charged: set[str] = set()
         self.line_types: dict[str, int] = {}
         self.unread = 0
         self.unmatched = 0
@@ -151,10 +155,31 @@ class _Session:
         self.models: list[str] = []
         self.stamps: list[Any] = []
 
-    def tokens(self, agent: str) -> Tokens:
-        if agent not in self.pending:
-            self.pending[agent] = Tokens()
-        return self.pending[agent]
+
+
+class _Totals:
+    """A session's token totals over its responses (None: a response did not report that count)."""
+
+    __slots__ = ("cached", "n", "tin", "tout")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.tin: int | None = 0
+        self.tout: int | None = 0
+        self.cached: int | None = 0
+
+    def add(self, tin: int | None, tout: int | None, cache: dict[str, int] | None) -> None:
+        self.n += 1
+        read = None if cache is None else cache.get("cache_read_input_tokens")
+        self.tin = None if self.tin is None or tin is None else self.tin + tin
+        self.tout = None if self.tout is None or tout is None else self.tout + tout
+        self.cached = None if self.cached is None or read is None else self.cached + read
+
+    def into(self, out: dict[str, Any]) -> None:
+        if self.n:
+            for name, value in (("tokens_in", self.tin), ("tokens_out", self.tout), ("tokens_cached", self.cached)):
+                if value is not None:
+                    out[name] = value
 
 
 def _response_key(line: dict[str, Any], message: dict[str, Any], number: int) -> str:
@@ -193,26 +218,38 @@ def _agent(line: dict[str, Any]) -> str:
 
 
 def _step(state: _Session, block: dict[str, Any], line: dict[str, Any], number: int, agent: str,
-          first: dict[str, Any] | None) -> dict[str, Any] | None:
+          key: str) -> dict[str, Any] | None:
     call_id = required_text(block.get("id"), "id", "tool use id")
     if call_id in state.open or call_id in state.answered:  # the same call written again: one step
         state.repeated += 1
         return None
     name = required_text(block.get("name"), "name", "tool name")
     meta: dict[str, Any] = {"line": number, "call_id": call_id}
-    if agent:
-        meta["agent"] = agent
     args = call_arguments(block.get("input"), "input")
     step: dict[str, Any] = {"index": len(state.steps), "tool": name, "args": args, "observation": None, "metadata": meta}
+    if agent:
+        step["agent"] = agent
+        state.agents.setdefault(agent)
     if line.get("timestamp") is not None:
         step["started_at"] = line["timestamp"]
+    first = state.first_of.get(key)
     if first is None:
-        state.tokens(agent).give(step)
+        state.first_of[key] = step
+        tin, tout, cache = state.usage.get(key, (None, None, None))
+        if tin is not None:
+            step["tokens_in"] = tin
+        if tout is not None:
+            step["tokens_out"] = tout
+        if cache:
+            meta.update(cache)
+            if "cache_read_input_tokens" in cache:
+                step["tokens_cached"] = cache["cache_read_input_tokens"]
     elif "tokens_in" in first or "tokens_out" in first:
         meta[TOKENS_WITH_STEP] = first["index"]
+    step["parallel"] = key
+    state.parallel[key] = state.parallel.get(key, 0) + 1
     state.steps.append(step)
     state.open[call_id] = step
-    state.last_of[agent] = step
     return step
 
 
@@ -258,18 +295,21 @@ def _sub_agent_totals(meta: dict[str, Any], line: dict[str, Any]) -> None:
 def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[str, _Final],
                costs: dict[str, Any]) -> None:
     message = line.get("message")
-    if not isinstance(message, dict):
+    if type(message) is not dict and not isinstance(message, dict):
         raise Reject("message", f"expected a message object, got {describe(message)}")
-    agent = _agent(line)
+    agent = _agent(line) if line.get("isSidechain") is True else ""
     mine = line.get("type") == "assistant"
-    key = _response_key(line, message, number)
+    key = message.get("id")
+    key = "m:" + key if type(key) is str and key else _response_key(line, message, number)
     if mine and line.get("isApiErrorMessage"):
         state.api_errors += 1
     elif mine and key not in state.charged:
         state.charged.add(key)
         usage, where, cost = finals[key]
         try:
-            state.tokens(agent).add(*usage_anthropic(usage))
+            counts = usage_anthropic(usage)[:3]
+            state.usage[key] = counts
+            state.totals.add(*counts)
         except Reject as problem:
             problem.field = f"message.{problem.field}"
             raise _AtLine(where, problem) from None
@@ -278,18 +318,18 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
         if isinstance(model, str) and model and model != "<synthetic>" and model not in state.models:
             state.models.append(model)
     content = message.get("content")
-    if not isinstance(content, list):
+    if type(content) is not list and not isinstance(content, list):
         return
     for j, block in enumerate(content):
         try:
-            if not isinstance(block, dict):
+            if type(block) is not dict and not isinstance(block, dict):
                 raise Reject(None, f"expected a content block object, got {describe(block)}")
             kind = block.get("type")
+            if kind == "text" or kind == "thinking":
+                continue
             if kind in _USE_TYPES and mine:
-                step = _step(state, block, line, number, agent, state.first_of.get(key))
-                if step is not None:
-                    state.first_of.setdefault(key, step)
-            elif _is_result(kind) and not mine:
+                _step(state, block, line, number, agent, key)
+            elif not mine and _is_result(kind):
                 _answer(state, block, line)
         except Reject as problem:
             problem.field = f"message.content[{j}].{problem.field}" if problem.field else f"message.content[{j}]"
@@ -310,19 +350,11 @@ def _seconds(stamp: Any) -> float | None:
 def _finish(state: _Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The steps with every agent's leftover tokens placed, and the session-derived metadata."""
     meta: dict[str, Any] = {"harness": "claude-code"}
-    leftover = Tokens()
-    for agent, pending in state.pending.items():
-        target = state.last_of.get(agent) or (state.steps[-1] if state.steps else None)
-        if target is not None:
-            pending.give(target)
+    for step in state.steps:  # a parallel id only where one response made two calls or more
+        if state.parallel[step["parallel"]] < 2:
+            del step["parallel"]
         else:
-            leftover.add(pending.tin, pending.tout, pending.cache)
-    if leftover.tin is not None:
-        meta["tokens_in"] = leftover.tin
-    if leftover.tout is not None:
-        meta["tokens_out"] = leftover.tout
-    if leftover.cache:
-        meta.update(leftover.cache)
+            step["parallel"] = step["parallel"][2:]
     if state.models:
         meta["model"] = state.models[0]
         if len(state.models) > 1:
@@ -340,8 +372,11 @@ def _finish(state: _Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]
         meta["api_error_lines"] = state.api_errors
     if state.repeated:
         meta["repeated_calls"] = state.repeated
-    seconds = [s for s in map(_seconds, state.stamps) if s is not None]
-    if len(seconds) > 1:
+    stamps = state.stamps
+    if stamps and all(type(x) is str and x[-1:] == "Z" and len(x) == len(stamps[0]) for x in stamps):
+        stamps = [min(stamps), max(stamps)]  # UTC text of one shape sorts as its times do: parse the extremes
+    seconds = [s for s in map(_seconds, stamps) if s is not None]
+    if len(seconds) > 1 and len(state.stamps) > 1:
         meta["wall_s"] = max(seconds) - min(seconds)
     return state.steps, meta
 
@@ -448,6 +483,9 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
         out["run_id"] = f"{out['run_id']}:agent-{agent}"
     if "cost_usd" in meta and "cost_usd" not in out:
         out["cost_usd"] = meta.pop("cost_usd")
+    if state.agents:
+        out["agents"] = list(state.agents)
+    state.totals.into(out)
     out["steps"] = steps
     out["metadata"] = meta
     return out
@@ -477,13 +515,19 @@ def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: Field
 
 
 def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
-    for number, raw in enumerate(fh, start=1):
-        if number == 1:
-            raw = raw.removeprefix(BOM)
-        if not raw.strip(JSON_SPACE):
-            continue
+    body = fh.read().removeprefix(BOM)
+    lines = body.split(b"\n")
+    numbers = [number for number, raw in enumerate(lines, start=1) if raw.strip(JSON_SPACE)]
+    try:  # every line at once; a malformed line (or a count that differs) is found line by line below
+        objects = _lines_decoder.decode_lines(body)
+    except (msgspec.DecodeError, RecursionError):
+        objects = None
+    if objects is not None and len(objects) == len(numbers):
+        yield from ((number, obj, None) for number, obj in zip(numbers, objects))
+        return
+    for number in numbers:
         try:
-            yield number, _decode(raw), None
+            yield number, _decode(lines[number - 1]), None
         except msgspec.DecodeError as err:
             yield number, None, f"malformed JSON on line {number}: {err}; the whole session was left out"
         except RecursionError:

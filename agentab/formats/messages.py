@@ -109,21 +109,24 @@ the model read, comparable with OpenAI's prompt tokens); ``tokens_out`` is
 ``output_tokens``; the two cache counts are also kept in the step's
 ``metadata`` under their own names.
 
-The record counts tokens per step, so each assistant message's tokens go to
-exactly one step, and the run's ``tokens`` (the steps' sum) is the sum over
-its assistant messages:
+OpenAI's ``prompt_tokens_details.cached_tokens`` and
+``completion_tokens_details.reasoning_tokens`` (or ``input_tokens_details`` /
+``output_tokens_details``) are ``tokens_cached`` / ``tokens_reasoning``;
+Anthropic's ``cache_read_input_tokens`` is ``tokens_cached``.
+
+The run's ``tokens_in`` / ``tokens_out`` / ``tokens_cached`` /
+``tokens_reasoning`` are the sums over its assistant messages that report
+usage, those without tool calls (a final answer, a refusal) included; no
+message reporting one (tau-bench's logs) leaves them unknown, never 0, and so
+does a message that made tool calls without usage. Each message's tokens are
+also on one step:
 
 * a message with tool calls: on its first call's step; its other calls'
   own counts are absent (unknown: one response's tokens cannot be split
   between its calls), with ``metadata.tokens_with_step`` naming the first
-  call's step when its count is known, so the run's total stays known;
-* a message without tool calls (text to the user): on the next step, or on
-  the run's last step if none follows;
-* a message without ``usage`` adds nothing; a step's count is absent
-  (unknown) when no message given to it reports one;
-* a run without steps has no step to carry them: its totals go to
-  ``metadata.tokens_in`` / ``metadata.tokens_out``, which the runs table
-  reads as the run's tokens (none there: unknown, not 0).
+  call's step when its count is known, and every call of the message the
+  same ``parallel`` id (the message's index) when it made two or more;
+* a message without tool calls (text to the user): in the run's totals only.
 
 A usage count that is not an integer >= 0 is a rejection naming it.
 
@@ -154,11 +157,14 @@ from agentab.formats._message_fields import FIELDS, describe, run_fields
 from agentab.formats._message_parts import (
     Calls,
     Tokens,
+    Totals,
     add_step,
     call_arguments,
+    check_usage,
     finish,
     in_message,
     observation_of,
+    parallel,
     required_text,
     usage_anthropic,
     usage_openai,
@@ -187,6 +193,7 @@ def _openai_calls(msg: dict[str, Any], tool_calls: Any, i: int, steps: list[dict
     mine = msg.get("role") == "assistant"
     stamp = msg.get("timestamp")
     first: dict[str, Any] | None = None
+    start = len(steps)
     for j, call in enumerate(tool_calls):
         try:
             if not isinstance(call, dict):
@@ -208,12 +215,14 @@ def _openai_calls(msg: dict[str, Any], tool_calls: Any, i: int, steps: list[dict
         except _Reject as problem:
             problem.field = f"tool_calls[{j}].{problem.field}" if problem.field else f"tool_calls[{j}]"
             raise
+    parallel(steps, start, i)
 
 
 def _openai_steps(out: dict[str, Any], messages: list[Any], mk: str) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     calls = Calls(mk)
     pending = Tokens()
+    totals = Totals()
     for i, msg in enumerate(messages):
         try:
             if not isinstance(msg, dict):
@@ -228,15 +237,21 @@ def _openai_steps(out: dict[str, Any], messages: list[Any], mk: str) -> dict[str
                         step["ended_at"] = stamp
                 continue
             if role == "assistant":
+                pending.clear()
                 usage = msg.get("usage")
                 if usage is not None:
-                    pending.add(*usage_openai(usage))
+                    counts = usage_openai(usage)
+                    pending.add(*counts)
+                    totals.add(*counts)
             tool_calls = msg.get("tool_calls")
             if tool_calls:
+                start = len(steps)
                 _openai_calls(msg, tool_calls, i, steps, calls, pending)
+                if role == "assistant":
+                    check_usage(steps, start, msg.get("usage"), totals)
         except _Reject as problem:
             raise in_message(problem, mk, i) from None
-    return finish(out, steps, pending)
+    return finish(out, steps, totals)
 
 
 _USE_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -251,6 +266,7 @@ def _anthropic_blocks(msg: dict[str, Any], content: list[Any], i: int, steps: li
     mine = msg.get("role") == "assistant"
     stamp = msg.get("timestamp")
     first: dict[str, Any] | None = None
+    start = len(steps)
     for j, block in enumerate(content):
         try:
             if not isinstance(block, dict):
@@ -274,26 +290,34 @@ def _anthropic_blocks(msg: dict[str, Any], content: list[Any], i: int, steps: li
         except _Reject as problem:
             problem.field = f"content[{j}].{problem.field}" if problem.field else f"content[{j}]"
             raise
+    parallel(steps, start, i)
 
 
 def _anthropic_steps(out: dict[str, Any], messages: list[Any], mk: str) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     calls = Calls(mk)
     pending = Tokens()
+    totals = Totals()
     for i, msg in enumerate(messages):
         try:
             if not isinstance(msg, dict):
                 raise _Reject(None, f"expected a message object, got {describe(msg)}")
             if msg.get("role") == "assistant":
+                pending.clear()
                 usage = msg.get("usage")
                 if usage is not None:
-                    pending.add(*usage_anthropic(usage))
+                    counts = usage_anthropic(usage)
+                    pending.add(*counts)
+                    totals.add(*counts)
             content = msg.get("content")
             if isinstance(content, list):
+                start = len(steps)
                 _anthropic_blocks(msg, content, i, steps, calls, pending)
+                if msg.get("role") == "assistant":
+                    check_usage(steps, start, msg.get("usage"), totals)
         except _Reject as problem:
             raise in_message(problem, mk, i) from None
-    return finish(out, steps, pending)
+    return finish(out, steps, totals)
 
 
 # --------------------------------------------------------------------------- #

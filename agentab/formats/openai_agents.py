@@ -32,26 +32,33 @@ Each ``function`` span is a step, in ``started_at`` order: ``name`` -> tool,
 ``input`` (JSON text) -> args, ``output`` -> ``observation.output``, the span's
 ``error`` -> ``observation.status = "error"`` and ``observation.error`` (its
 ``message``; ``data`` kept as ``error_data``). A span never ended keeps
-observation ``null``. The step's ``metadata.agent`` is the name of the
-nearest ``agent`` span above it; ``mcp_data`` is kept.
+observation ``null``. The step's ``agent`` is the name of the nearest
+``agent`` span above it; ``mcp_data`` is kept in its metadata. Each
+``handoff`` span is a step of kind ``"handoff"``: tool
+``transfer_to_<to_agent>`` (the SDK's default handoff tool name, lower case,
+other characters as ``_``; a renamed handoff tool is not in the trace), args
+``{"to": to_agent}``, agent ``from_agent``. The run's ``agents`` are the
+agent spans' names and the handoffs' agents, in order of first appearance.
 
 Tokens
 ------
 ``generation`` and ``response`` spans are the model calls (a trace with none
 uses the SDK's ``custom`` ``turn`` spans instead): ``usage.input_tokens`` /
-``output_tokens``, with ``cached_tokens`` and ``reasoning_tokens`` summed into
-the step's ``metadata.tokens_cached`` / ``tokens_reasoning``. A call's tokens go
-to the next step started after it (further steps of the same call:
-``tokens_with_step``); calls after the last step go to the last step; with no
-steps, to the run's ``metadata.tokens_in`` / ``tokens_out``. A call without
-usage makes the tokens it would be counted in unknown, never 0.
+``output_tokens``, ``input_tokens_details.cached_tokens`` (a turn's
+``cached_input_tokens``) and ``output_tokens_details.reasoning_tokens``. The
+run's ``tokens_in`` / ``tokens_out`` / ``tokens_cached`` /
+``tokens_reasoning`` are the sums over every call (a final answer that made
+no call included); a count a call lacks leaves that total unknown. A call's
+steps are its agent's steps that follow it before the agent's next call: the
+first has the call's tokens, the others ``tokens_with_step`` and, with it, a
+``parallel`` id (the call's span id). A call without usage leaves its step's
+tokens unknown (``metadata.tokens_unknown``), never 0.
 
 Other spans
 -----------
 ``metadata`` has ``harness`` (``"openai-agents"``), ``model`` (of the model
 calls; ``models`` when several), ``workflow_name``, ``group_id``,
-``trace_metadata`` (the trace's metadata), ``agents`` (in order of start),
-``handoffs`` (the count) and ``handoff_path`` (``[from, to]`` pairs),
+``trace_metadata`` (the trace's metadata),
 ``guardrails`` / ``guardrails_triggered``, ``mcp_tools_spans``,
 ``span_types`` (a count per type), ``span_errors`` (errors of spans that
 are not steps) and ``sdk_run_usage`` (the usage the SDK's ``task`` span totals,
@@ -64,9 +71,9 @@ a rejection of its run naming the field.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +81,16 @@ import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
 from agentab.formats._message_fields import describe
-from agentab.formats._message_parts import call_arguments
 from agentab.formats._missing import absent
+from agentab.formats._openai_agents_steps import (
+    SPAN_TYPES,
+    AtLine,
+    Span,
+    handoff_tool,
+    span_decoder,
+    walk,
+)
+from agentab.formats.decode import Prepared
 from agentab.formats.files import (
     BOM,
     JSON_SPACE,
@@ -83,261 +98,18 @@ from agentab.formats.files import (
     is_record_keys,
     open_trace_file,
 )
-from agentab.formats.record import TOKENS_WITH_STEP
 
-__all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "sniff", "trace_items"]
+__all__ = ["FIELDS", "FORMAT", "SPAN_TYPES", "handoff_tool", "read_file", "read_objects", "sniff", "trace_items"]
 
 #: Default run-level mapping (looked up in the trace object, then in its ``metadata``).
 FIELDS: dict[str, str] = {"run_id": "id", "task_id": "agentab.task_id", "seed": "agentab.seed",
                           "outcome": "agentab.outcome"}
-#: The span types the SDK writes.
-SPAN_TYPES = frozenset({"agent", "function", "generation", "response", "handoff", "guardrail", "custom",
-                        "mcp_tools", "transcription", "speech", "speech_group"})
-_MODEL_TYPES = frozenset({"generation", "response"})
 _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict"}
 _decode = msgspec.json.decode
 
 
-class _AtLine(Reject):
-    """A rejection at a given line."""
-
-    def __init__(self, line: int, field: str | None, reason: str) -> None:
-        super().__init__(field, reason)
-        self.line = line
-
-
-def _seconds(stamp: Any, line: int, where: str) -> float | None:
-    if stamp is None:
-        return None
-    if isinstance(stamp, str):
-        try:
-            return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
-    raise _AtLine(line, where, f"expected an ISO-8601 time, got {describe(stamp)}")
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-class _Usage:
-    """Tokens of model calls not yet given to a step (``known`` False once a call has no usage)."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        """Nothing pending."""
-        self.tin = 0
-        self.tout = 0
-        self.cached = 0
-        self.reasoning = 0
-        self.calls = 0
-        self.known = True
-
-    def add(self, usage: Any, line: int) -> None:
-        self.calls += 1
-        if usage is None:
-            self.known = False
-            return
-        if not isinstance(usage, dict):
-            raise _AtLine(line, "span_data.usage", f"expected a usage object, got {describe(usage)}")
-        tin, tout = usage.get("input_tokens"), usage.get("output_tokens")
-        if not (_is_int(tin) and _is_int(tout) and tin >= 0 and tout >= 0):
-            raise _AtLine(line, "span_data.usage", "expected input_tokens and output_tokens (whole numbers >= 0)")
-        self.tin += tin
-        self.tout += tout
-        details_in = usage.get("input_tokens_details")
-        details_out = usage.get("output_tokens_details")
-        cached = details_in.get("cached_tokens") if isinstance(details_in, dict) else usage.get("cached_input_tokens")
-        reasoning = details_out.get("reasoning_tokens") if isinstance(details_out, dict) else None
-        self.cached += cached if _is_int(cached) and cached > 0 else 0
-        self.reasoning += reasoning if _is_int(reasoning) and reasoning > 0 else 0
-
-    def give(self, target: dict[str, Any]) -> None:
-        """Put these tokens on a step (or run metadata) dict, adding to what it has."""
-        if not self.calls:
-            return
-        meta = target.setdefault("metadata", {}) if "index" in target else target
-        if not self.known:
-            target.pop("tokens_in", None)
-            target.pop("tokens_out", None)
-            meta["tokens_unknown"] = True
-        elif not meta.get("tokens_unknown"):
-            target["tokens_in"] = target.get("tokens_in", 0) + self.tin
-            target["tokens_out"] = target.get("tokens_out", 0) + self.tout
-        for key, value in (("tokens_cached", self.cached), ("tokens_reasoning", self.reasoning)):
-            if value:
-                meta[key] = meta.get(key, 0) + value
-        meta.pop(TOKENS_WITH_STEP, None)
-        self.reset()
-
-
-def _agent_of(span_id: Any, spans: dict[str, tuple[int, dict[str, Any]]], memo: dict[Any, str | None]) -> str | None:
-    """The name of the nearest ``agent`` span at or above ``span_id`` (iterative, cycle-safe)."""
-    chain: list[Any] = []
-    seen: set[Any] = set()
-    found: str | None = None
-    current = span_id
-    while current is not None and current not in seen:
-        if current in memo:
-            found = memo[current]
-            break
-        seen.add(current)
-        chain.append(current)
-        entry = spans.get(current)
-        if entry is None:
-            break
-        data = entry[1]["span_data"]
-        if data.get("type") == "agent" and isinstance(data.get("name"), str):
-            found = data["name"]
-            break
-        current = entry[1].get("parent_id")
-    for key in chain:
-        memo[key] = found
-    return found
-
-
-def _step(index: int, line: int, span: dict[str, Any], agent: str | None) -> dict[str, Any]:
-    data = span["span_data"]
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise _AtLine(line, "span_data.name", f"expected a tool name (text), got {describe(name)}")
-    try:
-        args = call_arguments(data.get("input"), "span_data.input")
-    except Reject as problem:
-        raise _AtLine(line, problem.field, problem.reason) from None
-    meta: dict[str, Any] = {"line": line, "span_id": span.get("id")}
-    if agent is not None:
-        meta["agent"] = agent
-    if data.get("mcp_data") is not None:
-        meta["mcp_data"] = data["mcp_data"]
-    step: dict[str, Any] = {"index": index, "tool": name, "args": args, "observation": None, "metadata": meta}
-    if span.get("started_at") is not None:
-        step["started_at"] = span["started_at"]
-    error = span.get("error")
-    if span.get("ended_at") is not None or error is not None:
-        obs: dict[str, Any] = {"status": "ok", "output": data.get("output")}
-        if error is not None:
-            obs["status"] = "error"
-            obs["error"] = error.get("message") if isinstance(error, dict) and "message" in error else error
-            if isinstance(error, dict) and error.get("data") is not None:
-                obs["error_data"] = error["data"]
-        step["observation"] = obs
-    if span.get("ended_at") is not None:
-        step["ended_at"] = span["ended_at"]
-    return step
-
-
-def _order(spans: list[tuple[int, dict[str, Any]]], meta: dict[str, Any]) -> list[tuple[float, int, dict[str, Any]]]:
-    """The spans in start order (unstarted last, then by line); the trace's wall time into ``meta["_wall"]``."""
-    out = []
-    first, last = float("inf"), float("-inf")
-    for line, span in spans:
-        start = _seconds(span.get("started_at"), line, "started_at")
-        end = _seconds(span.get("ended_at"), line, "ended_at")
-        if start is not None and end is not None and end < start:
-            raise _AtLine(line, "ended_at", "ended_at precedes started_at")
-        first = min(first, start) if start is not None else first
-        last = max(last, end) if end is not None else last
-        out.append((start if start is not None else float("inf"), line, span))
-    out.sort(key=lambda t: (t[0], t[1]))
-    if last >= first:
-        meta["_wall"] = last - first
-    return out
-
-
-def _walk(spans: list[tuple[int, dict[str, Any]]], meta: dict[str, Any]) -> list[dict[str, Any]]:
-    """The steps, tokens placed, and the span counts in ``meta``."""
-    by_id = {span.get("id"): (line, span) for line, span in spans if span.get("id") is not None}
-    memo: dict[Any, str | None] = {}
-    ordered = _order(spans, meta)
-    has_model = any(s["span_data"].get("type") in _MODEL_TYPES for _, _, s in ordered)
-    steps: list[dict[str, Any]] = []
-    pending: dict[str | None, _Usage] = {}  # per agent: model calls not yet given to a step
-    holder: dict[str | None, dict[str, Any]] = {}  # per agent: the step its last model call was given to
-    last: dict[str | None, dict[str, Any]] = {}  # per agent: its last step
-    seen = _Seen()
-    for _, line, span in ordered:
-        data = span["span_data"]
-        kind = data["type"]
-        is_turn = kind == "custom" and isinstance(data.get("data"), dict) and data["data"].get("sdk_span_type") == "turn"
-        if kind in _MODEL_TYPES or (is_turn and not has_model):
-            agent = _agent_of(span.get("parent_id"), by_id, memo)
-            pending.setdefault(agent, _Usage()).add(
-                data.get("usage") if kind in _MODEL_TYPES else data["data"].get("usage"), line)
-        if kind != "function":
-            seen.note(span, data)
-            continue
-        seen.note(span, data, step=True)
-        agent = _agent_of(span.get("parent_id"), by_id, memo)
-        step = _step(len(steps), line, span, agent)
-        mine = pending.get(agent)
-        if mine is not None and mine.calls:
-            mine.give(step)
-            holder[agent] = step
-        elif agent in holder and "tokens_in" in holder[agent]:
-            step["metadata"][TOKENS_WITH_STEP] = holder[agent]["index"]
-        steps.append(step)
-        last[agent] = step
-    for agent, usage in pending.items():  # calls after an agent's last step: to it, else the run's last step
-        usage.give(last.get(agent) or (steps[-1] if steps else meta))
-    seen.into(meta)
-    return steps
-
-
-class _Seen:
-    """Counts of the spans of a trace that are not steps (agents, handoffs, guardrails, models, errors)."""
-
-    def __init__(self) -> None:
-        self.types: dict[str, int] = {}
-        self.agents: list[str] = []
-        self.models: list[str] = []
-        self.handoffs: list[list[Any]] = []
-        self.guardrails = 0
-        self.triggered = 0
-        self.errors = 0
-        self.run_usage: dict[str, Any] | None = None
-
-    def note(self, span: dict[str, Any], data: dict[str, Any], step: bool = False) -> None:
-        kind = data["type"]
-        self.types[kind] = self.types.get(kind, 0) + 1
-        if step:
-            return
-        if span.get("error") is not None:
-            self.errors += 1
-        name = data.get("name")
-        model = data.get("model")
-        if kind in _MODEL_TYPES and isinstance(model, str) and model and model not in self.models:
-            self.models.append(model)
-        elif kind == "agent" and isinstance(name, str) and name not in self.agents:
-            self.agents.append(name)
-        elif kind == "handoff":
-            self.handoffs.append([data.get("from_agent"), data.get("to_agent")])
-        elif kind == "guardrail":
-            self.guardrails += 1
-            self.triggered += data.get("triggered") is True
-        elif kind == "custom" and isinstance(data.get("data"), dict) and data["data"].get("sdk_span_type") == "task":
-            if isinstance(data["data"].get("usage"), dict) and self.run_usage is None:
-                self.run_usage = data["data"]["usage"]
-
-    def into(self, meta: dict[str, Any]) -> None:
-        if self.models:
-            meta["model"] = self.models[0]
-            if len(self.models) > 1:
-                meta["models"] = self.models
-        meta.update(agents=self.agents, handoffs=len(self.handoffs), span_types=self.types)
-        if self.handoffs:
-            meta["handoff_path"] = self.handoffs
-        if self.guardrails:
-            meta.update(guardrails=self.guardrails, guardrails_triggered=self.triggered)
-        if self.types.get("mcp_tools"):
-            meta["mcp_tools_spans"] = self.types["mcp_tools"]
-        if self.errors:
-            meta["span_errors"] = self.errors
-        if self.run_usage is not None:
-            meta["sdk_run_usage"] = self.run_usage
 
 
 def _value(key: str, value: Any) -> Any:
@@ -368,7 +140,8 @@ def _value(key: str, value: Any) -> Any:
             number = float(value)
         except ValueError:
             return None
-    return number if isinstance(number, (int, float)) and not isinstance(number, bool) and number >= 0 else None
+    ok = isinstance(number, (int, float)) and not isinstance(number, bool) and number >= 0 and math.isfinite(number)
+    return number if ok else None
 
 
 def _identity(trace: dict[str, Any], fields: FieldMap, missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
@@ -394,115 +167,156 @@ def _identity(trace: dict[str, Any], fields: FieldMap, missing: dict[str, tuple[
     return out
 
 
-def _convert(trace: dict[str, Any], spans: list[tuple[int, dict[str, Any]]], fields: FieldMap,
-             missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+def _convert(trace: dict[str, Any], spans: list[tuple[int, Span]], fields: FieldMap,
+             missing: dict[str, tuple[str | None, str]]) -> Prepared:
     meta: dict[str, Any] = {"harness": "openai-agents"}
     for key in ("workflow_name", "group_id"):
-        if isinstance(trace.get(key), str):
+        if type(trace.get(key)) is str:
             meta[key] = trace[key]
-    if isinstance(trace.get("metadata"), dict) and trace["metadata"]:
+    if type(trace.get("metadata")) is dict and trace["metadata"]:
         meta["trace_metadata"] = trace["metadata"]
-    steps = _walk(spans, meta)
+    steps, agents, totals = walk(spans, meta)
     out = _identity(trace, fields, missing)
     for key in ("model", "harness"):
         if key in out:
             meta[key] = out.pop(key)
             meta.pop("models", None)
     wall = meta.pop("_wall", None)
-    if wall is not None and "latency_s" not in out:
-        out["latency_s"] = wall
-    out["steps"] = steps
-    out["metadata"] = meta
-    return out
-
-
-def _check_span(line: int, span: dict[str, Any]) -> None:
-    data = span.get("span_data")
-    if not isinstance(data, dict):
-        raise _AtLine(line, "span_data", f"expected a span_data object, got {describe(data)}")
-    kind = data.get("type")
-    if kind not in SPAN_TYPES:
-        raise _AtLine(line, "span_data.type", f"a span type the reader does not know: {describe(kind)}")
+    latency = out.get("latency_s", wall)
+    cost = out.get("cost_usd")
+    run_id = out.get("run_id")
+    return Prepared(None if run_id is None else str(run_id), out.get("task_id"), out.get("seed"), out.get("arm"),
+                    out.get("outcome"), None if cost is None else float(cost),
+                    None if latency is None else float(latency), meta, steps, agents, totals)
 
 
 def trace_items(numbered: Iterator[tuple[int, Any, str | None]], fields: FieldMap | None = None) -> Iterator[Item]:
-    """The items of ``(line, object, problem)`` triples: one per trace, and one per item that belongs to none."""
+    """The items of ``(line, object, problem)`` triples: one per trace, and one per item that belongs to none.
+
+    An object is a trace's dict, a span's :class:`Span`, or anything else (a rejection)."""
     plan = {**FIELDS, **(fields or {})}
-    runs: dict[Any, dict[str, Any]] = {}  # trace id -> {"line", "trace", "spans", "problem"}
+    runs: dict[Any, list[Any]] = {}  # trace id -> [line, trace, spans, problem]
     for number, obj, problem in numbered:
         if problem is not None:
             yield Item(number, reason=problem)
             continue
-        kind = obj.get("object") if isinstance(obj, dict) else None
-        if kind not in ("trace", "trace.span"):
+        if type(obj) is dict:
+            obj = _typed(obj)
+        kind = obj.object if type(obj) is Span else obj.get("object") if type(obj) is dict else None
+        if kind not in ("trace", "trace.span") or (kind == "trace") != (type(obj) is dict):
             yield Item(number, field="object", reason=f"expected an item with object 'trace' or 'trace.span', "
-                                                       f"got {describe(kind if isinstance(obj, dict) else obj)}")
+                                                       f"got {describe(obj if kind is None and type(obj) is not Span else kind)}")
             continue
-        key = obj.get("id") if kind == "trace" else obj.get("trace_id")
-        if not isinstance(key, str) or not key:
+        key = obj.get("id") if kind == "trace" else obj.trace_id
+        if type(key) is not str or not key:
             yield Item(number, field="id" if kind == "trace" else "trace_id",
                        reason=f"expected a trace id (text), got {describe(key)}")
             continue
-        run = runs.setdefault(key, {"line": number, "trace": None, "spans": [], "problem": None})
+        run = runs.get(key)
+        if run is None:
+            run = runs[key] = [number, None, [], None]
         if kind == "trace":
-            if run["trace"] is not None and run["problem"] is None:
-                run["problem"] = _AtLine(number, "id", f"trace {key!r} is written twice")
-            run["trace"] = obj
+            if run[1] is not None and run[3] is None:
+                run[3] = AtLine(number, "id", f"trace {key!r} is written twice")
+            run[1] = obj
         else:
-            run["spans"].append((number, obj))
-    for key, run in runs.items():
-        missing: dict[str, tuple[str | None, str]] = {}
-        try:
-            if run["problem"] is not None:
-                raise run["problem"]
-            for number, span in run["spans"]:
-                _check_span(number, span)
-            trace = run["trace"] if run["trace"] is not None else {"id": key}
-            yield Item(run["line"], record=_convert(trace, run["spans"], plan, missing), missing=missing or None)
-        except _AtLine as problem:
-            yield Item(problem.line or run["line"], field=problem.field, reason=problem.reason)
-        except Reject as problem:
-            yield Item(run["line"], field=problem.field, reason=problem.reason)
-        except RecursionError:
-            yield Item(run["line"], reason="JSON nested too deeply to read")
+            run[2].append((number, obj))
+    for key, (line, trace, spans, problem) in runs.items():
+        yield _trace_item(key, line, trace, spans, problem, plan)
+
+
+def _trace_item(key: str, line: int, trace: dict[str, Any] | None, spans: list[tuple[int, Span]],
+                problem: AtLine | None, plan: FieldMap) -> Item:
+    missing: dict[str, tuple[str | None, str]] = {}
+    try:
+        if problem is not None:
+            raise problem
+        record: Any = _convert(trace if trace is not None else {"id": key}, spans, plan, missing)
+        if missing:  # the record then leaves the missing fields out, for the loader to fill
+            record = record.to_record()
+            for name in missing:
+                record.pop(name, None)
+        return Item(line, record=record, missing=missing or None)
+    except AtLine as at:
+        return Item(at.line or line, field=at.field, reason=at.reason)
+    except Reject as at:
+        return Item(line, field=at.field, reason=at.reason)
+    except RecursionError:
+        return Item(line, reason="JSON nested too deeply to read")
+
+
+def _typed(obj: Any) -> Any:
+    """A span's dict as a :class:`Span` (other objects as they are)."""
+    if type(obj) is dict and obj.get("object") == "trace.span":
+        return msgspec.convert(obj, Span)
+    return obj
 
 
 def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
-    """``(line, object, problem)`` of a JSON Lines file, a JSON array, or the ingest payload ``{"data": [...]}``."""
+    """``(line, object, problem)`` of a JSON Lines file, a JSON array, or the ingest payload ``{"data": [...]}``:
+    spans as :class:`Span`, traces as dicts."""
     body = fh.read().removeprefix(BOM)
     opener = body.lstrip(JSON_SPACE)[:1]
     if opener in (b"[", b"{"):
         try:
             whole = _decode(body)
         except (msgspec.DecodeError, RecursionError) as err:
-            whole = err
-        if isinstance(whole, list):
-            yield from ((i, obj, None) for i, obj in enumerate(whole, start=1))
+            whole = _Bad(str(err))  # not the exception: its traceback would hold this frame in a reference cycle
+        if type(whole) is list:
+            yield from ((i, _typed(obj), None) for i, obj in enumerate(whole, start=1))
             return
-        if isinstance(whole, dict) and isinstance(whole.get("data"), list) and "object" not in whole:
-            yield from ((i, obj, None) for i, obj in enumerate(whole["data"], start=1))
+        if type(whole) is dict and type(whole.get("data")) is list and "object" not in whole:
+            yield from ((i, _typed(obj), None) for i, obj in enumerate(whole["data"], start=1))
             return
-        if isinstance(whole, dict):  # one item (a one-line file, or one object spread over lines)
-            yield 1, whole, None
+        if type(whole) is dict:  # one item (a one-line file, or one object spread over lines)
+            yield 1, _typed(whole), None
             return
         if opener == b"[":
-            yield 1, None, f"malformed JSON array: {whole}"
+            yield 1, None, f"malformed JSON array: {whole.reason}"
             return
-    for number, raw in enumerate(body.split(b"\n"), start=1):
-        if not raw.strip(JSON_SPACE):
-            continue
-        try:
-            obj = _decode(raw)
-        except msgspec.DecodeError as err:
-            yield number, None, f"malformed JSON on line {number}: {err}"
-            continue
-        except RecursionError:
-            yield number, None, f"JSON nested too deeply to read on line {number}"
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("data"), list) and "object" not in obj:
-            yield from ((number, item, None) for item in obj["data"])  # one ingest payload per line
+    lines = body.split(b"\n")
+    numbers = [number for number, raw in enumerate(lines, start=1) if raw.strip(JSON_SPACE)]
+    try:  # every line at once; a malformed line (or a count that differs) is found line by line below
+        objects = span_decoder.decode_lines(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        objects = None
+    if objects is not None and len(objects) == len(numbers):
+        pairs: Iterator[tuple[int, Any]] = zip(numbers, objects)
+    else:
+        pairs = ((number, _line(lines[number - 1], number)) for number in numbers)
+    for number, obj in pairs:
+        if type(obj) is _Bad:
+            yield number, None, obj.reason
+        elif type(obj) is not Span:
+            yield number, obj, None
+        elif obj.object == "trace":
+            yield number, _decode(lines[number - 1]), None
+        elif obj.object is None and type(obj.data) is list:  # one ingest payload per line
+            yield from ((number, _typed(item), None) for item in _decode(lines[number - 1])["data"])
         else:
             yield number, obj, None
+
+
+class _Bad:
+    """A line that is not JSON."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _line(raw: bytes, number: int) -> Any:
+    """A line's span (:class:`Span`) or other value, or why it is not JSON."""
+    try:
+        return span_decoder.decode(raw)
+    except msgspec.ValidationError:
+        pass
+    except msgspec.DecodeError as err:
+        return _Bad(f"malformed JSON on line {number}: {err}")
+    except RecursionError:
+        return _Bad(f"JSON nested too deeply to read on line {number}")
+    return _decode(raw)
 
 
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:

@@ -31,9 +31,9 @@ outcome      ``reward_info.reward`` (else       a reward of exactly 0 or 1 is re
              ``reward``)                        false / true (tau2's rewards are binary);
                                                 any other value stays a number; the value
                                                 as written is ``metadata.reward``
-cost_usd     ``agent_cost``                     the agent's cost only; ``user_cost`` (the
-                                                user simulator's) goes to metadata, never
-                                                added
+cost_usd     ``agent_cost``                     the agent's cost only, never added to
+                                                ``user_cost_usd``
+user_cost_usd ``user_cost``                     the user simulator's cost
 latency_s    ``duration`` (else                 seconds
              ``duration_sec``)
 model        ``info.agent_info.llm`` (else      ``metadata.model``
@@ -58,22 +58,24 @@ Steps
     ``requestor: "user"``: telecom's user-side device tools) are not the
     agent's steps: they and their answers are counted in
     ``metadata.user_tool_calls`` / ``user_tool_errors``. A call never
-    answered keeps observation ``null``. Step ``metadata`` has ``message``,
-    ``call_id`` and ``message_cost_usd`` (the assistant message's ``cost``,
-    on the first step of the message).
+    answered keeps observation ``null``. Step ``metadata`` has ``message``
+    and ``call_id``; the message's first step has its ``cost`` as
+    ``cost_usd``, and the calls of one message share a ``parallel`` id (its
+    index) when they are two or more.
 Tokens
     Assistant messages' ``usage`` (``prompt_tokens`` / ``completion_tokens``)
-    as the ``openai`` format gives them to steps (:mod:`.messages`): a
-    message's tokens on its first call's step, a message without calls on the
-    next step; a run without steps keeps them in ``metadata.tokens_in`` /
-    ``tokens_out``. A message without ``usage`` (tau2's fixed greeting) adds
-    nothing; no usage at all leaves the tokens unknown, never 0. User
+    as the ``openai`` format reads them (:mod:`.messages`): the run's
+    ``tokens_in`` / ``tokens_out`` (and cached / reasoning tokens where
+    reported) are the sums over every assistant message; a message's tokens
+    are also on its first call's step. A message without ``usage`` (tau2's
+    fixed greeting) adds nothing; no usage at all leaves the tokens unknown,
+    never 0. User
     messages' usage (the simulator's) goes to ``metadata.user_tokens_in`` /
     ``user_tokens_out``.
 Metadata
     ``model``, ``harness``, ``user_model``, ``domain``, ``reward``,
     ``reward_basis``, ``db_match``, ``action_checks`` / ``action_matches``
-    (counts), ``user_cost``, ``termination_reason``, ``simulation_seed``,
+    (counts), ``termination_reason``, ``simulation_seed``,
     ``user_tool_calls``, ``user_tool_errors``, the user tokens, and every
     other small top-level scalar of the simulation (``timestamp``,
     ``start_time``, the reshaped data's ``policy_variant``, ...).
@@ -112,11 +114,14 @@ from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import (
     Calls,
     Tokens,
+    Totals,
     add_step,
     call_arguments,
+    check_usage,
     finish,
     in_message,
     observation_of,
+    parallel,
     required_text,
     usage_openai,
 )
@@ -134,7 +139,7 @@ FIELDS: dict[str, str] = {
 #: Tried when the default path is in use and absent (the reshaped shared data's names).
 _FALLBACK = {"run_id": "sim_id", "outcome": "reward", "latency_s": "duration_sec", "model": "agent_model"}
 #: Top-level simulation keys read into named places (not copied to metadata as they are).
-_USED = frozenset({"id", "sim_id", "task_id", "trial", "seed", "reward", "agent_cost", "duration",
+_USED = frozenset({"id", "sim_id", "task_id", "trial", "seed", "reward", "agent_cost", "user_cost", "duration",
                    "duration_sec", "agent_model", "messages", "reward_info"})
 _MAX_TEXT = 256
 _ROLES = frozenset({"assistant", "user", "tool", "system"})
@@ -229,6 +234,11 @@ def _run_fields(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping
             out["arm"] = value
         else:
             meta[key] = value
+    user_cost = sim.get("user_cost")
+    if isinstance(user_cost, (int, float)) and not isinstance(user_cost, bool) and 0 <= user_cost < math.inf:
+        out["user_cost_usd"] = user_cost  # the user simulator's, apart from the agent's cost_usd
+    elif user_cost is not None:
+        meta["user_cost"] = user_cost  # not an amount: kept as written
     out["metadata"] = _metadata(sim, doc, meta, reward)
     return out
 
@@ -284,16 +294,17 @@ def _reward_details(info: Any) -> dict[str, Any]:
 class _Run:
     """The state of one simulation's messages while its steps are built."""
 
-    __slots__ = ("calls", "pending", "steps", "user")
+    __slots__ = ("calls", "pending", "steps", "totals", "user")
 
     def __init__(self) -> None:
         self.steps: list[dict[str, Any]] = []
         self.calls = Calls("messages")
         self.pending = Tokens()
+        self.totals = Totals()
         self.user = {"user_tool_calls": 0, "user_tool_errors": 0}
 
     def user_tokens(self, usage: Any) -> None:
-        tin, tout, _ = usage_openai(usage)
+        tin, tout, *_ = usage_openai(usage)
         for key, value in (("user_tokens_in", tin), ("user_tokens_out", tout)):
             if value is not None:
                 self.user[key] = self.user.get(key, 0) + value
@@ -307,6 +318,7 @@ def _calls(msg: dict[str, Any], i: int, run: _Run) -> None:
         raise Reject("tool_calls", f"expected a list of tool calls, got {describe(tool_calls)}")
     agents = msg.get("role") == "assistant"
     first: dict[str, Any] | None = None
+    start = len(run.steps)
     for j, call in enumerate(tool_calls):
         try:
             if not isinstance(call, dict):
@@ -323,11 +335,12 @@ def _calls(msg: dict[str, Any], i: int, run: _Run) -> None:
             if first is None:
                 first = step
                 cost = msg.get("cost")
-                if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-                    step["metadata"]["message_cost_usd"] = cost
+                if isinstance(cost, (int, float)) and not isinstance(cost, bool) and 0 <= cost < math.inf:
+                    step["cost_usd"] = cost  # the message's cost: the model call that made the step
         except Reject as problem:
             problem.field = f"tool_calls[{j}].{problem.field}" if problem.field else f"tool_calls[{j}]"
             raise
+    parallel(run.steps, start, i)
 
 
 def _answer(msg: dict[str, Any], i: int, run: _Run) -> None:
@@ -364,12 +377,18 @@ def _message(msg: Any, i: int, run: _Run) -> None:
             _answer(msg, i, run)
         return
     if role == "assistant":
+        run.pending.clear()
         usage = msg.get("usage")
         if usage is not None:
-            run.pending.add(*usage_openai(usage))
+            counts = usage_openai(usage)
+            run.pending.add(*counts)
+            run.totals.add(*counts)
     elif role == "user" and msg.get("usage") is not None:
         run.user_tokens(msg["usage"])
+    start = len(run.steps)
     _calls(msg, i, run)
+    if role == "assistant":
+        check_usage(run.steps, start, msg.get("usage"), run.totals)
 
 
 def _convert(sim: Any, doc: dict[str, Any] | None, fields: Mapping[str, str], where: str, line: int,
@@ -391,7 +410,7 @@ def _convert(sim: Any, doc: dict[str, Any] | None, fields: Mapping[str, str], wh
             except Reject as problem:
                 raise in_message(problem, name, i) from None
         out["metadata"].update(run.user)
-        return Item(line, record=finish(out, run.steps, run.pending), source=source, missing=missing or None)
+        return Item(line, record=finish(out, run.steps, run.totals), source=source, missing=missing or None)
     except Reject as problem:
         return Item(line, field=problem.field, reason=problem.reason, source=source)
     except RecursionError:
