@@ -273,3 +273,9 @@ def test_framework_spans_load_with_one_fields_mapping_and_an_outcomes_table(fami
     assert runs.outcome.to_dict() == {"weather-paris": False, "weather-oslo": True}
     assert runs.seed.tolist() == [1, 1] and traces.unmatched_outcomes.task_id.tolist() == ["weather-rome"]
     assert runs.loc["weather-paris", "n_errors"] == 1  # the Atlantis lookup
+
+
+def test_a_run_without_the_key_is_never_looked_up_as_the_text_none():
+    table = read_outcomes(pd.DataFrame({"run_id": ["None", "r"], "outcome": [True, False]}))
+    found = table.lookup({"run_id": None, "task_id": "t", "seed": 0})
+    assert not found.matched and "has no run_id" in found.no_match

@@ -75,6 +75,8 @@ class OutcomeTable:
     def lookup(self, identity: Mapping[str, Any]) -> Found:
         """The verdict of the run with ``identity`` ({run_id, task_id, seed})."""
         try:
+            if any(identity.get(c) is None for c in self.by):
+                raise KeyError("absent")
             key = tuple(int(identity[c]) if c == "seed" else str(identity[c]) for c in self.by)
         except (TypeError, ValueError, KeyError):
             return Found(False, no_match=f"the run has no {' and '.join(self.by)} to look up in {self.label}")
