@@ -427,9 +427,6 @@ def run_compare(args: argparse.Namespace) -> int:
     _check_report_path(args.report)
     if args.by is not None and (args.candidates or args.all_pairs):
         raise InputError("--by slices one comparison: leave out --candidates / --all-pairs")
-    if args.report is not None and (args.baseline or args.candidates or args.all_pairs):
-        raise InputError("--report writes a two-arm report; with --baseline/--candidates/--all-pairs leave it out "
-                         "(or compare two arms with --names BASELINE CANDIDATE)")
     checked(check_alpha, args.alpha, "--alpha")
     checked(check_n_resamples, args.n_resamples, "--n-resamples", minimum=MIN_DECISION_RESAMPLES)
     checked(check_whole, args.seed, "--seed", minimum=0)
@@ -459,21 +456,31 @@ def run_compare(args: argparse.Namespace) -> int:
             paired={"auto": "auto", "yes": True, "no": False}[args.paired], alpha=args.alpha,
             n_resamples=args.n_resamples, seed=args.seed, min_effect=min_effect, progress=tick, by=args.by,
         )
+    reported = result  # the report is of the result as compare returned it: two arms, many, or sliced
     if isinstance(result, agentab.SlicedComparison):
         say_result(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else str(result))
-        result = result.overall  # the report and the exit code are the whole comparison's
+        result = result.overall  # the exit code is the whole comparison's
     elif not isinstance(result, agentab.Comparison):  # many candidates
-        return _many_result(args, result, empty)
+        code = _many_result(args, result, empty)
+        _write_report(args, reported, arms.traces, progress)
+        return code
     else:
         say_result(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else str(result))
     if empty:
         note(args, f"not compared, no values in an arm (not computed: checks the spec does not ask for, or no "
                    f"--spec): {', '.join(empty)}")
-    if args.report is not None:
-        with progress.phase("writing the report", total=1):
-            written = agentab.report(result, args.report, traces=arms.traces, seed=args.seed)
-        note(args, f"report written to {written}")
+    _write_report(args, reported, arms.traces, progress)
     return exit_code(args.fail_on, result.verdict)
+
+
+def _write_report(args: argparse.Namespace, result: agentab.Comparison | agentab.MultiComparison | agentab.SlicedComparison,
+                  traces: agentab.Traces | None, progress: Progress) -> None:
+    """--report: agentab.report of a two-arm, many-arm or sliced comparison, and a note saying where."""
+    if args.report is None:
+        return
+    with progress.phase("writing the report", total=1):
+        written = agentab.report(result, args.report, traces=traces, seed=args.seed)
+    note(args, f"report written to {written}")
 
 
 def _many_result(args: argparse.Namespace, result: MultiComparison, empty: list[str]) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -404,8 +405,10 @@ def report(
 
     Parameters
     ----------
-    comparison : Comparison
-        From :func:`agentab.compare`.
+    comparison : Comparison, MultiComparison or SlicedComparison
+        From :func:`agentab.compare`. Many candidates: the decision and summary, the profile of every
+        system, then each candidate's two-arm report collapsed; slices (``by=``): the overall report and
+        a "Slices" section (:mod:`agentab.reporting._many`).
     path : str or Path
         The file to write. With ``format="markdown"`` the images go in a
         folder beside it, ``<stem>_files/`` (``<stem>_markdown_files/`` for a
@@ -471,6 +474,11 @@ def report(
     >>> "Verdict: inconclusive" in out.read_text()
     True
     """
+    from agentab.reporting import _many
+
+    if _many.is_many(comparison):  # many arms or slices: _many.py, with this module's sections
+        return _many.report_many(comparison, path, sys.modules[__name__], format=format, traces=traces,
+                                 diagnosis=diagnosis, title=title, seed=seed)
     path, format = _report_iv(comparison, path, format, traces, diagnosis)
     from agentab.reporting import plots
     from agentab.scoring import diagnose

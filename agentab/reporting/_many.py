@@ -1,0 +1,237 @@
+"""The report of many arms (:class:`~agentab.comparison.MultiComparison`) and of slices
+(:class:`~agentab.comparison.SlicedComparison`), through the two-arm report's blocks and renderers.
+
+:func:`agentab.report` hands these results here. The two-arm report's module is passed in (``sections``)
+rather than imported, so this module never imports :mod:`agentab.reporting.report` (which imports it):
+no import cycle, and one set of section builders, escaping renderers and atomic writers for every report.
+
+Many arms: the decision first (one verdict line per candidate, the adjustment across candidates, the
+best-candidate statement), the summary table, the profile of every system (:func:`agentab.profile`: its
+grid figure, and the Pareto figure of the primary metric against a cost p95 when a cost metric was
+compared), then per candidate a collapsed section with its two-arm report: verdict and reasons, arms and
+design, the effects (forest plot and table), ordinal levels, the per-task profile, the flipped tasks, the
+next experiment and its notes. Cost distributions and trajectory findings stay in each candidate's own
+two-arm report (``agentab.report(result.candidates[name], ...)``), which keeps a sweep's report fast.
+
+Slices: the whole two-arm report of the unsliced comparison, then a "Slices" section: the slices table,
+the interaction test's p-value with its method, and the notes of small or failed slices.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+
+from agentab._write import atomic_text
+from agentab.comparison import MultiComparison, SlicedComparison, profile
+from agentab.comparison.slices import SLICE_COLUMNS
+from agentab.errors import CompareError
+from agentab.reporting._flipped_section import flipped_section
+from agentab.reporting._markdown import _Block, write_markdown
+
+__all__ = ["is_many", "report_many"]
+
+#: Preferred cost columns for the Pareto view, in order (else the first cost metric compared).
+PARETO_COSTS = ("cost_usd", "tokens", "latency_s")
+
+
+def is_many(result: Any) -> bool:
+    """Whether ``result`` is a comparison of many arms or of slices (reported here, not as two arms)."""
+    return isinstance(result, (MultiComparison, SlicedComparison))
+
+
+def report_many(result: Any, path: str | Path, sections: ModuleType, *, format: str | None, traces: Any,
+                diagnosis: Any, title: str | None, seed: Any) -> Path:
+    """Write the report of a :class:`MultiComparison` or a :class:`SlicedComparison` (see the module).
+
+    Parameters
+    ----------
+    result : MultiComparison or SlicedComparison
+    path, format, traces, title, seed
+        As :func:`agentab.report`.
+    sections : module
+        :mod:`agentab.reporting.report`: its section builders, renderers and checks.
+    diagnosis : Diagnosis, optional
+        For a sliced comparison, the overall report's findings; a many-arm report shows none.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    from agentab.reporting import plots
+
+    if isinstance(result, MultiComparison):
+        first = next(iter(result.candidates.values()))
+        path, format = sections._report_iv(first, path, format, traces, diagnosis)
+        title = title or f"agentab: {len(result.candidates)} candidates vs {result.baseline}"
+        seed = result.settings.seed if seed is None else seed
+        blocks = [_Block("h1", title)] + _decision(result) + _profile(result, plots)
+        for name, comparison in result.candidates.items():
+            body = _candidate_body(sections, comparison, plots, traces, format)
+            blocks.append(_Block("details", f"{name} vs {result.baseline}: {comparison.verdict}", children=body))
+    else:
+        path, format = sections._report_iv(result.overall, path, format, traces, diagnosis)
+        overall = result.overall
+        title = title or f"agentab: {overall.candidate} vs {overall.baseline}, by {result.settings.by}"
+        seed = overall.settings.seed if seed is None else seed
+        blocks = _two_arm_body(sections, overall, plots, traces, diagnosis, seed, format, title) + _slices(result)
+    _write(sections, path, format, title, blocks)
+    return path
+
+
+# --------------------------------------------------------------------------- #
+# Many arms
+# --------------------------------------------------------------------------- #
+def _decision(result: MultiComparison) -> list[_Block]:
+    s = result.settings
+    return [
+        _Block("p", f"{len(result.candidates)} candidate(s) against the baseline {result.baseline}; primary metric "
+                    f"{s.primary} at alpha {s.alpha:g}; {s.n_resamples:,} resamples; seed {s.seed}."),
+        _Block("h2", "Decision"),
+        _Block("list", items=result.verdict_lines()),
+        _Block("p", result.best_statement),
+        _Block("p", f"Adjustment: {result.adjustment}; secondary metrics: Holm within each candidate."),
+        _Block("h2", "Summary"),
+        _Block("table", table=result.summary_table()),
+        *([_Block("list", items=[f"Note: {n}" for n in result.notes])] if result.notes else []),
+    ]
+
+
+def _runs(result: MultiComparison) -> pd.DataFrame:
+    """Every compared run once: the baseline's (from the first candidate's comparison) and each candidate's."""
+    arm = result.settings.arm
+    frames = []
+    for i, (name, comparison) in enumerate(result.candidates.items()):
+        data = comparison.data
+        keep = data[arm].astype(str) == str(name)
+        if i == 0:
+            keep |= data[arm].astype(str) == str(result.baseline)
+        frames.append(data[keep])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _profile(result: MultiComparison, plots: Any) -> list[_Block]:
+    first = next(iter(result.candidates.values()))
+    kinds, directions = first.metrics["kind"], first.metrics["direction"]
+    metrics = {m: (str(kinds[m]), str(directions[m])) for m in kinds.index}
+    primary = str(first.settings.primary)
+    primary = primary if primary in kinds.index else primary.rsplit(" p", 1)[0]
+    outcome = primary if primary in kinds.index and kinds[primary] in ("binary", "continuous") else "outcome"
+    blocks = [_Block("h2", "Profile of every system"),
+              _Block("p", "Each system's score vector, each cell an estimate with its interval (a bootstrap over "
+                          "tasks); ordered by the outcome, never collapsed into one score (agentab.profile).")]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = profile(_runs(result), arm=result.settings.arm, metrics=metrics, outcome=outcome,
+                            cluster=first.settings.cluster, n_resamples=result.settings.n_resamples,
+                            seed=result.settings.seed)
+    except CompareError as err:
+        return blocks + [_Block("p", f"No profile: {err}.")]
+    blocks += [_Block("figure", "Profile of every system", figure=plots.profile_figure(found)),
+               _Block("details", "The profile table", children=[_Block("table", table=found.table())])]
+    costs = [m for m in kinds.index if kinds[m] == "cost" and f"{m} p95" in found.columns]
+    costs = sorted(costs, key=lambda m: PARETO_COSTS.index(m) if m in PARETO_COSTS else len(PARETO_COSTS))
+    if costs and found.settings.outcome is not None:
+        try:
+            figure = plots.pareto_figure(found, x=f"{costs[0]} p95")
+        except CompareError as err:
+            blocks.append(_Block("p", f"No Pareto view: {err}."))
+        else:
+            blocks += [_Block("p", f"The Pareto view: {found.settings.outcome} against {costs[0]} p95; the frontier "
+                                   "is read off the point estimates (the error bars show how far off it a system may be)."),
+                       _Block("figure", f"Pareto view of {found.settings.outcome} against {costs[0]} p95", figure=figure)]
+    else:
+        blocks.append(_Block("p", "No Pareto view: no cost metric was compared (or no outcome to set against it)."))
+    if found.notes:
+        blocks.append(_Block("details", "Notes of the profile", children=[_Block("list", items=list(found.notes))]))
+    return blocks
+
+
+def _candidate_body(sections: ModuleType, comparison: Any, plots: Any, traces: Any, format: str) -> list[_Block]:
+    """One candidate's two-arm report, without its title, cost and trajectory sections."""
+    blocks = [b for b in sections._header(comparison, "") if b.kind != "h1"]
+    blocks += sections._effects(comparison, plots) + sections._levels(comparison, plots)
+    blocks += sections._tasks(comparison, plots) + flipped_section(comparison, traces, trajectories=format == "html")
+    blocks += sections._next_experiment(comparison, plots) + sections._notes(comparison)
+    return blocks + [_Block("p", "Cost distributions and trajectory findings: agentab.report(result.candidates"
+                                 f"[{str(comparison.candidate)!r}], ...), this candidate's own two-arm report.")]
+
+
+# --------------------------------------------------------------------------- #
+# Slices
+# --------------------------------------------------------------------------- #
+def _two_arm_body(sections: ModuleType, comparison: Any, plots: Any, traces: Any, diagnosis: Any, seed: Any,
+                  format: str, title: str) -> list[_Block]:
+    """The blocks of the two-arm report, in the order :func:`agentab.report` puts them."""
+    from agentab.scoring import diagnose
+
+    blocks = sections._header(comparison, title) + sections._effects(comparison, plots)
+    blocks += sections._levels(comparison, plots) + sections._cost(comparison, plots, seed)
+    if diagnosis is None:
+        try:
+            diagnosis = diagnose(sections._outcome_named(comparison), by=comparison.settings.arm, traces=traces)
+        except KeyError as err:
+            blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: the runs have no {err.args[0]!r} column "
+                                                               "(agentab.score's table has it).")]
+        except (TypeError, ValueError) as err:
+            blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: {err}.")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # empty step buckets have a NaN rate
+        blocks += sections._trajectory(comparison, diagnosis, plots)
+    blocks += sections._tasks(comparison, plots) + flipped_section(comparison, traces, trajectories=format == "html")
+    return blocks + sections._next_experiment(comparison, plots) + sections._notes(comparison)
+
+
+def _slices(result: SlicedComparison) -> list[_Block]:
+    s = result.settings
+    extra = [c for c in ("baseline", "candidate", "design") if c in result.slices.columns]
+    table = result.slices[[*SLICE_COLUMNS, *extra]].copy()
+    table["slice"] = table["slice"].astype(str)
+    interaction = result.to_dict()["interaction"]
+    p = result.interaction_pvalue
+    blocks = [
+        _Block("h2", "Slices"),
+        _Block("p", f"The effect of {s.primary} in each slice of {s.by} (candidate minus baseline), each slice "
+                    f"compared alone; p_adjusted is Holm across the slices with at least {s.min_tasks} tasks."),
+        _Block("table", table=table),
+        _Block("p", "Interaction (does the effect differ between slices?): p = "
+                    + (f"{p:.3g}" if p == p else "not tested") + f"; {interaction['method']}."),
+    ]
+    if interaction["note"]:
+        blocks.append(_Block("p", str(interaction["note"])))
+    small = [f"{r.slice}: {r.note}" for r in result.slices.itertuples() if isinstance(r.note, str) and r.note]
+    if small:
+        blocks += [_Block("p", "Slice notes (a slice with too few tasks gets no number, and says so):"),
+                   _Block("list", items=small)]
+    if result.notes:
+        blocks += [_Block("list", items=list(result.notes))]
+    return blocks
+
+
+# --------------------------------------------------------------------------- #
+# Writing
+# --------------------------------------------------------------------------- #
+def _write(sections: ModuleType, path: Path, format: str, title: str, blocks: list[_Block]) -> None:
+    """The file, whole or not at all: HTML as the two-arm report writes it, Markdown with its figure folder."""
+    from agentab._version import __version__
+
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    footer = f"Made by agentab {__version__} on {stamp}."
+    figures: list[tuple[str, bytes]] = []
+    if format == "markdown":
+        write_markdown(path, blocks, footer, figures)
+        return
+    body = sections._html(blocks, figures)
+    atomic_text(path, (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{html.escape(title)}</title><style>{sections._CSS}</style></head>\n<body>\n{body}\n"
+        f"<footer>{html.escape(footer)}</footer>\n</body></html>\n"
+    ))

@@ -1,0 +1,202 @@
+"""The report of many arms and of slices: agentab.report(MultiComparison | SlicedComparison, path) and the CLI."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import agentab
+from agentab.cli import main
+from agentab.errors import ReportError
+
+TB = Path("/work/shared/data/terminal-bench/tb_core_0.1.1_trials.csv")
+B = 199
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def tb() -> pd.DataFrame:
+    """The Terminal-Bench trials (80 tasks x 5 runs per submission), outcome = is_resolved."""
+    if not TB.is_file():
+        pytest.skip(f"{TB} is not on this machine")
+    data = _quiet(agentab.load_results, TB, fields={"outcome": "is_resolved"})
+    data["variant"] = data["task_id"].str.extract(r"\.(easy|hard)$")[0].fillna("base")
+    return data
+
+
+#: Four submissions that all record agent time (the Orchestrator ones do not): the baseline first.
+ARMS = ("20250711_openhands_claude-4-sonnet", "20250811_cursor-cli_claude-4-sonnet",
+        "20250825_swe-agent-mini_claude-4-sonnet", "20250829_goose_claude-4-opus")
+METRICS = {"outcome": "binary", "agent_duration_sec": ("cost", "lower")}
+
+
+@pytest.fixture(scope="module")
+def many(tb):
+    return _quiet(agentab.compare, tb, arm="submission", baseline=ARMS[0], candidate=list(ARMS[1:]), metrics=METRICS,
+                  n_resamples=B, seed=0)
+
+
+@pytest.fixture(scope="module")
+def many_html(many, tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("many") / "sweep.html"
+    assert _quiet(agentab.report, many, path) == path
+    return path.read_text(encoding="utf-8")
+
+
+def _images(text: str) -> list[tuple[str, bytes]]:
+    return [(html.unescape(alt), base64.b64decode(data))
+            for alt, data in re.findall(r"<img alt='([^']*)' src='data:image/png;base64,([^']+)'>", text)]
+
+
+def test_many_html_decision_first_with_every_verdict_and_the_adjustment(many, many_html):
+    assert many_html.startswith("<!DOCTYPE html>")
+    decision = many_html.index("<h2>Decision</h2>")
+    for line in many.verdict_lines():
+        assert html.escape(line) in many_html
+    for name, comparison in many.candidates.items():
+        summary = html.escape(f"{name} vs {ARMS[0]}: {comparison.verdict}")
+        assert f"<details><summary>{summary}</summary>" in many_html
+        assert many_html.index(summary) > decision
+    assert html.escape(many.best_statement) in many_html
+    assert html.escape(many.adjustment) in many_html
+    assert decision < many_html.index("<h2>Summary</h2>") < many_html.index("<h2>Profile of every system</h2>")
+    # Every candidate's verdict in the summary table too.
+    assert many_html.count("don&#x27;t ship") + many_html.count("inconclusive") + many_html.count(">ship<") >= 3
+
+
+def test_many_html_has_the_profile_and_pareto_figures_and_each_candidates_sections(many, many_html):
+    images = _images(many_html)
+    alts = [alt for alt, _ in images]
+    assert alts[:2] == ["Profile of every system", "Pareto view of outcome against agent_duration_sec p95"]
+    assert all(data.startswith(PNG) for _, data in images)
+    assert alts.count("Forest plot of every metric's effect") == len(many.candidates)
+    assert many_html.count("<h2>Which tasks flipped</h2>") == len(many.candidates)
+    assert "<script" not in many_html.lower() and "http://" not in many_html and "https://" not in many_html
+
+
+def test_many_markdown_has_the_same_structure_with_figures_beside_it(many, tmp_path):
+    path = _quiet(agentab.report, many, tmp_path / "sweep.md")
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("# agentab: 3 candidates vs")
+    assert text.index("## Decision") < text.index("## Summary") < text.index("## Profile of every system")
+    links = re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", text)
+    assert any(alt.startswith("Pareto view") for alt, _ in links)
+    for _, link in links:
+        assert (tmp_path / link).read_bytes().startswith(PNG)
+    for name in many.candidates:
+        assert f"**{name.replace('_', chr(92) + '_')} vs" in text
+    assert "<details>" not in text
+
+
+def _sweep(names: list[str], tasks: int = 12, seeds: int = 2, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = [{"arm": a, "task_id": f"t{t:02d}", "seed": s, "outcome": bool(rng.random() < 0.3 + 0.1 * i),
+             "cost_usd": float(rng.lognormal(0, 0.5))}
+            for i, a in enumerate(names) for t in range(tasks) for s in range(seeds)]
+    return pd.DataFrame(rows)
+
+
+HOSTILE = ["prod", "<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "a&b\"'"]
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    return _quiet(agentab.compare, _sweep(HOSTILE), baseline="prod", candidate="all", metrics=["outcome", "cost_usd"],
+                  n_resamples=B)
+
+
+def test_hostile_arm_names_are_escaped(hostile, tmp_path):
+    text = _quiet(agentab.report, hostile, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<script" not in text.lower() and "<img src=x" not in text and "onerror=alert(2)>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert html.escape("<img src=x onerror=alert(2)>") in text
+    markdown = _quiet(agentab.report, hostile, tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "<script" not in markdown.lower() and "<img" not in markdown
+
+
+def test_the_write_is_atomic_and_goes_through_the_shared_writer(hostile, tmp_path, monkeypatch):
+    import agentab._write
+    from agentab.reporting import _many, plots
+
+    path = tmp_path / "r.html"
+    path.write_text("the earlier report", encoding="utf-8")
+    calls = []
+    real = agentab._write.atomic_text
+    monkeypatch.setattr(_many, "atomic_text", lambda p, text: (calls.append(Path(p)), real(p, text))[1])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("killed while drawing")
+
+    with monkeypatch.context() as m:
+        m.setattr(plots, "forest", broken)
+        with pytest.raises(RuntimeError, match="killed while drawing"):
+            _quiet(agentab.report, hostile, path)
+    assert path.read_text(encoding="utf-8") == "the earlier report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
+    assert calls == []
+    _quiet(agentab.report, hostile, path)
+    assert calls == [path] and path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_the_checks_of_the_two_arm_report_apply(hostile, tmp_path):
+    with pytest.raises(ReportError, match="say format"):
+        agentab.report(hostile, tmp_path / "r.txt")
+    with pytest.raises(ReportError, match="no such folder"):
+        agentab.report(hostile, tmp_path / "nope" / "r.html")
+    with pytest.raises(ReportError, match="needs a Comparison"):
+        agentab.report("not a comparison", tmp_path / "r.html")
+
+
+def test_sliced_report_is_the_overall_report_and_the_slices_table(tb, tmp_path):
+    sliced = _quiet(agentab.compare, tb, arm="submission", baseline=ARMS[0], candidate=ARMS[1], metrics=METRICS,
+                    by="variant", n_resamples=B, seed=0)
+    text = _quiet(agentab.report, sliced, tmp_path / "s.html").read_text(encoding="utf-8")
+    assert f"Verdict: {html.escape(sliced.overall.verdict)}" in text
+    assert text.index("<h2>Effects</h2>") < text.index("<h2>Slices</h2>")
+    table = text[text.index("<h2>Slices</h2>"):]
+    for column in ("slice", "effect", "ci_low", "ci_high", "p_value", "p_adjusted", "n_tasks"):
+        assert f"<th>{column}</th>" in table
+    for label in ("base", "easy", "hard"):
+        assert f"<td>{label}</td>" in table
+    assert f"p = {sliced.interaction_pvalue:.3g}; Cochran" in table
+    assert "easy: 4 tasks: fewer than 5" in table  # the small slice says so
+
+
+def test_cli_baseline_and_candidates_write_the_many_arm_report(tmp_path, capsys):
+    path = tmp_path / "sweep.csv"
+    _sweep(["prod", "c1", "c2", "c3"]).to_csv(path, index=False)
+    out = tmp_path / "out" / "r.html"
+    argv = ["compare", str(path), "--arm-column", "arm", "--baseline", "prod", "--n-resamples", "199",
+            "--metric", "outcome", "--metric", "cost_usd"]
+    assert _quiet(main, [*argv, "--candidates", "c1", "c2", "--report", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"report written to {out}" in err
+    text = out.read_text(encoding="utf-8")
+    assert "<summary>c1 vs prod:" in text and "<summary>c2 vs prod:" in text and "c3 vs prod" not in text
+    assert "Pareto view of outcome against cost_usd p95" in text
+
+
+def test_cli_by_writes_the_sliced_report(tmp_path, capsys):
+    data = _sweep(["prod", "new"], tasks=20)
+    data["kind"] = np.where(data["task_id"] < "t10", "easy", "hard")
+    path = tmp_path / "runs.csv"
+    data.to_csv(path, index=False)
+    out = tmp_path / "s.md"
+    argv = ["compare", str(path), "--arm-column", "arm", "--names", "prod", "new", "--n-resamples", "199", "-q",
+            "--metric", "outcome", "--by", "kind", "--report", str(out)]
+    assert _quiet(main, argv) in (0, 3)
+    text = out.read_text(encoding="utf-8")
+    assert "## Slices" in text and "| easy |" in text and "| hard |" in text
