@@ -269,4 +269,5 @@ def test_cli_many_arm_errors(tmp_path, capsys):
     assert main([*base, "--baseline", "nope"]) == 2
     assert "--baseline: no arm 'nope'" in capsys.readouterr().err
     assert main([*base, "--baseline", "prod", "--names", "prod", "c1"]) == 2
-    assert main([*base, "--baseline", "prod", "--report", str(tmp_path / "r.html")]) == 2
+    assert main([*base, "--baseline", "prod", "--report", str(tmp_path / "r.html")]) in (0, 3, 4)  # many arms report
+    assert (tmp_path / "r.html").is_file()
