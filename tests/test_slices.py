@@ -225,3 +225,13 @@ def test_compare_by_and_the_cli_by_give_the_same_slices(tmp_path, capsys):
     assert out["interaction"]["pvalue"] == pytest.approx(api.interaction_pvalue)  # the same seed, the same numbers
     with pytest.raises(CompareError, match="one candidate"):
         agentab.compare(str(path), arm="arm", baseline="a", candidate=["b"], by="suite")
+
+
+def test_a_sliced_comparison_lists_the_flipped_tasks_with_their_slice(tmp_path):
+    path = _sliced_table(tmp_path)
+    result = _quiet(agentab.compare, str(path), arm="arm", baseline="a", candidate="b", by="suite", n_resamples=999)
+    flipped = result.flipped_tasks(n=5)
+    assert list(flipped.columns[:6]) == ["task_id", "baseline", "candidate", "effect", "p_value", "direction"]
+    table = pd.read_csv(path)
+    suite_of = dict(zip(table.task_id, table.suite))
+    assert len(flipped) and all(suite_of[t] == s for t, s in zip(flipped.task_id, flipped["slice"]))

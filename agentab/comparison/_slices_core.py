@@ -98,6 +98,14 @@ class SlicedComparison(Display):
     settings: SliceSettings
     notes: tuple[str, ...] = field(default=())
 
+    def flipped_tasks(self, n: int = 10) -> pd.DataFrame:
+        """The whole comparison's flipped tasks (:meth:`Comparison.flipped_tasks` of :attr:`overall`), with each
+        task's slice in a last column ``slice``."""
+        table = self.overall.flipped_tasks(n)
+        slice_of = {task: name for name, c in self.comparisons.items()
+                    for task in c.flipped_tasks(n=10**9)["task_id"]} if len(table) else {}
+        return table.assign(slice=[slice_of.get(t) for t in table["task_id"]])
+
     def to_frame(self) -> pd.DataFrame:
         """The slices table (a copy)."""
         return self.slices.copy()

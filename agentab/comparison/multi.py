@@ -115,6 +115,26 @@ class MultiComparison(Display):
         """Each candidate's verdict."""
         return {c: comp.verdict for c, comp in self.candidates.items()}
 
+    def flipped_tasks(self, n: int = 10) -> pd.DataFrame:
+        """Every candidate's :meth:`Comparison.flipped_tasks` against the baseline, stacked in candidate order,
+        with the candidate's name in a last column ``comparison`` (the p-values are per task and per candidate,
+        adjusted for neither).
+
+        Examples
+        --------
+        >>> import agentab
+        >>> runs = agentab.score(agentab.datasets.example_experiment(seed=0, n_tasks=12, n_seeds=2))
+        >>> three = runs.assign(arm=runs["arm"].astype(str))
+        >>> three = pd.concat([three, three[three.arm == "candidate"].assign(arm="other",
+        ...                    run_id=lambda d: d.run_id.astype(str) + "-o")])
+        >>> many = agentab.compare(three, baseline="baseline", candidate="all", metrics=["outcome"],
+        ...                        n_resamples=199)
+        >>> sorted(set(many.flipped_tasks(n=3)["comparison"]))
+        ['candidate', 'other']
+        """
+        frames = [c.flipped_tasks(n).assign(comparison=name) for name, c in self.candidates.items()]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
     def __repr__(self) -> str:
         return f"MultiComparison({len(self.candidates)} candidates vs {self.baseline!r}: best {self.best!r})"
 
