@@ -181,9 +181,9 @@ def test_swebench_run_report(tmp_path):
     path = _write(tmp_path / "runs.jsonl", *(_run(f"r-{t}", t, 0, outcome=None) for t in "abcde"))
     traces = agentab.load_traces(path, outcomes=tmp_path / "report.json", format="openai", strict=False)
     assert traces.runs.set_index("task_id").outcome.to_dict() == {"a": True, "b": False, "c": False}
-    reasons = traces.rejected.set_index("line").reason  # runs a..e are lines 1..5
-    assert "error_ids" in reasons[4] and "no verdict" in reasons[4]
-    assert "no row of the outcomes table" in reasons[5] and "task_id 'e'" in reasons[5]
+    reasons = traces.rejected.set_index("run_id").reason  # the rejections name their runs
+    assert "error_ids" in reasons["r-d"] and "no verdict" in reasons["r-d"]
+    assert "no row of the outcomes table" in reasons["r-e"] and "task_id 'e'" in reasons["r-e"]
 
 
 def test_swebench_per_instance_report(tmp_path):

@@ -47,6 +47,9 @@ class Item:
     them out (a :class:`~agentab.formats.decode.Prepared` holds None there);
     the loader fills them from ``fields={"path": ...}`` or ``outcomes=`` and
     rejects the run with that field and reason when it cannot.
+
+    ``run_id``: of a rejection whose run was converted far enough to have
+    one (``Traces.rejected.run_id``); None otherwise.
     """
 
     line: int
@@ -55,6 +58,7 @@ class Item:
     reason: str | None = None
     source: str | None = None
     missing: Mapping[str, tuple[str | None, str]] | None = None
+    run_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -30,16 +30,21 @@ def absent(missing: dict[str, tuple[str | None, str]], key: str, field: str | No
 
 
 def settle(item: Item) -> Item:
-    """The rejection of ``item`` for its first missing field, or ``item`` unchanged when nothing is missing.
+    """The rejection of ``item`` for its first missing field (naming its run id, if it has one), or ``item``
+    unchanged when nothing is missing.
 
     Examples
     --------
     >>> settle(Item(3, record={"run_id": "r"}, missing={"outcome": ("reward", "no outcome")}))
-    Item(line=3, record=None, field='reward', reason='no outcome', source=None, missing=None)
+    Item(line=3, record=None, field='reward', reason='no outcome', source=None, missing=None, run_id='r')
     >>> settle(Item(3, record={"run_id": "r"})).record
     {'run_id': 'r'}
     """
     if not item.missing:
         return item
     field, reason = next(iter(item.missing.values()))
-    return replace(item, record=None, field=field, reason=reason, missing=None)
+    run_id, record = item.run_id, item.record
+    if run_id is None and record is not None:  # the rejection names the run it has so far
+        value = record.get("run_id") if isinstance(record, dict) else getattr(record, "run_id", None)
+        run_id = None if value is None else str(value)
+    return replace(item, record=None, field=field, reason=reason, missing=None, run_id=run_id)

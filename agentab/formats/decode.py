@@ -303,7 +303,8 @@ class RecordDecoder:
                 self.add_prepared(prepared, arm)
                 prepared = []
             if record is None:
-                self.reject(item.source or source, item.line, item.field, item.reason or "cannot be converted")
+                self.reject(item.source or source, item.line, item.field, item.reason or "cannot be converted",
+                            item.run_id)
             else:
                 self.add_parsed(item.source or source, item.line, record, arm)
         if prepared:
@@ -387,12 +388,12 @@ class RecordDecoder:
         if len(self._chunk) >= self.chunk_size:
             self._flush()
 
-    def reject(self, source: str, line: int, field: str | None, reason: str) -> None:
-        """Count a record that could not even be read as JSON bytes."""
+    def reject(self, source: str, line: int, field: str | None, reason: str, run_id: str | None = None) -> None:
+        """Count a record that could not even be read as JSON bytes (or a converted run rejected by its id)."""
         ordinal = self.next_ordinal
         self.next_ordinal += 1
         self.n_read += 1
-        self._reject(Rejection(ordinal, source, line, None, field, reason))
+        self._reject(Rejection(ordinal, source, line, run_id, field, reason))
 
     def merge(self, part: DecodedPart) -> None:
         """Take in the result of another decoder that read later records.

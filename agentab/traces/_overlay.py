@@ -145,7 +145,7 @@ class Overlay:
             if item.record is None:
                 yield item
             elif isinstance(from_path, str):  # the path does not fit the template: the reason
-                yield Item(item.line, field="path", reason=from_path, source=item.source)
+                yield Item(item.line, field="path", reason=from_path, source=item.source, run_id=_run_id(item.record))
             else:
                 yield self._fill(item, from_path)
 
@@ -178,7 +178,8 @@ class Overlay:
             identity = _identity(record) | {k: v for k, v in values.items() if k in ("run_id", "task_id", "seed")}
             found = self.table.lookup(identity)
             if found.reason is not None:  # a blank verdict, or an evaluation the table says failed
-                return Item(item.line, field=found.field, reason=found.reason, source=item.source)
+                return Item(item.line, field=found.field, reason=found.reason, source=item.source,
+                            run_id=_run_id(record))
             if found.matched:
                 old = None if "outcome" in missing else _get(record, "outcome")
                 values["outcome"] = found.value
@@ -186,15 +187,23 @@ class Overlay:
                     values["outcome_in_file"] = old
             elif "outcome" in missing:
                 where, reason = missing["outcome"]
-                return Item(item.line, field=where, reason=f"{reason}; and {found.no_match}", source=item.source)
+                return Item(item.line, field=where, reason=f"{reason}; and {found.no_match}", source=item.source,
+                            run_id=_run_id(record))
         for key in values:
             missing.pop(key, None)
         if missing:
-            return settle(Item(item.line, record=record, source=item.source, missing=missing))
+            return settle(Item(item.line, record=record, source=item.source, missing=missing, run_id=_run_id(record)))
         meta = _get(record, "metadata")
         if meta is not None and not isinstance(meta, dict) and any(k in values for k in _IN_METADATA):
-            return Item(item.line, field="metadata", reason="metadata must be an object", source=item.source)
+            return Item(item.line, field="metadata", reason="metadata must be an object", source=item.source,
+                        run_id=_run_id(record))
         return Item(item.line, record=_set(record, values), source=item.source)
+
+
+def _run_id(record: Any) -> str | None:
+    """The run id a record has so far (a rejection names it), as text, or None."""
+    value = _get(record, "run_id")
+    return None if value is None else str(value)
 
 
 def _identity(record: Any) -> dict[str, Any]:
