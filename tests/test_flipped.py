@@ -284,3 +284,14 @@ def test_no_task_column_is_a_typed_error():
     result = _compare(scores, metrics=["outcome"], cluster=None)
     with pytest.raises(CompareError, match="needs a task column"):
         result.flipped_tasks()
+
+
+def test_an_ordered_categorical_primary_reads_as_its_levels_as_compare_reads_it():
+    runs = agentab.score(agentab.datasets.example_experiment(seed=0, n_tasks=12, n_seeds=3))
+    words = runs.assign(rubric=pd.Categorical(runs["rubric"].map({0: "none", 1: "weak", 2: "good", 3: "best"}),
+                                              categories=["none", "weak", "good", "best"], ordered=True))
+    kwargs = dict(metrics={"rubric": "ordinal"}, primary="rubric", n_resamples=199)
+    as_numbers = agentab.compare(runs, **kwargs).flipped_tasks(n=5)
+    as_levels = agentab.compare(words, **kwargs).flipped_tasks(n=5)
+    assert as_levels.attrs["tasks_compared"] == as_numbers.attrs["tasks_compared"] > 0
+    assert as_levels[["task_id", "effect", "p_value"]].equals(as_numbers[["task_id", "effect", "p_value"]])

@@ -309,3 +309,18 @@ def test_profile_figure_rows_follow_the_profile(tb_profile):
     assert first.get_ylim()[0] > first.get_ylim()[1]  # the first system on top
     with pytest.raises(KeyError):
         profile_figure(tb_profile, columns=["nope"])
+
+
+def test_a_log_cost_axis_shows_plain_numbers_not_math_text():
+    from agentab.reporting.plots import pareto_figure
+
+    rng = np.random.default_rng(0)
+    rows = [{"task_id": f"t{t}", "arm": arm, "seed": s, "outcome": bool(rng.random() < 0.5),
+             "tokens": int(10 ** (2 + 2 * (arm == "b")) * rng.random()) + 1}
+            for t in range(20) for arm in "ab" for s in range(2)]
+    figure = pareto_figure(profile(pd.DataFrame(rows), metrics={"outcome": "binary", "tokens": "cost"},
+                                   n_resamples=99), x="tokens p95")
+    figure.canvas.draw()
+    axis = figure.axes[0]
+    labels = [t.get_text() for t in axis.get_xticklabels()]
+    assert axis.get_xscale() == "log" and labels and not any("$" in text for text in labels)

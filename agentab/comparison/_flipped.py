@@ -32,6 +32,7 @@ import pandas as pd
 
 from agentab._checks import check_whole, seed_sequence
 from agentab._vocabulary import QUANTILE_KINDS, rank_of
+from agentab.comparison._inputs import _values
 from agentab.errors import CompareError
 
 __all__ = ["CAVEAT", "FLIPPED_COLUMNS", "SHAPES", "flipped_tasks"]
@@ -85,15 +86,6 @@ def _statistic_name(kind: str, q: float | None) -> str:
     if kind == "ordinal":
         return "mean level"
     return "mean" if q is None else f"p{100 * q:g}"
-
-
-def _values(series: pd.Series) -> np.ndarray:
-    """A metric column as floats with NaN for every unknown value (None, NaN, pandas.NA, a blank): never 0."""
-    if series.dtype == object or pd.api.types.is_string_dtype(series):
-        text = series.map(lambda v: v.strip().lower() if isinstance(v, str) else v)
-        series = text.map(lambda v: {"true": 1.0, "false": 0.0, "": np.nan}.get(v, v) if isinstance(v, str) else v)
-    numeric = pd.to_numeric(series.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v), errors="coerce")
-    return numeric.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
 
 
 def _stat(values: np.ndarray, q: float | None) -> np.ndarray:
@@ -180,7 +172,7 @@ def _per_task(comparison: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
     was left out."""
     column, kind, direction, q = _primary(comparison)
     data, in_base, in_cand = _arms(comparison)
-    values = _values(data[column])
+    values = _values(data, column, kind)  # as the comparison read them
     known = ~np.isnan(values)
     splits, fisher = _Splits(comparison.settings.seed), {}
     rows, one_arm = [], []
@@ -262,7 +254,7 @@ def _with_runs(shown: pd.DataFrame, comparison: Any, column: str, kind: str) -> 
     for task in shown["task_id"]:
         for name, mask in (("baseline", in_base), ("candidate", in_cand)):
             runs = data[(tasks == task) & mask]
-            values = _values(runs[column])
+            values = _values(runs, column, kind)
             cells[f"runs_{name}"].append(tuple(_run_ids(runs)))
             cells[f"values_{name}"].append(tuple(
                 None if np.isnan(v) else (bool(v) if kind == "binary" else float(v)) for v in values))

@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from agentab.reporting._style import NEUTRAL, PALETTE, _shorten, _styled, _wrap
+from agentab.reporting._style import (
+    NEUTRAL,
+    PALETTE,
+    _log_ticks,
+    _shorten,
+    _styled,
+    _wrap,
+)
 
 __all__ = ["pareto_figure", "profile_figure"]
 
@@ -160,6 +167,7 @@ def pareto_figure(profile: Any, x: str = "tokens p95", y: str | None = None, log
         log_x = len(xs) > 0 and bool((xs > 0).all()) and xs.max() / xs.min() > 30
     if log_x:
         ax.set_xscale("log")
+        _log_ticks(ax.xaxis)  # plain numbers: a log axis's default labels are math text
     ax.set_xlabel(_wrap(x + (" (%)" if sx == 100.0 else "") + "  (better: "
                         + _better(profile, x) + ")", 90))
     ax.set_ylabel(_wrap(y + (" (%)" if sy == 100.0 else "") + "  (better: " + _better(profile, y) + ")", 60))

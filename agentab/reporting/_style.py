@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -97,3 +98,17 @@ def _shorten(text: str, limit: int, keep: int = 30) -> str:
     """``text`` of at most ``limit`` characters, cut in the middle: its end (a statistic, a unit) stays readable."""
     text = str(text)
     return text if len(text) <= limit else text[: limit - keep - 1] + "\u2026" + text[-keep:]
+
+
+def _log_ticks(axis: Any) -> None:
+    """Plain numbers on a log axis (its default labels are math text, which agentab shows literally)."""
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def _legend_right(ax: Any, width: int = 28, **kwargs: Any) -> None:
+    """The legend beside the axes (never over the data), its labels wrapped."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, [_wrap(label, width) for label in labels], loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  borderaxespad=0.0, fontsize=8, **kwargs)

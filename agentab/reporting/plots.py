@@ -41,34 +41,21 @@ __all__ = [
     "tool_choice",
 ]
 
-from agentab.reporting._style import (  # noqa: F401  (the style's names, read here and by the other figures)
-    _STYLE,
+from agentab.reporting._profile_figures import pareto_figure, profile_figure
+from agentab.reporting._style import (  # noqa: F401  (MAX_LABEL and level_colours are read through plots)
     BETTER,
     LEVEL_COLOURS,
     MAX_LABEL,
     NEUTRAL,
     PALETTE,
     WORSE,
-    _literal,
+    _legend_right,
+    _log_ticks,
     _shorten,
     _styled,
     _wrap,
     level_colours,
 )
-
-
-def _log_ticks(axis: Any) -> None:
-    """Plain numbers on a log axis (its default labels are math text, which agentab shows literally)."""
-    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-
-
-def _legend_right(ax: Any, width: int = 28, **kwargs: Any) -> None:
-    """The legend beside the axes (never over the data), its labels wrapped."""
-    handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        ax.legend(handles, [_wrap(label, width) for label in labels], loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                  borderaxespad=0.0, fontsize=8, **kwargs)
 
 
 def arm_colours(arms: Sequence[Any], baseline: Any = None, candidate: Any = None) -> dict[Any, str]:
@@ -462,6 +449,3 @@ def power_curve(plan: Any, *, seeds_per_task: Sequence[int] | None = None) -> Fi
     ax.set_title(_wrap(f"Power to detect {plan.effect_text()} on {plan.metric}", 70))
     ax.legend(loc="lower right")
     return fig
-
-
-from agentab.reporting._profile_figures import pareto_figure, profile_figure
