@@ -403,3 +403,13 @@ def test_registered_and_detected():
     assert agentab.formats.detect(FILES[0].read_bytes()[:65536], FILES[0].name) == "mini-swe-agent"
     traces = load_traces(DATA, strict=False)
     assert len(traces.rejected) == len(FILES) + len(SCRIPTED) and set(traces.rejected.field) == {"outcome"}
+
+
+def test_a_value_json_cannot_encode_is_a_rejection_quoting_it():
+    # the shared describe (formats._base) quotes any value; the reader's own copy raised TypeError here
+    from agentab.formats.mini_swe_agent import FORMAT as MINI
+
+    traj = json.loads(FILES[0].read_text())
+    traj["instance_id"] = object()
+    (item,) = MINI.read_objects([traj], "<records>", MINI.fields)
+    assert item.record is None and item.field == "instance_id" and "got object" in item.reason

@@ -9,9 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import msgspec
-
-from agentab.formats._base import Reject, lookup, token_count
+from agentab.formats._base import Reject, describe, lookup, token_count
 
 __all__ = ["Run", "describe", "walk_steps"]
 
@@ -22,11 +20,6 @@ _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.DOTALL)
 #: A v1 reply: the return code, then the output (what :func:`_output_text` finds first).
 _V1_REPLY = re.compile(r"\s*<returncode>\s*(-?\d+)\s*</returncode>.*?<output>\n?(.*?)</output>", re.DOTALL)
 _HEAD_TAIL = re.compile(r"<output_head>\n?(.*?)</output_head>.*<output_tail>\n?(.*?)</output_tail>", re.DOTALL)
-
-
-def describe(value: Any) -> str:
-    text = msgspec.json.encode(value).decode() if not isinstance(value, str) else repr(value)
-    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
 # --------------------------------------------------------------------------- #

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentab.formats._base import Reject
+from agentab.formats._base import Reject, describe
 
 __all__ = ["count", "describe", "event_steps"]
 
@@ -27,11 +27,6 @@ _OBSERVATIONS = frozenset({
     "loop_detection", "success", "file_download", "agent_condensation",
 })
 _ERROR_OBSERVATIONS = frozenset({"error", "user_rejected"})
-
-
-def describe(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
 def count(n: Any) -> int | None:
