@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -322,3 +323,20 @@ def test_one_corrupt_record_never_costs_another(tmp_path, fmt, which, how, where
         load_traces(path, format=fmt)
     except TraceError:
         pass
+
+
+def test_a_lone_surrogate_in_an_atif_trajectory_or_swe_agent_arguments_is_one_rejection(tmp_path):
+    # one JSON decoder for whole documents (formats.files.decode_json): these two readers used to raise
+    # UnicodeEncodeError from deep inside on the escape "\ud800"
+    data = Path(__file__).parent / "data"
+    shutil.copytree(data / "atif" / "hello-world__Linear2", tmp_path / "hello-world__Linear2")
+    trajectory = tmp_path / "hello-world__Linear2" / "agent" / "trajectory.json"
+    trajectory.write_text(trajectory.read_text().replace('"session_id": "', '"session_id": "\\ud800', 1))
+    traces = load_traces(tmp_path, format="atif", strict=False)
+    assert traces.runs.empty and "lone surrogate" in traces.rejected.loc[0, "reason"]
+    raw = json.loads((data / "swe_agent" / "marshmallow-code__marshmallow-1867.traj").read_text())
+    call = next(c for h in raw["history"] for c in (h.get("tool_calls") or []))
+    call["function"]["arguments"] = '{"x": "\\ud800"}'
+    (tmp_path / "run.traj").write_text(json.dumps(raw))
+    traces = load_traces(tmp_path / "run.traj", strict=False)
+    assert traces.runs.empty and traces.rejected.loc[0, "reason"].startswith("arguments are not JSON")

@@ -19,11 +19,14 @@ import json
 import os
 import zipfile
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from agentab.errors import TraceError
 
 __all__ = ["BOM", "JSON_SPACE", "Budget", "InflateLimit", "MAX_INFLATED_BYTES", "MAX_INFLATION_RATIO",
-           "RATIO_FREE_BYTES", "first_keys", "inflate_cap", "is_record_keys", "open_trace_file", "printable",
+           "RATIO_FREE_BYTES", "decode_json", "first_keys", "inflate_cap", "is_record_keys", "open_trace_file", "printable",
            "read_member"]
 
 #: Most bytes one compressed file or archive member may inflate to (4 GiB).
@@ -180,3 +183,33 @@ def first_keys(head: bytes) -> frozenset[str] | None:
 def is_record_keys(keys: frozenset[str]) -> bool:
     """Whether a record's top-level keys are our record's: ``run_id`` and ``steps``, and no message list."""
     return {"run_id", "steps"} <= keys and not keys & {"messages", "traj", "resourceSpans", "samples", "eval"}
+
+
+def decode_json(data: bytes | bytearray | str) -> tuple[Any, tuple[int, str] | None]:
+    """One JSON document -> (value, None), or (None, (line, message)): msgspec first, then :mod:`json` for what
+    it refuses (NaN and Infinity, which Inspect writes; integers beyond 64 bits), and a lone surrogate escape
+    (``"\\ud800"``, no text agentab can store) is a problem, never a value that fails later.
+
+    Examples
+    --------
+    >>> decode_json(b'{"a": NaN}')[0], decode_json(b'[1,')[1][0]
+    ({'a': nan}, 1)
+    """
+    try:
+        return msgspec.json.decode(data), None
+    except msgspec.DecodeError:
+        pass
+    try:
+        value = json.loads(data)
+        msgspec.json.encode(value)  # a lone surrogate escape ("\\ud800") is no text agentab can store
+    except UnicodeDecodeError as err:
+        return None, (1, f"not UTF-8 text ({err.reason} at byte {err.start})")
+    except UnicodeEncodeError:
+        return None, (1, "a string holds a lone surrogate escape (such as \\ud800): not UTF-8 text")
+    except (ValueError, RecursionError) as err:
+        if isinstance(err, json.JSONDecodeError):
+            return None, (err.lineno, f"{err.msg} (column {err.colno})")
+        if isinstance(err, RecursionError):
+            return None, (1, "nested too deeply")
+        return None, (1, str(err).split(";")[0])  # e.g. an integer of more than 4,300 digits
+    return value, None

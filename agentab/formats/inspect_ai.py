@@ -173,7 +173,6 @@ and outcome in :mod:`._inspect_fields`.
 
 from __future__ import annotations
 
-import json
 import lzma
 import os
 import re
@@ -189,7 +188,14 @@ from agentab.errors import TraceError
 from agentab.formats._base import FieldMap, Format, Item
 from agentab.formats._inspect_fields import DEFAULTS, Header
 from agentab.formats._inspect_sample import sample_item
-from agentab.formats.files import Budget, InflateLimit, open_trace_file, printable, read_member
+from agentab.formats.files import (
+    Budget,
+    InflateLimit,
+    decode_json,
+    open_trace_file,
+    printable,
+    read_member,
+)
 
 __all__ = ["FORMAT"]
 
@@ -269,7 +275,7 @@ def _read_archive(path: Path, fields: FieldMap) -> Iterator[Item]:
             except _MEMBER_ERRORS as err:  # corrupt, encrypted, or an unsupported compression method
                 yield Item(line=1, reason=f"cannot read this archive member: {printable(str(err))}", source=source)
                 continue
-            sample, error = _decode(data)
+            sample, error = decode_json(data)
             if error is not None:
                 yield Item(line=error[0], reason=f"malformed JSON: {error[1]}", source=source)
                 continue
@@ -294,7 +300,7 @@ def _archive_header(archive: zipfile.ZipFile, members: list[str],
         return None, (_HEADER, ("the archive has no header.json (nor _journal/start.json): "
                                 "not an Inspect .eval log, or one whose writing never started"))
     try:
-        doc, error = _decode(read_member(archive, member, f"{archive.filename}:{member}", budget))
+        doc, error = decode_json(read_member(archive, member, f"{archive.filename}:{member}", budget))
     except InflateLimit as err:
         return None, (member, f"cannot read {member}: {err.reason}")
     except _MEMBER_ERRORS as err:
@@ -324,7 +330,7 @@ def _read_json_log(path: Path, fields: FieldMap) -> Iterator[Item]:
         doc = {key: msgspec.json.decode(value) for key, value in top.items()}
         samples = None if raw_samples is None else msgspec.json.decode(raw_samples, type=list[msgspec.Raw] | None)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        doc, error = _decode(data)  # NaN or Infinity (Inspect writes them), or not a log at all
+        doc, error = decode_json(data)  # NaN or Infinity (Inspect writes them), or not a log at all
         if error is not None:
             yield Item(line=error[0], reason=f"malformed JSON: {error[1]}; the whole Inspect log was left out")
             return
@@ -365,28 +371,6 @@ def _read_objects(objects: Sequence[Any], name: str, fields: FieldMap) -> Iterat
         for item in _read_log(obj, fields, None, position):
             position = item.line
             yield item
-
-
-def _decode(data: bytes | bytearray) -> tuple[Any, tuple[int, str] | None]:
-    """JSON bytes -> (value, None), or (None, (line, message)). NaN and Infinity (Inspect writes them) are read."""
-    try:
-        return msgspec.json.decode(data), None
-    except msgspec.DecodeError:
-        pass
-    try:
-        value = json.loads(data)
-        msgspec.json.encode(value)  # a lone surrogate escape ("\\ud800") is no text agentab can store
-    except UnicodeDecodeError as err:
-        return None, (1, f"not UTF-8 text ({err.reason} at byte {err.start})")
-    except UnicodeEncodeError:
-        return None, (1, "a string holds a lone surrogate escape (such as \\ud800): not UTF-8 text")
-    except (ValueError, RecursionError) as err:
-        if isinstance(err, json.JSONDecodeError):
-            return None, (err.lineno, f"{err.msg} (column {err.colno})")
-        if isinstance(err, RecursionError):
-            return None, (1, "nested too deeply")
-        return None, (1, str(err).split(";")[0])  # e.g. an integer of more than 4,300 digits
-    return value, None
 
 
 FORMAT = Format(

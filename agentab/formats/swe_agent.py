@@ -120,7 +120,7 @@ from agentab.formats._base import (
     token_count,
 )
 from agentab.formats._missing import absent
-from agentab.formats.files import BOM, open_trace_file
+from agentab.formats.files import BOM, decode_json, open_trace_file
 
 __all__ = ["FIELDS", "FORMAT", "convert", "sniff"]
 
@@ -392,15 +392,9 @@ def _function_call(tool_calls: list[Any], where: str) -> tuple[str, dict[str, An
 def _arguments(text: str, where: str) -> dict[str, Any]:
     """A call's arguments text parsed (an object), or the rejection naming the call. msgspec parses what it can
     (one C call); what it refuses, :mod:`json` reads as before (NaN, integers beyond 64 bits) or rejects."""
-    try:
-        arguments = msgspec.json.decode(text)
-    except msgspec.DecodeError:
-        arguments = MISSING
-    try:
-        if arguments is MISSING:
-            arguments = json.loads(text)
-    except ValueError:
-        raise Reject(f"{where}.tool_calls[0].function.arguments", f"arguments are not JSON: {text[:80]!r}") from None
+    arguments, problem = decode_json(text)
+    if problem is not None:
+        raise Reject(f"{where}.tool_calls[0].function.arguments", f"arguments are not JSON: {text[:80]!r}")
     if arguments is None:
         return {}
     if not isinstance(arguments, dict):

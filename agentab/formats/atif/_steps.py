@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import msgspec
-
 from agentab.formats._base import Reject, token_count
-from agentab.formats.files import open_trace_file
+from agentab.formats.files import decode_json, open_trace_file
 from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["VERSIONS", "Walk", "beside", "load"]
@@ -29,17 +26,7 @@ _COUNTS = ("tokens_in", "tokens_out", "tokens_cached", "cost_usd")
 def load(path: Path) -> tuple[Any, tuple[int, str] | None]:
     """A JSON file's value, or (None, (line, message))."""
     with open_trace_file(path) as fh:
-        data = fh.read()
-    try:
-        return msgspec.json.decode(data), None
-    except msgspec.DecodeError:
-        pass
-    try:
-        return json.loads(data), None
-    except json.JSONDecodeError as err:
-        return None, (err.lineno, f"{err.msg} (column {err.colno})")
-    except (ValueError, RecursionError) as err:
-        return None, (1, str(err).split(";")[0] or "nested too deeply")
+        return decode_json(fh.read())
 
 
 def beside(folder: Path | None, ref: Any) -> Path | None:
