@@ -102,8 +102,8 @@ class SlicedComparison(Display):
         """The whole comparison's flipped tasks (:meth:`Comparison.flipped_tasks` of :attr:`overall`), with each
         task's slice in a last column ``slice``."""
         table = self.overall.flipped_tasks(n)
-        slice_of = {task: name for name, c in self.comparisons.items()
-                    for task in c.flipped_tasks(n=10**9)["task_id"]} if len(table) else {}
+        cluster = self.overall.settings.cluster  # tasks nest in slices (checked), so each task has one
+        slice_of = {task: name for name, c in self.comparisons.items() for task in pd.unique(c.data[cluster])}
         return table.assign(slice=[slice_of.get(t) for t in table["task_id"]])
 
     def to_frame(self) -> pd.DataFrame:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from agentab.errors import TraceError
-from agentab.traces._results import column_hint, load_results
+from agentab.traces._results import _blank, column_hint, load_results
 
 __all__ = ["Found", "OutcomeTable", "read_outcomes"]
 
@@ -115,7 +115,7 @@ def read_outcomes(source: Any) -> OutcomeTable:
     """
     excluded: dict[tuple[Any, ...], str] = {}
     if isinstance(source, pd.DataFrame):
-        frame, label = source.copy(), "<DataFrame>"
+        frame, label = load_results(source), "<DataFrame>"  # read as a file's table is (a copy)
     elif isinstance(source, (str, Path)):
         label = str(source)
         if Path(source).is_dir():
@@ -161,8 +161,8 @@ def _read_report_folder(folder: Path) -> pd.DataFrame:
         data = _load_json(path)
         if isinstance(data, dict) and isinstance(data.get("resolved"), bool):  # the instance's own, flat
             rows.append({"task_id": path.parent.name, "outcome": data["resolved"]})
-        elif isinstance(data, dict) and data and all(isinstance(v, dict) and "resolved" in v for v in data.values()):
-            rows.extend({"task_id": k, "outcome": v["resolved"]} for k, v in data.items())
+        elif (found := _instance_rows(data)) is not None:
+            rows.extend(found)
         else:
             raise TraceError("not a SWE-bench instance report: expected {instance_id: {\"resolved\": ...}} or "
                              "{\"resolved\": ...}", source=str(path))
@@ -180,11 +180,17 @@ def _read_json(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
         raise TraceError(f"expected a JSON object or array, got {type(data).__name__}", source=str(path))
     if "resolved_ids" in data:
         return _swebench_report(data, path)
-    if data and all(isinstance(v, dict) and "resolved" in v for v in data.values()):  # per-instance report.json
-        rows = [{"task_id": k, "outcome": v["resolved"]} for k, v in data.items()]
+    if (rows := _instance_rows(data)) is not None:  # per-instance report.json
         return pd.DataFrame.from_records(rows), {}
     raise TraceError("not an outcomes table: expected an array of objects with `outcome`, a SWE-bench report "
                      "(`resolved_ids`), or {instance_id: {\"resolved\": ...}}", source=str(path))
+
+
+def _instance_rows(data: Any) -> list[dict[str, Any]] | None:
+    """SWE-bench's per-instance report, ``{instance_id: {"resolved": ...}}``, as rows; None if it is not one."""
+    if isinstance(data, dict) and data and all(isinstance(v, dict) and "resolved" in v for v in data.values()):
+        return [{"task_id": k, "outcome": v["resolved"]} for k, v in data.items()]
+    return None
 
 
 def _swebench_report(data: Mapping[str, Any], path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -212,7 +218,7 @@ def _key_of(values: list[Any], column: str, label: str) -> list[Any]:
     """A key column's values as the record keeps them: ids as text, seeds as integers."""
     out = []
     for row, value in enumerate(values, start=1):
-        if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        if _blank(value):
             raise TraceError(f"row {row} has a blank `{column}`", source=label)
         if column == "seed":
             if isinstance(value, (float, np.floating)) and float(value).is_integer():
@@ -227,7 +233,7 @@ def _key_of(values: list[Any], column: str, label: str) -> list[Any]:
 
 def _verdict(value: Any, row: int, label: str) -> bool | float | None:
     """An outcome cell: True/False, a finite number, or None for a blank; anything else is an error."""
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if _blank(value):
         return None
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
