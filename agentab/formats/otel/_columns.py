@@ -373,9 +373,9 @@ class _Runs:
             t_in, t_out = totals_in[r], totals_out[r]
             metadata = _rules.metadata(
                 mapping, models[r], harnesses[r], providers[r], conversations.get(i), trace_id, span_text,
-                run_starts[r], run_ends[r], t_in if t_in >= 0 else None, t_out if t_out >= 0 else None, self, i)
+                run_starts[r], run_ends[r], self, i)
             steps = self.steps.of(*bounds[r], t_in, t_out)
-            steps, totals = _rules.store_details(steps, metadata,
+            steps, totals = _rules.store_details(steps, t_in if t_in >= 0 else None, t_out if t_out >= 0 else None,
                                                  self.steps.details_of(*bounds[r], r) if self.steps.details else {})
             record = Prepared(run_id, task_id, seed, arm, outcome, money.get("cost_usd"),  # type: ignore[arg-type]
                               money.get("latency_s"), metadata, steps, totals=totals)

@@ -1,7 +1,7 @@
 """The rules the two OTel readers share: attribute names, span kinds, and run-level values.
 
-Both readers (span by span, :mod:`._spans` and :mod:`._run`; in columns,
-:mod:`._columns` and :mod:`._column_runs`) find the attribute values of a run
+Both readers (span by span, :mod:`._spans` and :mod:`._span_runs`; in columns,
+:mod:`._arrays` and :mod:`._columns`) find the attribute values of a run
 their own way and hand them here: which names are read, how a span's kind
 follows from its operation or name, which values a task id, seed, outcome,
 arm or amount takes, how a run's identity, amounts and metadata are put
@@ -360,7 +360,7 @@ def amounts(found: Mapping[str, Hit | None], start: int | None, end: int | None,
 
 def metadata(mapping: FieldMap, model: Hit | None, harness: Hit | None, provider: Hit | None,
              conversation: Any, trace_id: str, span_id: str, started: str | None, ended: str | None,
-             tokens_in: int | None, tokens_out: int | None, view: RunView, run: Any) -> dict[str, Any]:
+             view: RunView, run: Any) -> dict[str, Any]:
     """A run's metadata from the attributes found for the run span.
 
     Without a model (by the default names), the run's first model call's;
@@ -395,10 +395,6 @@ def metadata(mapping: FieldMap, model: Hit | None, harness: Hit | None, provider
         out["started_at"] = started
     if ended is not None:
         out["ended_at"] = ended
-    if tokens_in is not None:
-        out["tokens_in"] = tokens_in
-    if tokens_out is not None:
-        out["tokens_out"] = tokens_out
     return out
 
 
@@ -406,7 +402,7 @@ def metadata(mapping: FieldMap, model: Hit | None, harness: Hit | None, provider
 DETAIL_KEYS = ("tokens_cached", "tokens_reasoning")
 
 
-def store_details(steps: Any, run_metadata: dict[str, Any],
+def store_details(steps: Any, tokens_in: int | None, tokens_out: int | None,
                   found: Mapping[str, tuple[list[int], list[bool], int | None]]) -> tuple[Any, dict[str, int] | None]:
     """A run's steps with their cached and reasoning tokens, and the run's token totals (``found``: per
     :data:`DETAIL_KEYS` key, the count of each step, which steps received one, and the run's total, None: no
@@ -415,9 +411,9 @@ def store_details(steps: Any, run_metadata: dict[str, Any],
     The one place these counts are written: the steps' ``tokens_cached`` / ``tokens_reasoning`` (a step that
     received none has none: unknown, never 0), and the run's totals (:class:`~agentab.formats.decode.Prepared`
     ``totals``), which also take the ``tokens_in`` / ``tokens_out`` of every model call of the run, those
-    that called no tool included (moved out of ``run_metadata``).
+    that called no tool included (``tokens_in``, ``tokens_out``; None: unknown).
     """
-    totals = {key: run_metadata.pop(key) for key in ("tokens_in", "tokens_out") if key in run_metadata}
+    totals = {key: value for key, value in (("tokens_in", tokens_in), ("tokens_out", tokens_out)) if value is not None}
     columns = {}
     for key, (per_step, received, total) in found.items():
         if total is None:

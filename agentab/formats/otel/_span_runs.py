@@ -147,8 +147,8 @@ def record(run: Span, mapping: Mapping[str, str], tree: list[Span],
         mapping, _find(run, srcs["model"], names_of(mapping, "model")),
         _find(run, srcs["harness"], names_of(mapping, "harness")),
         _lookup(run, PROVIDER), get(run, "gen_ai.conversation.id"), run.trace_id, run.span_id,
-        _rules.iso(run.start), _rules.iso(run.end), tokens_in, tokens_out, _VIEW, tree)
-    steps, totals = _rules.store_details(steps, metadata, details)
+        _rules.iso(run.start), _rules.iso(run.end), _VIEW, tree)
+    steps, totals = _rules.store_details(steps, tokens_in, tokens_out, details)
     return (Prepared(run_id, task_id, seed, arm, outcome, amounts.get("cost_usd"), amounts.get("latency_s"),
                      metadata, steps, totals=totals), source, absent)  # type: ignore[arg-type]  # None: for the loader to fill
 
