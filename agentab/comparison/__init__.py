@@ -12,11 +12,23 @@
 """
 
 from agentab.comparison.compare import TABLE_COLUMNS, compare
-from agentab.comparison.decide import ASSESSMENT_RULE, ASSESSMENTS, VERDICTS, Decision, assess, parse_guardrails
+from agentab.comparison.decide import (
+           ASSESSMENT_RULE,
+           ASSESSMENTS,
+           VERDICTS,
+           Decision,
+           assess,
+           parse_guardrails,
+)
 from agentab.comparison.multi import MultiComparison, MultiSettings
 from agentab.comparison.profiles import Profile, ProfileSettings, profile
+from agentab.comparison.result import (
+           Comparison,
+           ComparisonDesign,
+           ComparisonSettings,
+           Dropped,
+)
 from agentab.comparison.slices import SlicedComparison, compare_slices
-from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
 
 __all__ = ["ASSESSMENTS", "ASSESSMENT_RULE", "Comparison", "ComparisonDesign", "ComparisonSettings", "Decision",
            "Dropped", "MultiComparison", "MultiSettings", "Profile", "ProfileSettings", "SlicedComparison", "TABLE_COLUMNS", "VERDICTS", "assess", "compare", "compare_slices", "parse_guardrails", "profile"]

@@ -18,6 +18,7 @@ from agentab import stats
 from agentab._checks import seed_sequence
 from agentab.comparison._inputs import _values
 from agentab.comparison._routing import _rng
+from agentab.comparison.decide import holm
 from agentab.comparison.result import Comparison
 from agentab.stats.two_sample import task_label
 
@@ -95,7 +96,7 @@ def primary_family(data: pd.DataFrame, comps: Mapping[str, Comparison], baseline
             why = f"the arms share {len(tasks)} task(s) with a value of {primary}"
         means = {a: m.loc[tasks] for a, m in means.items()}
     if why is not None:
-        return _holm(p_two, alpha, why)
+        return _holm(p_two, why)
     same = all(int(comp.metric(primary).n_units[0]) == len(tasks) for comp in comps.values())
     arms = [baseline, *comps]
     root = seed_sequence(seed)
@@ -135,15 +136,9 @@ def _max_t(means: Mapping[str, pd.Series], pairs: Sequence[tuple[str, str]], fam
                                 scales=np.array(scales))
 
 
-def _holm(p_two: Mapping[str, float], alpha: float, why: str) -> Family:
+def _holm(p_two: Mapping[str, float], why: str) -> Family:
     """Holm (1979) over the candidates' two-arm primary p-values: the fallback where the max-T cannot apply."""
-    names = [c for c, p in p_two.items() if np.isfinite(p)]
-    adjusted = {c: float("nan") for c in p_two}
-    if names:
-        from statsmodels.stats.multitest import multipletests  # heavy: imported when first needed
-
-        for c, p in zip(names, multipletests([p_two[c] for c in names], alpha=alpha, method="holm")[1]):
-            adjusted[c] = float(p)
+    adjusted = {c: float(p) for c, p in zip(p_two, holm(list(p_two.values())))}
     words = (f"primary p-values Holm-adjusted across the {len(p_two)} candidates (the fallback: the max-T over shared "
              f"sign flips cannot apply because {why})")
     statement = ("no best-candidate statement: it needs every pair of arms compared on one set of task sign flips "

@@ -16,8 +16,18 @@ import numpy as np
 import pandas as pd
 
 from agentab._checks import check_whole, jsonable_seed, seed_sequence
-from agentab._display import Block, Display, Items, Lines, Table, Title, json_ready, number
+from agentab._display import (
+    Block,
+    Display,
+    Items,
+    Lines,
+    Table,
+    Title,
+    json_ready,
+    number,
+)
 from agentab.comparison._inputs import _values
+from agentab.comparison.decide import holm
 from agentab.comparison.result import Comparison
 from agentab.errors import CompareError
 from agentab.stats.interaction import InteractionResult, slice_interaction
@@ -235,13 +245,10 @@ def _slice_row(label: Any, result: Comparison) -> dict[str, Any]:
             "candidate": float(row["candidate"]), "design": str(row["design"]), "note": "; ".join(notes)}
 
 
-def _holm(table: pd.DataFrame, alpha: float) -> pd.DataFrame:
+def _holm(table: pd.DataFrame) -> pd.DataFrame:
     family = table["p_value"].notna()
     if family.any():
-        from statsmodels.stats.multitest import multipletests
-
-        table.loc[family, "p_adjusted"] = multipletests(table.loc[family, "p_value"].astype(float), alpha=alpha,
-                                                        method="holm")[1]
+        table.loc[family, "p_adjusted"] = holm(table.loc[family, "p_value"])
     return table
 
 
@@ -343,7 +350,7 @@ def sliced(data: Any, by: str, *, run: Callable[..., Any], traces: Any = None, m
             continue
         comparisons[label] = result
         rows.append(_slice_row(label, result))
-    table = _holm(pd.DataFrame(rows), settings.alpha)
+    table = _holm(pd.DataFrame(rows))
     table["n_tasks"] = table["n_tasks"].astype("Int64")
     inter, why = _interaction(overall, labels, list(comparisons), settings)
     if why:

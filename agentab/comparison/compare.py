@@ -40,10 +40,15 @@ from agentab.comparison._routing import (
     _levels_table,
     _runs_per_task,
 )
-from agentab.comparison.decide import Decision, check_guardrail, decide
 from agentab.comparison._slices_core import SlicedComparison, sliced
+from agentab.comparison.decide import Decision, check_guardrail, decide, holm
 from agentab.comparison.multi import MultiComparison, compare_many, is_many
-from agentab.comparison.result import Comparison, ComparisonDesign, ComparisonSettings, Dropped
+from agentab.comparison.result import (
+    Comparison,
+    ComparisonDesign,
+    ComparisonSettings,
+    Dropped,
+)
 from agentab.errors import CompareError, StatsWarning
 from agentab.traces import labels, load_results
 
@@ -391,11 +396,7 @@ def _table(rows: list[dict], inp: _CompareInput) -> tuple[pd.DataFrame, tuple[st
     # cannot be rejected, and leaving it out of the Holm family costs no error control.
     family = (table["role"] == "secondary") & table["p_value"].notna() & ~table["constant"]
     if family.any():
-        from statsmodels.stats.multitest import (
-            multipletests,  # heavy: imported when first needed
-        )
-
-        table.loc[family, "p_adjusted"] = multipletests(table.loc[family, "p_value"], alpha=inp.alpha, method="holm")[1]
+        table.loc[family, "p_adjusted"] = holm(table.loc[family, "p_value"])
     table["assessment"] = _assess(table, inp.alpha)
     table["tasks"] = table["tasks"].astype("Int64")
     return table[list(TABLE_COLUMNS)], tuple(table.loc[family, "metric"])

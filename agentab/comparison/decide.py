@@ -307,6 +307,26 @@ def _primary_sentence(row: pd.Series, alpha: float, table: pd.DataFrame) -> str:
     return f"{row['metric']} ({stat}): {move}, p = {row['p_value']:.3g}"
 
 
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm (1979) adjusted p-values of one family; a NaN (no test) stays NaN and is not in the family.
+
+    Examples
+    --------
+    >>> holm([0.01, float("nan"), 0.04]).round(3).tolist()
+    [0.02, nan, 0.04]
+    """
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    family = ~np.isnan(p)
+    if family.any():
+        from statsmodels.stats.multitest import (
+            multipletests,  # heavy: imported when first needed
+        )
+
+        out[family] = multipletests(p[family], method="holm")[1]
+    return out
+
+
 def assess(role: str, p_value: float, p_adjusted: float, effect: float, ci_low: float, ci_high: float,
            direction: str, alpha: float) -> str:
     """The assessment of one row of the comparison table: the one rule every display and report shows.
