@@ -128,14 +128,18 @@ def test_hostile_arm_names_are_escaped(hostile, tmp_path):
 
 
 def test_the_write_is_atomic_and_goes_through_the_shared_writer(hostile, tmp_path, monkeypatch):
+    import sys
+
     import agentab._write
-    from agentab.reporting import _many, plots
+    from agentab.reporting import plots
+
+    writer = sys.modules["agentab.reporting.report"]  # the one writer of every report (report._write)
 
     path = tmp_path / "r.html"
     path.write_text("the earlier report", encoding="utf-8")
     calls = []
     real = agentab._write.atomic_text
-    monkeypatch.setattr(_many, "atomic_text", lambda p, text: (calls.append(Path(p)), real(p, text))[1])
+    monkeypatch.setattr(writer, "atomic_text", lambda p, text: (calls.append(Path(p)), real(p, text))[1])
 
     def broken(*args, **kwargs):
         raise RuntimeError("killed while drawing")

@@ -19,8 +19,6 @@ the interaction test's p-value with its method, and the notes of small or failed
 
 from __future__ import annotations
 
-import datetime as _dt
-import html
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -28,12 +26,11 @@ from typing import Any
 
 import pandas as pd
 
-from agentab._write import atomic_text
 from agentab.comparison import MultiComparison, SlicedComparison, profile
 from agentab.comparison.slices import SLICE_COLUMNS
 from agentab.errors import CompareError
 from agentab.reporting._flipped_section import flipped_section
-from agentab.reporting._markdown import _Block, write_markdown
+from agentab.reporting._markdown import _Block
 
 __all__ = ["is_many", "report_many"]
 
@@ -80,8 +77,8 @@ def report_many(result: Any, path: str | Path, sections: ModuleType, *, format: 
         overall = result.overall
         title = title or f"agentab: {overall.candidate} vs {overall.baseline}, by {result.settings.by}"
         seed = overall.settings.seed if seed is None else seed
-        blocks = _two_arm_body(sections, overall, plots, traces, diagnosis, seed, format, title) + _slices(result)
-    _write(sections, path, format, title, blocks)
+        blocks = sections._body(overall, plots, traces, diagnosis, seed, format, title) + _slices(result)
+    sections._write(path, format, title, blocks)
     return path
 
 
@@ -167,28 +164,6 @@ def _candidate_body(sections: ModuleType, comparison: Any, plots: Any, traces: A
 # --------------------------------------------------------------------------- #
 # Slices
 # --------------------------------------------------------------------------- #
-def _two_arm_body(sections: ModuleType, comparison: Any, plots: Any, traces: Any, diagnosis: Any, seed: Any,
-                  format: str, title: str) -> list[_Block]:
-    """The blocks of the two-arm report, in the order :func:`agentab.report` puts them."""
-    from agentab.scoring import diagnose
-
-    blocks = sections._header(comparison, title) + sections._effects(comparison, plots)
-    blocks += sections._levels(comparison, plots) + sections._cost(comparison, plots, seed)
-    if diagnosis is None:
-        try:
-            diagnosis = diagnose(sections._outcome_named(comparison), by=comparison.settings.arm, traces=traces)
-        except KeyError as err:
-            blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: the runs have no {err.args[0]!r} column "
-                                                               "(agentab.score's table has it).")]
-        except (TypeError, ValueError) as err:
-            blocks += [_Block("h2", "Trajectory"), _Block("p", f"No diagnosis: {err}.")]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # empty step buckets have a NaN rate
-        blocks += sections._trajectory(comparison, diagnosis, plots)
-    blocks += sections._tasks(comparison, plots) + flipped_section(comparison, traces, trajectories=format == "html")
-    return blocks + sections._next_experiment(comparison, plots) + sections._notes(comparison)
-
-
 def _slices(result: SlicedComparison) -> list[_Block]:
     s = result.settings
     extra = [c for c in ("baseline", "candidate", "design") if c in result.slices.columns]
@@ -218,20 +193,3 @@ def _slices(result: SlicedComparison) -> list[_Block]:
 # --------------------------------------------------------------------------- #
 # Writing
 # --------------------------------------------------------------------------- #
-def _write(sections: ModuleType, path: Path, format: str, title: str, blocks: list[_Block]) -> None:
-    """The file, whole or not at all: HTML as the two-arm report writes it, Markdown with its figure folder."""
-    from agentab._version import __version__
-
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    footer = f"Made by agentab {__version__} on {stamp}."
-    figures: list[tuple[str, bytes]] = []
-    if format == "markdown":
-        write_markdown(path, blocks, footer, figures)
-        return
-    body = sections._html(blocks, figures)
-    atomic_text(path, (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>{html.escape(title)}</title><style>{sections._CSS}</style></head>\n<body>\n{body}\n"
-        f"<footer>{html.escape(footer)}</footer>\n</body></html>\n"
-    ))

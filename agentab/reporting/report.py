@@ -481,10 +481,18 @@ def report(
                                  diagnosis=diagnosis, title=title, seed=seed)
     path, format = _report_iv(comparison, path, format, traces, diagnosis)
     from agentab.reporting import plots
-    from agentab.scoring import diagnose
 
     title = title or f"agentab: {comparison.candidate} vs {comparison.baseline}"
     seed = comparison.settings.seed if seed is None else seed
+    _write(path, format, title, _body(comparison, plots, traces, diagnosis, seed, format, title))
+    return path
+
+
+def _body(comparison: Any, plots: Any, traces: Any, diagnosis: Any, seed: Any, format: str,
+          title: str) -> list[_Block]:
+    """The blocks of a two-arm report, in order (also each sliced report's whole comparison, :mod:`._many`)."""
+    from agentab.scoring import diagnose
+
     blocks = _header(comparison, title) + _effects(comparison, plots) + _levels(comparison, plots)
     blocks += _cost(comparison, plots, seed)
     if diagnosis is None:
@@ -499,7 +507,11 @@ def report(
         warnings.simplefilter("ignore", RuntimeWarning)  # empty step buckets have a NaN rate
         blocks += _trajectory(comparison, diagnosis, plots)
     blocks += _tasks(comparison, plots) + flipped_section(comparison, traces, trajectories=format == "html")
-    blocks += _next_experiment(comparison, plots) + _notes(comparison)
+    return blocks + _next_experiment(comparison, plots) + _notes(comparison)
+
+
+def _write(path: Path, format: str, title: str, blocks: list[_Block]) -> None:
+    """The report file, whole or not at all: one self-contained HTML file, or Markdown with its figure folder."""
     from agentab._version import __version__
 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -516,4 +528,3 @@ def report(
         atomic_text(path, text)
     else:
         write_markdown(path, blocks, footer, figures)
-    return path
