@@ -40,7 +40,7 @@ by one process per CPU (at the default size only the OTel file is that
 large: OTLP/JSON takes 3.8 times the bytes of our record), and
 ``workers=1``, everything in this process (the cost per record).
 
-Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N]``.
+Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N] [--formats NAME ...]``.
 
 Last run (2026-12-01, ``python benchmarks/bench_formats.py --repeat 3``, 2 CPUs shared with other work, load
 about 1.5; also in ``benchmarks/results/bench_formats.txt``)::
@@ -142,6 +142,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000, help="tasks per arm (5 seeds each; default 1000)")
     parser.add_argument("--repeat", type=int, default=3, help="best of N (default 3)")
+    parser.add_argument("--formats", nargs="+", metavar="NAME", default=None,
+                        help="measure only these formats (the record is always measured, as the reference)")
     args = parser.parse_args()
     records = list(agentab.datasets.example_records(seed=0, n_tasks=args.tasks, n_seeds=5))
     folder = Path(tempfile.mkdtemp())
@@ -152,7 +154,10 @@ def main() -> None:
     missing = [f for f in FORMATS if f.removesuffix("-spans") not in agentab.formats.available()]
     if missing:  # every format is measured: a reader missing from the registry is an error, not a skip
         raise SystemExit(f"formats missing from agentab.formats: {', '.join(missing)}")
-    names = list(FORMATS)
+    unknown = sorted(set(args.formats or ()) - set(FORMATS))
+    if unknown:
+        raise SystemExit(f"unknown formats: {', '.join(unknown)}; known: {', '.join(FORMATS)}")
+    names = [f for f in FORMATS if args.formats is None or f == "record" or f in args.formats]
     times: dict[tuple[str, int | None], list[float]] = {}
     loaded: dict[str, agentab.Traces] = {}
     order = random.Random(0)
