@@ -41,7 +41,7 @@ from agentab.cli._output import Progress, note
 from agentab.errors import where
 from agentab.traces import SUFFIXES
 
-__all__ = ["Arms", "arm_name", "candidates", "check_arms", "compare_data"]
+__all__ = ["TRAJECTORY_NEEDS", "Arms", "arm_name", "candidates", "check_arms", "compare_data", "no_spec"]
 
 _TRACE_SUFFIXES = tuple(sorted(SUFFIXES, key=len, reverse=True))  # the longest ending first
 
@@ -96,7 +96,7 @@ def _by_column(args: argparse.Namespace, sources: list[Path], tables: bool, name
     column = args.arm_column or "arm"
     where_ = ", ".join(map(str, sources))
     if tables:
-        _no_spec(args, sources)
+        no_spec(args, sources)
         data, traces = read_table(sources, args), None
     else:
         spec = read_spec(args.spec)
@@ -149,18 +149,22 @@ def candidates(args: argparse.Namespace, arms: Arms) -> str | list[str] | None:
     return sorted(present - {args.baseline})
 
 
-def _no_spec(args: argparse.Namespace, sources: Sequence[Path]) -> None:
-    """A results table has no steps: --spec (a trajectory score) cannot apply to it."""
+#: Why a results table cannot be scored as trajectories (the one wording of every such refusal).
+TRAJECTORY_NEEDS = ("a trajectory score needs each run's steps (tool, args, observation status, in order), which a "
+                    "results table (one row per run) does not have")
+
+
+def no_spec(args: argparse.Namespace, sources: Sequence[Path], *, instead: str = "give trace files") -> None:
+    """A results table has no steps: --spec (a trajectory score) cannot apply to it; ``instead`` is the remedy."""
     if getattr(args, "spec", None) is not None:
-        raise InputError(f"--spec scores trajectories (runs with their steps), and {', '.join(map(str, sources))} "
-                         "is a results table (one row per run, no steps): leave out --spec, or give trace files")
+        raise InputError(f"--spec: {TRAJECTORY_NEEDS} ({', '.join(map(str, sources))}); {instead}, or leave out --spec")
 
 
 def _tables_by_position(args: argparse.Namespace, sources: list[Path], names: tuple[str, str] | None) -> Arms:
     """BASELINE CANDIDATE as two scores tables, whose own arm column (if any) must agree with the arm's name."""
     names = names or _default_names(args, *sources)
     named_by = "by --names" if args.names else "after the files or folders"
-    _no_spec(args, sources)
+    no_spec(args, sources)
     frames = []
     for path, name in zip(sources, names):
         frame = read_table(path, args)

@@ -18,7 +18,7 @@ import pandas as pd
 import agentab
 from agentab._checks import MIN_DECISION_RESAMPLES, check_alpha, check_alternative, check_n_resamples, check_whole
 from agentab._write import write_table
-from agentab.cli._arms import _runs_column, candidates, check_arms, compare_data
+from agentab.cli._arms import TRAJECTORY_NEEDS, _runs_column, candidates, check_arms, compare_data, no_spec
 from agentab.cli._inputs import (
     TABLE_SUFFIXES,
     InputError,
@@ -197,16 +197,10 @@ def run_score(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-_TRAJECTORY_NEEDS = ("a trajectory score needs each run's steps (tool, args, observation status, in order), which a "
-                     "results table (one row per run) does not have")
-
-
 def _score_table(args: argparse.Namespace) -> int:
     """``agentab score TABLE``: a results table passes through (no --spec), its columns' kinds shown."""
     sources = ", ".join(map(str, args.traces))
-    if args.spec is not None:
-        raise InputError(f"--spec: {_TRAJECTORY_NEEDS} ({sources}); give trace files, or leave out --spec to "
-                         "pass the table through")
+    no_spec(args, args.traces, instead="give trace files to score")
     table = read_table(list(args.traces), args)
     if args.out is not None:
         write_table(table, args.out, raw_csv=args.raw_csv)
@@ -226,7 +220,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
     """``agentab diagnose``: failure shapes across an experiment."""
     progress = Progress.for_args(args)
     if _tables(args.traces):
-        raise InputError(f"agentab diagnose reads trace files: {_TRAJECTORY_NEEDS} ({', '.join(map(str, args.traces))}); "
+        raise InputError(f"agentab diagnose reads trace files: {TRAJECTORY_NEEDS} ({', '.join(map(str, args.traces))}); "
                          "compare the table's metrics with agentab compare")
     if args.where:
         raise InputError("--where filters results tables and scores; agentab diagnose reads whole traces: "
@@ -344,8 +338,7 @@ def _read_pilot(args: argparse.Namespace, progress: Progress) -> pd.DataFrame:
     """``agentab plan``'s pilot: results or scores tables, or traces scored with --spec; its baseline arm checked."""
     paths = list(args.pilot)
     if _tables(paths):
-        if args.spec is not None:
-            raise InputError(f"--spec: {_TRAJECTORY_NEEDS} ({', '.join(map(str, paths))}); leave out --spec")
+        no_spec(args, paths, instead="give trace files as the pilot")
         pilot = read_table(paths, args)
     else:
         spec = read_spec(args.spec)
