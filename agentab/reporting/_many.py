@@ -8,13 +8,21 @@ no import cycle, and one set of section builders, escaping renderers and atomic 
 Many arms: the decision first (one verdict line per candidate, the adjustment across candidates, the
 best-candidate statement), the summary table, the profile of every system (:func:`agentab.profile`: its
 grid figure, and the Pareto figure of the primary metric against a cost p95 when a cost metric was
-compared), then per candidate a collapsed section with its two-arm report: verdict and reasons, arms and
-design, the effects (forest plot and table), ordinal levels, the per-task profile, the flipped tasks, the
-next experiment and its notes. Cost distributions and trajectory findings stay in each candidate's own
-two-arm report (``agentab.report(result.candidates[name], ...)``), which keeps a sweep's report fast.
+compared), then per candidate a collapsed section holding its two-arm report's body, built by the same
+function (:func:`agentab.reporting.report._body`): verdict and reasons, arms and design, the effects (forest
+plot and table), ordinal levels, the cost quantile shifts, the trajectory section (success by step count,
+failure shapes, tool choice and the findings of :func:`agentab.diagnose` of the pair's runs, with the
+traces when given), the per-task profile, the flipped tasks opening onto their runs' trajectories, the
+next experiment and its notes. Two things are lighter than in a two-arm report, to keep a sweep's file
+and build time in proportion: no distribution figure per cost metric (the profile has every system's p50
+and p95) and up to :data:`FLIPPED_PER_CANDIDATE` flipped tasks each way (the baseline's runs recur in
+every candidate's). A ``diagnosis`` passed to :func:`agentab.report` is not used here: each candidate's
+findings are its own pair's.
 
-Slices: the whole two-arm report of the unsliced comparison, then a "Slices" section: the slices table,
-the interaction test's p-value with its method, and the notes of small or failed slices.
+Slices: the whole two-arm report of the unsliced comparison, then a "Slices" section: a warning naming
+the slices with no estimate, the slices table (each slice's arms, effect and interval formatted as the
+comparison table's, p-values, design, and why a slice has no number), the interaction test's p-value
+with its method, and the notes of every slice.
 """
 
 from __future__ import annotations
@@ -58,7 +66,8 @@ def report_many(result: Any, path: str | Path, sections: ModuleType, *, format: 
     sections : module
         :mod:`agentab.reporting.report`: its section builders, renderers and checks.
     diagnosis : Diagnosis, optional
-        For a sliced comparison, the overall report's findings; a many-arm report shows none.
+        For a sliced comparison, the overall report's findings; not used for many arms (each candidate's
+        findings are those of its pair's runs).
 
     Returns
     -------

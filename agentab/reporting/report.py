@@ -412,8 +412,9 @@ def report(
     ----------
     comparison : Comparison, MultiComparison or SlicedComparison
         From :func:`agentab.compare`. Many candidates: the decision and summary, the profile of every
-        system, then each candidate's two-arm report collapsed; slices (``by=``): the overall report and
-        a "Slices" section (:mod:`agentab.reporting._many`).
+        system, then each candidate's two-arm report collapsed (its cost quantile shifts without the
+        distribution figures, its trajectory findings, up to 5 flipped tasks each way); slices (``by=``):
+        the overall report and a "Slices" section (:mod:`agentab.reporting._many`).
     path : str or Path
         The file to write. With ``format="markdown"`` the images go in a
         folder beside it, ``<stem>_files/`` (``<stem>_markdown_files/`` for a
