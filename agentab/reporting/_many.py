@@ -37,7 +37,6 @@ import pandas as pd
 from agentab.comparison import MultiComparison, SlicedComparison, profile
 from agentab.comparison.decide import format_value
 from agentab.errors import CompareError
-from agentab.reporting._flipped_section import flipped_section
 from agentab.reporting._markdown import _Block
 
 __all__ = ["is_many", "report_many"]
@@ -181,14 +180,17 @@ def _slice_table(result: SlicedComparison) -> pd.DataFrame:
     as the comparison table is; a slice without a number says why in ``note`` (the whole note is listed below)."""
     t, row = result.slices, result.overall.table.iloc[0]
     kind, alpha = str(row["kind"]), result.settings.alpha
+
     def p(v: Any) -> str:
         return f"{v:.3g}" if pd.notna(v) else "-"
+
     def why(effect: Any, n: Any, note: Any) -> str:
         if pd.notna(effect):
             return "see the slice notes" if isinstance(note, str) and note else ""
         if isinstance(note, str) and note.startswith("not compared"):
             return "not compared (see the slice notes)"
         return f"no estimate: {n} tasks, fewer than {result.settings.min_tasks}" if pd.notna(n) else "no estimate"
+
     return pd.DataFrame({
         "slice": t["slice"].astype(str),
         "n_tasks": [str(n) if pd.notna(n) else "-" for n in t["n_tasks"]],
@@ -223,7 +225,7 @@ def _slices(result: SlicedComparison) -> list[_Block]:
     blocks += [
         _Block("table", table=table),
         _Block("p", "Interaction (does the effect differ between slices?): p = "
-                    + (f"{p:.3g}" if p == p else "not tested") + f"; {interaction['method']}."),
+                    + (f"{p:.3g}" if pd.notna(p) else "not tested") + f"; {interaction['method']}."),
     ]
     if interaction["note"]:
         blocks.append(_Block("p", str(interaction["note"])))
