@@ -1155,6 +1155,41 @@ def test_report_with_long_names_and_many_metrics_fits_the_page(wide_report, tmp_
         assert out["shrunk"] == []
 
 
+@pytest.fixture(scope="module")
+def wide_many_report(scores, traces, tmp_path_factory):
+    """A many-arm report with long arm names: two candidates, each section opened onto its cost, trajectory and
+    flipped tasks (the second candidate's runs are not in the traces: its runs say so)."""
+    data = scores.copy()
+    data["arm"] = data["arm"].astype(str).map({"baseline": LONG_BASE, "candidate": LONG_CAND})
+    second = data[data["arm"] == LONG_CAND].assign(arm=LONG_CAND + " and a longer system prompt")
+    second["run_id"] = "second-" + second["run_id"].astype(str)
+    data = pd.concat([data, second], ignore_index=True)
+    path = tmp_path_factory.mktemp("wide_many") / "wide_many.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = agentab.compare(data, baseline=LONG_BASE, candidate="all", metrics=METRICS, n_resamples=199, seed=0)
+        agentab.report(result, path, traces=traces)
+    return path
+
+
+@pytest.mark.parametrize("window", [(1280, 1000), (760, 1000)])
+def test_many_arm_report_with_every_candidates_sections_fits_the_page(wide_many_report, tmp_path, window):
+    """The same layout checks on a many-arm report, every candidate's section opened."""
+    text = wide_many_report.read_text(encoding="utf-8")
+    assert text.count("<h2>Cost and other long-tailed metrics</h2>") == 2 and text.count("<h2>Trajectory</h2>") == 2
+    assert text.count("<h2>Which tasks flipped</h2>") == 2
+    out = _layout(wide_many_report, tmp_path, window)
+    assert out["measured"] > 400
+    assert out["overlaps"] == []
+    assert out["beyond"] == []
+    assert out["spilling"] == []
+    assert out["page"] <= out["width"]
+    if window[0] >= 1000:
+        # Known and left to its owner: the profile grid (plots.profile_figure) is drawn 11.2 in wide (3.2 in of
+        # labels and 2.0 in per panel, 4 panels a row), wider than the page's 60rem, so it is shown shrunk.
+        assert [s for s in out["shrunk"] if s != "IMG Profile of every system"] == []
+
+
 def test_independent_runs_for_want_of_a_task_column_are_announced_first(scores, tmp_path):
     result = agentab.compare(scores.drop(columns="task_id"), metrics=["outcome", "tokens"], n_resamples=199, seed=0)
     assert result.design.warning

@@ -84,6 +84,13 @@ def test_many_html_has_the_profile_and_pareto_figures_and_each_candidates_sectio
     assert all(data.startswith(PNG) for _, data in images)
     assert alts.count("Forest plot of every metric's effect") == len(many.candidates)
     assert many_html.count("<h2>Which tasks flipped</h2>") == len(many.candidates)
+    # Each candidate's cost quantiles (the profile has every system's p50 and p95: no distribution figure) and
+    # its trajectory section (a results table has no steps: it says so, once per candidate).
+    assert alts.count("Quantile shift of agent_duration_sec") == len(many.candidates)
+    assert "Distribution of agent_duration_sec by arm" not in alts
+    assert many_html.count("<h2>Cost and other long-tailed metrics</h2>") == len(many.candidates)
+    assert many_html.count("<h2>Trajectory</h2>") == len(many.candidates)
+    assert many_html.count("No diagnosis: the runs have no &#x27;n_steps&#x27; column") == len(many.candidates)
     assert "<script" not in many_html.lower() and "http://" not in many_html and "https://" not in many_html
 
 
@@ -171,12 +178,28 @@ def test_sliced_report_is_the_overall_report_and_the_slices_table(tb, tmp_path):
     assert f"Verdict: {html.escape(sliced.overall.verdict)}" in text
     assert text.index("<h2>Effects</h2>") < text.index("<h2>Slices</h2>")
     table = text[text.index("<h2>Slices</h2>"):]
-    for column in ("slice", "effect", "ci_low", "ci_high", "p_value", "p_adjusted", "n_tasks"):
+    for column in ("slice", "n_tasks", "baseline", "candidate", "effect", "95% CI", "p_value", "p_adjusted", "note"):
         assert f"<th>{column}</th>" in table
-    for label in ("base", "easy", "hard"):
-        assert f"<td>{label}</td>" in table
+    # Each slice with enough tasks: its effect and its interval, formatted as the comparison table's.
+    rows = sliced.slices.set_index("slice")
+    for label in ("base", "hard"):
+        r = rows.loc[label]
+        assert np.isfinite(r["effect"]) and r["ci_low"] <= r["effect"] <= r["ci_high"]
+        cells = (f"<td>{label}</td>\n      <td>{r['n_tasks']}</td>\n      <td>{r['baseline']:.1%}</td>\n      "
+                 f"<td>{r['candidate']:.1%}</td>\n      <td>{r['effect']:+.1%}</td>\n      "
+                 f"<td>[{r['ci_low']:+.1%}, {r['ci_high']:+.1%}]</td>\n      <td>{r['p_value']:.3g}</td>")
+        assert cells in table, label
     assert f"p = {sliced.interaction_pvalue:.3g}; Cochran" in table
-    assert "easy: 4 tasks: fewer than 5" in table  # the small slice says so
+    # The small slice gets no number and says so: in its row, in a warning above the table, in the notes.
+    assert np.isnan(rows.loc["easy", "effect"])
+    assert "<td>easy</td>\n      <td>4</td>\n      <td>-</td>" in table
+    assert "<td>no estimate: 4 tasks, fewer than 5</td>" in table
+    warning = "<p class='warning'>Warning: 1 of 3 slices has no estimate (too small to say, or not compared): easy"
+    assert table.index(warning) < table.index("<table")
+    assert "easy: 4 tasks: fewer than 5" in table
+    markdown = _quiet(agentab.report, sliced, tmp_path / "s.md").read_text(encoding="utf-8")
+    assert "| easy | 4 | - | - | - | - | - | - | - | no estimate: 4 tasks, fewer than 5 |" in markdown
+    assert "**Warning: 1 of 3 slices has no estimate" in markdown
 
 
 def test_cli_baseline_and_candidates_write_the_many_arm_report(tmp_path, capsys):
@@ -204,3 +227,137 @@ def test_cli_by_writes_the_sliced_report(tmp_path, capsys):
     assert _quiet(main, argv) in (0, 3)
     text = out.read_text(encoding="utf-8")
     assert "## Slices" in text and "| easy |" in text and "| hard |" in text
+
+
+# --------------------------------------------------------------------------- #
+# Each candidate's section: the two-arm report's sections, from the traces
+# --------------------------------------------------------------------------- #
+N_TASKS, N_SEEDS = 10, 3
+
+
+def _example_sweep_records() -> list[dict]:
+    """The example experiment's two arms, and a third: the candidate arm of another seed's experiment."""
+    from agentab.datasets import example_records
+
+    records = list(example_records(0, n_tasks=N_TASKS, n_seeds=N_SEEDS))
+    for r in example_records(1, n_tasks=N_TASKS, n_seeds=N_SEEDS):
+        if r["arm"] == "candidate":
+            records.append({**r, "arm": "candidate 2", "run_id": f"c2-{r['run_id']}"})
+    return records
+
+
+@pytest.fixture(scope="module")
+def sweep_traces():
+    return agentab.load_traces(_example_sweep_records())
+
+
+@pytest.fixture(scope="module")
+def sweep(sweep_traces):
+    scores = agentab.score(sweep_traces, agentab.datasets.example_specs(n_tasks=N_TASKS))
+    return _quiet(agentab.compare, scores, baseline="baseline", candidate="all", metrics=["outcome", "rubric", "tokens"],
+                  n_resamples=B, seed=0)
+
+
+@pytest.fixture(scope="module")
+def sweep_html(sweep, sweep_traces, tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("sweep") / "sweep.html"
+    return _quiet(agentab.report, sweep, path, traces=sweep_traces).read_text(encoding="utf-8")
+
+
+def _candidate_part(text: str, result, name: str) -> str:
+    """The HTML of one candidate's collapsed section (up to the next candidate's, or the footer)."""
+    starts = {n: text.index(f"<details><summary>{html.escape(f'{n} vs {result.baseline}: {c.verdict}')}</summary>")
+              for n, c in result.candidates.items()}
+    start = starts[name]
+    later = [s for s in starts.values() if s > start]
+    return text[start:min(later) if later else text.index("<footer>")]
+
+
+def _headings(text: str) -> list[str]:
+    return [html.unescape(h) for h in re.findall(r"<h[23]>([^<]*)</h[23]>", text)]
+
+
+def test_each_candidate_has_the_two_arm_reports_sections(sweep, sweep_traces, sweep_html, tmp_path):
+    assert list(sweep.candidates) == ["candidate", "candidate 2"]
+    for name, comparison in sweep.candidates.items():
+        part = _candidate_part(sweep_html, sweep, name)
+        two_arm = _quiet(agentab.report, comparison, tmp_path / f"{name}.html", traces=sweep_traces).read_text("utf-8")
+        assert _headings(part) == _headings(two_arm)  # the same sections, in the same order, from the same builders
+        assert _headings(part)[:3] == ["Arms and design", "Effects", "Ordinal levels"]
+        for heading in ("Cost and other long-tailed metrics", "Trajectory", "Per task", "Which tasks flipped"):
+            assert heading in _headings(part), heading
+        alts = [alt for alt, _ in _images(part)]
+        # The cost quantiles and the trajectory figures; the distributions are left to the candidate's own report.
+        for alt in ("Quantile shift of tokens", "Success rate by step-count bucket", "Failure shapes by arm",
+                    "Tool choice by arm", "Per-task outcome, baseline against candidate"):
+            assert alts.count(alt) == 1, alt
+        assert "Distribution of tokens by arm" not in alts and "Distribution of tokens by arm" in two_arm
+        assert f"Verdict: {html.escape(comparison.verdict)}" in part
+        findings = agentab.diagnose(comparison.data, by="arm", traces=sweep_traces).findings
+        assert f"<h3>Findings ({len(findings)})</h3>" in part
+        for finding in findings:
+            assert f"<summary>{html.escape(finding.title)}</summary>" in part
+
+
+def test_each_candidates_flipped_tasks_open_onto_their_runs_trajectories(sweep, sweep_traces, sweep_html):
+    from agentab.reporting._many import FLIPPED_PER_CANDIDATE
+
+    for name, comparison in sweep.candidates.items():
+        section = _candidate_part(sweep_html, sweep, name).split("<h2>Which tasks flipped</h2>", 1)[1]
+        section = section.split("<h2>", 1)[0]
+        flipped, shown = comparison.flipped_tasks(n=FLIPPED_PER_CANDIDATE), 0
+        assert 0 < len(flipped) <= 2 * FLIPPED_PER_CANDIDATE
+        assert section.count("<summary>regressed: ") + section.count("<summary>improved: ") == len(flipped)
+        for _, row in flipped.iterrows():
+            summary = f"<summary>{row['direction']}: {html.escape(str(row['task_id']))} ("
+            assert section.count(summary) == 1, summary
+            task = section.split(summary, 1)[1]
+            for run in (*row["runs_baseline"], *row["runs_candidate"]):
+                body = task.split(f"<summary>run {html.escape(run)}: outcome ", 1)[1].split("</details>", 1)[0]
+                steps = sweep_traces.steps[sweep_traces.steps["run_id"] == run]
+                shown += len(steps)
+                if not len(steps):
+                    assert "No steps of this run in the traces given." in body, run
+                assert body.count("<tr>") == len(steps), run  # the run's every step
+                for tool in steps["tool"]:
+                    assert f"<td>{html.escape(str(tool))}</td>" in body
+        assert shown > 0
+
+
+def test_each_candidate_in_markdown_has_the_cost_and_trajectory_sections(sweep, sweep_traces, tmp_path):
+    text = _quiet(agentab.report, sweep, tmp_path / "sweep.md", traces=sweep_traces).read_text(encoding="utf-8")
+    for heading in ("## Cost and other long-tailed metrics", "## Trajectory", "## Which tasks flipped"):
+        assert text.count(f"\n{heading}\n") == len(sweep.candidates), heading
+    assert text.count("![Quantile shift of tokens]") == len(sweep.candidates)
+    assert text.count("![Tool choice by arm]") == len(sweep.candidates)
+
+
+def test_hostile_names_task_ids_and_arguments_are_escaped_in_every_candidates_sections(record, tmp_path):
+    arms = ["prod", "<script>alert(1)</script>", "<img src=x onerror=alert(2)>"]
+    task = "<script>alert('task')</script>"
+    records = []
+    for i, arm in enumerate(arms):
+        for t in (task, "plain", "other"):
+            for seed in range(3):
+                r = record(run_id=f"{i}-{t[:3]}-{seed}<b>", task_id=t, seed=seed, arm=arm, outcome=(i == 0) == (t == task),
+                           cost_usd=0.01 * (1 + seed + 2 * i))
+                r["steps"][0]["args"] = {"cmd": "<script>alert(3)</script>", "path": "</td><iframe src=x>"}
+                r["steps"][1]["tool"] = "<svg onload=alert(4)>"
+                records.append(r)
+    traces = agentab.load_traces(records)
+    scores = agentab.score(traces)
+    result = _quiet(agentab.compare, scores, baseline="prod", candidate="all", metrics=["outcome", "cost_usd"],
+                    n_resamples=99)
+    text = _quiet(agentab.report, result, tmp_path / "r.html", traces=traces).read_text(encoding="utf-8")
+    lowered = text.lower()
+    for raw in ("<script", "<img src=x", "<iframe", "<svg", "<b>"):
+        assert raw not in lowered, raw
+    for name in arms[1:]:
+        part = _candidate_part(text, result, name)
+        assert "<h2>Cost and other long-tailed metrics</h2>" in part and "<h2>Trajectory</h2>" in part
+        assert html.escape(name) in part.split("<h2>Trajectory</h2>", 1)[1]  # named in the flipped tasks' runs
+        flipped = part.split("<h2>Which tasks flipped</h2>", 1)[1]
+        assert html.escape(task) in flipped and html.escape("<svg onload=alert(4)>") in flipped
+        assert html.escape("</td><iframe src=x>", quote=False) in flipped
+    markdown = _quiet(agentab.report, result, tmp_path / "r.md", traces=traces).read_text(encoding="utf-8")
+    assert "<script" not in markdown.lower() and "<img" not in markdown and "<svg" not in markdown

@@ -20,7 +20,8 @@ from agentab.reporting._markdown import _Block
 
 __all__ = ["FLIPPED_SHOWN", "STEPS_SHOWN", "flipped_section"]
 
-#: The report lists this many regressed and this many improved tasks (at most).
+#: The report lists this many regressed and this many improved tasks (at most; a many-arm report's
+#: candidate, :data:`agentab.reporting._many.FLIPPED_PER_CANDIDATE`).
 FLIPPED_SHOWN = 10
 #: A run's trajectory shows every step up to this many, else the first and last half of them.
 STEPS_SHOWN = 60
@@ -131,13 +132,14 @@ def _kind(comparison: Any) -> str:
     return str(metrics.loc[column, "kind"]) if column in metrics.index else "continuous"
 
 
-def flipped_section(comparison: Any, traces: Any, *, trajectories: bool) -> list[_Block]:
-    """The section's blocks; ``trajectories`` (the HTML report) adds each task's runs and their steps."""
+def flipped_section(comparison: Any, traces: Any, *, trajectories: bool, n: int = FLIPPED_SHOWN) -> list[_Block]:
+    """The section's blocks: up to ``n`` regressed and ``n`` improved tasks; ``trajectories`` (the HTML report)
+    adds each task's runs and their steps."""
     if comparison.settings.cluster is None:
         return []
     heading = _Block("h2", "Which tasks flipped")
     try:
-        flipped = comparison.flipped_tasks(n=FLIPPED_SHOWN)
+        flipped = comparison.flipped_tasks(n=n)
     except CompareError as err:
         return [heading, _Block("p", f"No per-task results: {err}.")]
     blocks = [heading, *_intro(flipped)]

@@ -8,13 +8,21 @@ no import cycle, and one set of section builders, escaping renderers and atomic 
 Many arms: the decision first (one verdict line per candidate, the adjustment across candidates, the
 best-candidate statement), the summary table, the profile of every system (:func:`agentab.profile`: its
 grid figure, and the Pareto figure of the primary metric against a cost p95 when a cost metric was
-compared), then per candidate a collapsed section with its two-arm report: verdict and reasons, arms and
-design, the effects (forest plot and table), ordinal levels, the per-task profile, the flipped tasks, the
-next experiment and its notes. Cost distributions and trajectory findings stay in each candidate's own
-two-arm report (``agentab.report(result.candidates[name], ...)``), which keeps a sweep's report fast.
+compared), then per candidate a collapsed section holding its two-arm report's body, built by the same
+function (:func:`agentab.reporting.report._body`): verdict and reasons, arms and design, the effects (forest
+plot and table), ordinal levels, the cost quantile shifts, the trajectory section (success by step count,
+failure shapes, tool choice and the findings of :func:`agentab.diagnose` of the pair's runs, with the
+traces when given), the per-task profile, the flipped tasks opening onto their runs' trajectories, the
+next experiment and its notes. Two things are lighter than in a two-arm report, to keep a sweep's file
+and build time in proportion: no distribution figure per cost metric (the profile has every system's p50
+and p95) and up to :data:`FLIPPED_PER_CANDIDATE` flipped tasks each way (the baseline's runs recur in
+every candidate's). A ``diagnosis`` passed to :func:`agentab.report` is not used here: each candidate's
+findings are its own pair's.
 
-Slices: the whole two-arm report of the unsliced comparison, then a "Slices" section: the slices table,
-the interaction test's p-value with its method, and the notes of small or failed slices.
+Slices: the whole two-arm report of the unsliced comparison, then a "Slices" section: a warning naming
+the slices with no estimate, the slices table (each slice's arms, effect and interval formatted as the
+comparison table's, p-values, design, and why a slice has no number), the interaction test's p-value
+with its method, and the notes of every slice.
 """
 
 from __future__ import annotations
@@ -27,13 +35,15 @@ from typing import Any
 import pandas as pd
 
 from agentab.comparison import MultiComparison, SlicedComparison, profile
-from agentab.comparison.slices import SLICE_COLUMNS
+from agentab.comparison.decide import format_value
 from agentab.errors import CompareError
-from agentab.reporting._flipped_section import flipped_section
 from agentab.reporting._markdown import _Block
 
 __all__ = ["is_many", "report_many"]
 
+#: Each candidate's "Which tasks flipped" lists up to this many regressed and this many improved tasks (the
+#: two-arm report: 10), each opening onto its runs' trajectories: the baseline's runs recur in every candidate.
+FLIPPED_PER_CANDIDATE = 5
 #: Preferred cost columns for the Pareto view, in order (else the first cost metric compared).
 PARETO_COSTS = ("cost_usd", "tokens", "latency_s")
 
@@ -55,7 +65,8 @@ def report_many(result: Any, path: str | Path, sections: ModuleType, *, format: 
     sections : module
         :mod:`agentab.reporting.report`: its section builders, renderers and checks.
     diagnosis : Diagnosis, optional
-        For a sliced comparison, the overall report's findings; a many-arm report shows none.
+        For a sliced comparison, the overall report's findings; not used for many arms (each candidate's
+        findings are those of its pair's runs).
 
     Returns
     -------
@@ -70,7 +81,7 @@ def report_many(result: Any, path: str | Path, sections: ModuleType, *, format: 
         seed = result.settings.seed if seed is None else seed
         blocks = [_Block("h1", title)] + _decision(result) + _profile(result, plots)
         for name, comparison in result.candidates.items():
-            body = _candidate_body(sections, comparison, plots, traces, format)
+            body = _candidate_body(sections, comparison, plots, traces, format, seed)
             blocks.append(_Block("details", f"{name} vs {result.baseline}: {comparison.verdict}", children=body))
     else:
         path, format = sections._report_iv(result.overall, path, format, traces, diagnosis)
@@ -151,33 +162,70 @@ def _profile(result: MultiComparison, plots: Any) -> list[_Block]:
     return blocks
 
 
-def _candidate_body(sections: ModuleType, comparison: Any, plots: Any, traces: Any, format: str) -> list[_Block]:
-    """One candidate's two-arm report, without its title, cost and trajectory sections."""
-    blocks = [b for b in sections._header(comparison, "") if b.kind != "h1"]
-    blocks += sections._effects(comparison, plots) + sections._levels(comparison, plots)
-    blocks += sections._tasks(comparison, plots) + flipped_section(comparison, traces, trajectories=format == "html")
-    blocks += sections._next_experiment(comparison, plots) + sections._notes(comparison)
-    return blocks + [_Block("p", "Cost distributions and trajectory findings: agentab.report(result.candidates"
-                                 f"[{str(comparison.candidate)!r}], ...), this candidate's own two-arm report.")]
+def _candidate_body(sections: ModuleType, comparison: Any, plots: Any, traces: Any, format: str,
+                    seed: Any) -> list[_Block]:
+    """One candidate's two-arm report (:func:`agentab.reporting.report._body`) without its title: the cost
+    section without the distribution figures (the profile has each system's p50 and p95), and up to
+    :data:`FLIPPED_PER_CANDIDATE` flipped tasks each way."""
+    body = sections._body(comparison, plots, traces, None, seed, format, "", distributions=False,
+                          flipped=FLIPPED_PER_CANDIDATE)
+    return [b for b in body if b.kind != "h1"]
 
 
 # --------------------------------------------------------------------------- #
 # Slices
 # --------------------------------------------------------------------------- #
+def _slice_table(result: SlicedComparison) -> pd.DataFrame:
+    """The slices as people read them: each slice's arms, its effect with its interval and its p-values, formatted
+    as the comparison table is; a slice without a number says why in ``note`` (the whole note is listed below)."""
+    t, row = result.slices, result.overall.table.iloc[0]
+    kind, alpha = str(row["kind"]), result.settings.alpha
+
+    def p(v: Any) -> str:
+        return f"{v:.3g}" if pd.notna(v) else "-"
+
+    def why(effect: Any, n: Any, note: Any) -> str:
+        if pd.notna(effect):
+            return "see the slice notes" if isinstance(note, str) and note else ""
+        if isinstance(note, str) and note.startswith("not compared"):
+            return "not compared (see the slice notes)"
+        return f"no estimate: {n} tasks, fewer than {result.settings.min_tasks}" if pd.notna(n) else "no estimate"
+
+    return pd.DataFrame({
+        "slice": t["slice"].astype(str),
+        "n_tasks": [str(n) if pd.notna(n) else "-" for n in t["n_tasks"]],
+        "baseline": [format_value(float(v), kind) for v in t["baseline"]],
+        "candidate": [format_value(float(v), kind) for v in t["candidate"]],
+        "effect": [format_value(float(v), kind, signed=True) for v in t["effect"]],
+        f"{1 - alpha:.0%} CI": [f"[{format_value(float(lo), kind, True)}, {format_value(float(hi), kind, True)}]"
+                                if pd.notna(lo) and pd.notna(hi) else "-" for lo, hi in zip(t["ci_low"], t["ci_high"])],
+        "p_value": [p(v) for v in t["p_value"]],
+        "p_adjusted": [p(v) for v in t["p_adjusted"]],
+        "design": [str(d) if isinstance(d, str) and d else "-" for d in t["design"]],
+        "note": [why(e, n, note) for e, n, note in zip(t["effect"], t["n_tasks"], t["note"])],
+    })
+
+
 def _slices(result: SlicedComparison) -> list[_Block]:
     s = result.settings
-    extra = [c for c in ("baseline", "candidate", "design") if c in result.slices.columns]
-    table = result.slices[[*SLICE_COLUMNS, *extra]].copy()
-    table["slice"] = table["slice"].astype(str)
+    table = _slice_table(result)
     interaction = result.to_dict()["interaction"]
     p = result.interaction_pvalue
     blocks = [
         _Block("h2", "Slices"),
-        _Block("p", f"The effect of {s.primary} in each slice of {s.by} (candidate minus baseline), each slice "
-                    f"compared alone; p_adjusted is Holm across the slices with at least {s.min_tasks} tasks."),
+        _Block("p", f"The effect of {s.primary} in each slice of {s.by} (candidate minus baseline) with its "
+                    f"{1 - s.alpha:.0%} confidence interval, each slice compared alone; p_adjusted is Holm across "
+                    f"the slices with at least {s.min_tasks} tasks. The raw numbers: result.slices."),
+    ]
+    unestimated = [f"{r.slice} ({r.note})" for r in table.itertuples() if r.note.startswith(("no estimate", "not "))]
+    if unestimated:
+        k = len(unestimated)
+        blocks.append(_Block("warning", f"Warning: {k} of {len(table)} slices {'has' if k == 1 else 'have'} no "
+                                        f"estimate (too small to say, or not compared): {'; '.join(unestimated)}."))
+    blocks += [
         _Block("table", table=table),
         _Block("p", "Interaction (does the effect differ between slices?): p = "
-                    + (f"{p:.3g}" if p == p else "not tested") + f"; {interaction['method']}."),
+                    + (f"{p:.3g}" if pd.notna(p) else "not tested") + f"; {interaction['method']}."),
     ]
     if interaction["note"]:
         blocks.append(_Block("p", str(interaction["note"])))

@@ -25,7 +25,7 @@ import pandas as pd
 from agentab._write import atomic_text
 from agentab.comparison.decide import ASSESSMENT_RULE
 from agentab.errors import ReportError, StatsWarning
-from agentab.reporting._flipped_section import flipped_section
+from agentab.reporting._flipped_section import FLIPPED_SHOWN, flipped_section
 from agentab.reporting._markdown import _Block, format_cell, png, write_markdown
 
 __all__ = ["report", "task_profile"]
@@ -204,7 +204,9 @@ def _levels(comparison: Any, plots: Any) -> list[_Block]:
     return blocks
 
 
-def _cost(comparison: Any, plots: Any, seed: Any) -> list[_Block]:
+def _cost(comparison: Any, plots: Any, seed: Any, *, distributions: bool = True) -> list[_Block]:
+    """The cost section; ``distributions=False`` (a many-arm report's candidate, whose p50 and p95 the profile
+    shows) leaves out each metric's distribution figure and keeps the quantile shift."""
     kinds = comparison.metrics["kind"]
     named = {_primary_metric(comparison)}
     named |= {check.guardrail.metric for check in comparison.decision.guardrails}
@@ -212,16 +214,19 @@ def _cost(comparison: Any, plots: Any, seed: Any) -> list[_Block]:
     metrics = [m for m in metrics if m in comparison.data]
     if not metrics:
         return []
-    blocks = [_Block("h2", "Cost and other long-tailed metrics"),
-              _Block("p", "Distributions on a log axis with p50 and p95 marked, then the quantile shift: the "
-                          "candidate's change at each decile and at p95, where the distributions differ and not only "
-                          "whether (Doksum 1974), with simultaneous intervals (Bonferroni over the quantiles).")]
+    shift = ("the quantile shift: the candidate's change at each decile and at p95, where the distributions differ "
+             "and not only whether (Doksum 1974), with simultaneous intervals (Bonferroni over the quantiles).")
+    intro = (f"Distributions on a log axis with p50 and p95 marked, then {shift}" if distributions else
+             f"The {shift[4:]} Each system's p50 and p95 are in the profile; the distributions on a log axis are in "
+             "this candidate's own report (agentab.report(result.candidates[name], ...)).")
+    blocks = [_Block("h2", "Cost and other long-tailed metrics"), _Block("p", intro)]
     for metric in metrics:
         blocks.append(_Block("h3", metric))
         if not (pd.to_numeric(comparison.data[metric], errors="coerce") > 0).any():
             blocks.append(_Block("p", f"Every run's {metric} is 0 (or missing): nothing to plot."))
             continue
-        blocks.append(_Block("figure", f"Distribution of {metric} by arm", figure=plots.ecdf(comparison, metric)))
+        if distributions:
+            blocks.append(_Block("figure", f"Distribution of {metric} by arm", figure=plots.ecdf(comparison, metric)))
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", StatsWarning)
@@ -407,8 +412,9 @@ def report(
     ----------
     comparison : Comparison, MultiComparison or SlicedComparison
         From :func:`agentab.compare`. Many candidates: the decision and summary, the profile of every
-        system, then each candidate's two-arm report collapsed; slices (``by=``): the overall report and
-        a "Slices" section (:mod:`agentab.reporting._many`).
+        system, then each candidate's two-arm report collapsed (its cost quantile shifts without the
+        distribution figures, its trajectory findings, up to 5 flipped tasks each way); slices (``by=``):
+        the overall report and a "Slices" section (:mod:`agentab.reporting._many`).
     path : str or Path
         The file to write. With ``format="markdown"`` the images go in a
         folder beside it, ``<stem>_files/`` (``<stem>_markdown_files/`` for a
@@ -489,12 +495,13 @@ def report(
 
 
 def _body(comparison: Any, plots: Any, traces: Any, diagnosis: Any, seed: Any, format: str,
-          title: str) -> list[_Block]:
-    """The blocks of a two-arm report, in order (also each sliced report's whole comparison, :mod:`._many`)."""
+          title: str, *, distributions: bool = True, flipped: int = FLIPPED_SHOWN) -> list[_Block]:
+    """The blocks of a two-arm report, in order (also each sliced report's whole comparison and each many-arm
+    report's candidate, :mod:`._many`, which passes ``distributions=False`` and a smaller ``flipped``)."""
     from agentab.scoring import diagnose
 
     blocks = _header(comparison, title) + _effects(comparison, plots) + _levels(comparison, plots)
-    blocks += _cost(comparison, plots, seed)
+    blocks += _cost(comparison, plots, seed, distributions=distributions)
     if diagnosis is None:
         try:
             diagnosis = diagnose(_outcome_named(comparison), by=comparison.settings.arm, traces=traces)
@@ -506,7 +513,7 @@ def _body(comparison: Any, plots: Any, traces: Any, diagnosis: Any, seed: Any, f
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # empty step buckets have a NaN rate
         blocks += _trajectory(comparison, diagnosis, plots)
-    blocks += _tasks(comparison, plots) + flipped_section(comparison, traces, trajectories=format == "html")
+    blocks += _tasks(comparison, plots) + flipped_section(comparison, traces, trajectories=format == "html", n=flipped)
     return blocks + _next_experiment(comparison, plots) + _notes(comparison)
 
 
