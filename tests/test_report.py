@@ -1185,9 +1185,7 @@ def test_many_arm_report_with_every_candidates_sections_fits_the_page(wide_many_
     assert out["spilling"] == []
     assert out["page"] <= out["width"]
     if window[0] >= 1000:
-        # Known and left to its owner: the profile grid (plots.profile_figure) is drawn 11.2 in wide (3.2 in of
-        # labels and 2.0 in per panel, 4 panels a row), wider than the page's 60rem, so it is shown shrunk.
-        assert [s for s in out["shrunk"] if s != "IMG Profile of every system"] == []
+        assert out["shrunk"] == []
 
 
 def test_independent_runs_for_want_of_a_task_column_are_announced_first(scores, tmp_path):

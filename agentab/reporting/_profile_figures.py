@@ -79,7 +79,8 @@ def profile_figure(profile: Any, columns: list[str] | None = None) -> Figure:
     labels = _system_labels(profile)
     slot = 0.14 * max(label.count("\n") + 1 for label in labels) + 0.06  # a system's height, in inches
     height = slot * n_sys + 0.9
-    fig = Figure(figsize=(3.2 + 2.0 * per_row, 0.5 + height * n_rows), layout="constrained")
+    # at most 9 in wide: the report's page is 60rem (about 930 px at the report's 100 dpi), never shown shrunk
+    fig = Figure(figsize=(min(9.0, 2.6 + 1.6 * per_row), 0.5 + height * n_rows), layout="constrained")
     axes = fig.subplots(n_rows, per_row, squeeze=False)
     est, low, high = (profile.estimates(w) for w in ("estimate", "ci_low", "ci_high"))
     statistic = dict(zip(profile.cells["column"], profile.cells["statistic"]))
