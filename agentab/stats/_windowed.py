@@ -1,0 +1,275 @@
+"""Task-weighted quantiles of many resamples, touching only a window of the sorted runs per resample.
+
+A resample is a row of cell weights; its quantile is the first of the pooled
+sorted runs at which the cumulative weight reaches ``q`` of the row's total
+(:class:`agentab.stats._kernels.QuantileKernel`). Computing that cumulative
+over every run costs O(runs) per resample. Here, per batch of resamples:
+
+1. the batch's mean row locates a centre (its own quantile) and the rows'
+   shares of weight up to the centre, one product of the weights with a
+   per-cell vector, say how far each row's quantile lies from it, so a
+   window ``[lo, hi)`` of the sorted runs is chosen that holds almost every
+   row's quantile;
+2. each row's weight below the window is one more such product (task
+   weights times each cell's weight below ``lo``), and only the runs inside
+   the window get a cumulative pass;
+3. a row whose quantile falls outside the window, or whose cumulative share
+   at the crossing lies within ``AMBIGUOUS`` of the threshold (where the two
+   summation orders could round differently), is recomputed by the
+   reference formula (:func:`reference_positions`), today's arithmetic
+   exactly, so every row's answer is the reference's.
+
+The cost per resample is O(cells + window): the window is a few standard
+deviations of the rows' spread, about sqrt(tasks) runs times the runs per
+task, rather than every run.
+
+Rows are described by a :class:`Weights` object, so a paired design's
+resamples (task counts, or sign flips) are read from task-level arrays
+without building the (rows x cells) matrices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Weights", "Dense", "TaskBlocks", "reference_positions", "windowed_positions", "AMBIGUOUS"]
+
+#: Relative tolerance on cumulative weights (the kernel's ``TOL``), repeated here for the reference formula.
+TOL = 1e-9
+#: Half-width of the band around the threshold ``q - TOL`` inside which a row is recomputed by the reference
+#: formula: wider than the rounding error of either summation (under 1e-10 up to millions of runs), narrower
+#: than ``TOL``, so that shares of exactly ``q`` (ties, equal seeds) never fall in it.
+AMBIGUOUS = 0.5 * TOL
+#: Below this many atoms (sorted runs or levels) the reference formula is used for every row.
+MIN_WINDOWED = 4096
+#: A window wider than this share of the atoms is not worth it: the reference formula is used.
+MAX_WINDOW_SHARE = 0.3
+
+
+class Weights:
+    """Rows of cell weights (one row per resample), read through products and column gathers."""
+
+    n_rows: int
+    n_cells: int
+
+    def dot(self, a: np.ndarray) -> np.ndarray:
+        """``W @ a`` for ``a`` of shape (cells, k): shape (rows, k)."""
+        raise NotImplementedError
+
+    def columns(self, cells: np.ndarray) -> np.ndarray:
+        """The weights of the given cells in every row: shape (rows, len(cells))."""
+        raise NotImplementedError
+
+    def mean(self) -> np.ndarray:
+        """The mean row, shape (cells,)."""
+        raise NotImplementedError
+
+    def dense(self, rows: np.ndarray) -> np.ndarray:
+        """The given rows as a dense (len(rows), cells) matrix."""
+        raise NotImplementedError
+
+
+class Dense(Weights):
+    """A dense (rows x cells) weight matrix."""
+
+    def __init__(self, w: np.ndarray):
+        self.w = w
+        self.n_rows, self.n_cells = w.shape
+
+    def dot(self, a: np.ndarray) -> np.ndarray:
+        return self.w @ a
+
+    def columns(self, cells: np.ndarray) -> np.ndarray:
+        return np.take(self.w, cells, axis=1)
+
+    def mean(self) -> np.ndarray:
+        return self.w.mean(axis=0)
+
+    def dense(self, rows: np.ndarray) -> np.ndarray:
+        return self.w[rows]
+
+
+class TaskBlocks(Weights):
+    """Paired design: cells ``0..T-1`` (baseline of each task) and ``T..2T-1`` (candidate) weighted by
+    task-level blocks.
+
+    Each block is None (all zero), or ``(m, complement)``: the (rows x T) matrix ``m`` or, with
+    ``complement``, ``1 - m``. A bootstrap row gives one arm the task counts and the other nothing; a
+    sign flip gives each arm ``1 - swap`` of its own cells and ``swap`` of the other's.
+    """
+
+    def __init__(self, base: tuple[np.ndarray, bool] | None, cand: tuple[np.ndarray, bool] | None, n_tasks: int):
+        self.blocks = (base, cand)
+        self.n_tasks = n_tasks
+        self.n_cells = 2 * n_tasks
+        self.n_rows = next(len(b[0]) for b in self.blocks if b is not None)
+
+    def dot(self, a: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.n_rows, a.shape[1]))
+        for k, block in enumerate(self.blocks):
+            if block is None:
+                continue
+            part = a[k * self.n_tasks : (k + 1) * self.n_tasks]
+            product = block[0] @ part
+            out += part.sum(axis=0)[None, :] - product if block[1] else product
+        return out
+
+    def columns(self, cells: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.n_rows, len(cells)))
+        arm = cells >= self.n_tasks
+        for k, block in enumerate(self.blocks):
+            if block is None:
+                continue
+            where = np.flatnonzero(arm == bool(k))
+            if len(where) == 0:
+                continue
+            taken = np.take(block[0], cells[where] - k * self.n_tasks, axis=1)
+            out[:, where] = 1.0 - taken if block[1] else taken
+        return out
+
+    def mean(self) -> np.ndarray:
+        out = np.zeros(self.n_cells)
+        for k, block in enumerate(self.blocks):
+            if block is not None:
+                m = block[0].mean(axis=0)
+                out[k * self.n_tasks : (k + 1) * self.n_tasks] = 1.0 - m if block[1] else m
+        return out
+
+    def dense(self, rows: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(rows), self.n_cells))
+        for k, block in enumerate(self.blocks):
+            if block is not None:
+                m = block[0][rows].astype(float)
+                out[:, k * self.n_tasks : (k + 1) * self.n_tasks] = 1.0 - m if block[1] else m
+        return out
+
+
+def reference_positions(cumulative: np.ndarray, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions of the quantiles ``q`` in rows of cumulative weights, as the reference formula computes them.
+
+    ``cumulative`` (rows x atoms) is normalised by its last column in place; ``rows`` (increasing) is each
+    row's index in its batch, which the reference adds to the row so that one search over the rows laid end
+    to end finds every row's position: the same additions give the same rounding.
+    """
+    n = cumulative.shape[1]
+    cumulative /= cumulative[:, -1:]
+    cumulative += rows[:, None]
+    targets = rows[:, None] + (q - TOL)[None, :]
+    index = np.searchsorted(cumulative.ravel(), targets.ravel(), side="left").reshape(targets.shape)
+    return np.minimum(index - np.arange(len(rows))[:, None] * n, n - 1)
+
+
+class Atoms:
+    """The sorted atoms of a kernel (its pooled sorted runs, or its distinct levels) seen by cells.
+
+    ``before(i)`` is every cell's weight on atoms ``0..i-1``; ``increments(wt, lo, hi)`` the rows' weights on
+    atoms ``lo..hi-1``; ``cumulative(w)`` the reference's cumulative weights of dense rows.
+    """
+
+    n: int
+
+    def before(self, i: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def increments(self, wt: Weights, lo: int, hi: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def cumulative(self, w: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Runs(Atoms):
+    """Atoms that are runs: each has a cell and a weight (``1 / runs in its cell``)."""
+
+    def __init__(self, cell: np.ndarray, run_weight: np.ndarray, n_cells: int):
+        self.cell, self.run_weight, self.n_cells, self.n = cell, run_weight, n_cells, len(cell)
+
+    def before(self, i: int) -> np.ndarray:
+        return np.bincount(self.cell[:i], weights=self.run_weight[:i], minlength=self.n_cells)
+
+    def increments(self, wt: Weights, lo: int, hi: int) -> np.ndarray:
+        out = wt.columns(self.cell[lo:hi])
+        out *= self.run_weight[lo:hi]
+        return out
+
+    def cumulative(self, w: np.ndarray) -> np.ndarray:
+        return np.cumsum(w[:, self.cell] * self.run_weight, axis=1)
+
+
+class Levels(Atoms):
+    """Atoms that are distinct values: ``shares`` (cells x levels) is each cell's weight on each level."""
+
+    def __init__(self, shares: np.ndarray):
+        self.shares, self.n = shares, shares.shape[1]
+
+    def before(self, i: int) -> np.ndarray:
+        return self.shares[:, :i].sum(axis=1)
+
+    def increments(self, wt: Weights, lo: int, hi: int) -> np.ndarray:
+        return wt.dot(self.shares[:, lo:hi])
+
+    def cumulative(self, w: np.ndarray) -> np.ndarray:
+        return np.cumsum(w @ self.shares, axis=1)
+
+
+def _window(atoms: Atoms, wt: Weights, q: np.ndarray, cell_total: np.ndarray) -> tuple[np.ndarray, list]:
+    """The rows' totals and, per quantile, the window ``(lo, hi)`` that should hold the rows' quantiles."""
+    mean = wt.mean()
+    cum = atoms.cumulative(mean[None, :])[0]
+    cum /= cum[-1]
+    centres = np.minimum(np.searchsorted(cum, q - TOL, side="left"), atoms.n - 1)
+    first = wt.dot(np.column_stack([cell_total] + [atoms.before(int(c) + 1) for c in centres]))
+    total = first[:, 0]
+    windows = []
+    for j, c in enumerate(centres):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            need = (q[j] - TOL) - first[:, 1 + j] / total  # how much more share each row needs past the centre
+        need = need[np.isfinite(need)]
+        if len(need) == 0:
+            windows.append((0, atoms.n))
+            continue
+        low, high = float(need.min()), float(need.max())
+        slack = 0.5 * max(abs(low), abs(high)) + 1e-12
+        lo = int(np.searchsorted(cum, cum[c] + low - slack, side="left"))
+        hi = int(np.searchsorted(cum, cum[c] + high + slack, side="right")) + 1
+        lo = max(0, min(lo, int(c)) - 2)
+        hi = min(atoms.n, max(hi, int(c) + 1) + 2)
+        windows.append((lo, hi))
+    return total, windows
+
+
+def windowed_positions(atoms: Atoms, wt: Weights, q: np.ndarray, cell_total: np.ndarray,
+                       rows: np.ndarray) -> np.ndarray:
+    """Positions (among the atoms) of every row's quantiles ``q``: the reference's, through windows.
+
+    ``cell_total`` is each cell's total weight; ``rows`` each row's index in its batch (for the reference
+    formula, see :func:`reference_positions`). Returns (rows, len(q)) integer positions.
+    """
+    if atoms.n < MIN_WINDOWED:
+        return reference_positions(atoms.cumulative(wt.dense(np.arange(wt.n_rows))), q, rows)
+    total, windows = _window(atoms, wt, q, cell_total)
+    out = np.empty((wt.n_rows, len(q)), dtype=np.int64)
+    redo = np.zeros(wt.n_rows, dtype=bool)
+    below = wt.dot(np.column_stack([atoms.before(lo) for lo, _ in windows]))
+    for j, (lo, hi) in enumerate(windows):
+        if hi - lo > MAX_WINDOW_SHARE * atoms.n:
+            redo[:] = True
+            break
+        target = q[j] - TOL
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inside = np.cumsum(atoms.increments(wt, lo, hi), axis=1)
+            inside += below[:, j : j + 1]
+            inside /= total[:, None]
+            start = below[:, j] / total
+        k = np.sum(inside < target, axis=1)
+        width = hi - lo
+        pick = np.minimum(k, width - 1)
+        current = inside[np.arange(wt.n_rows), pick]
+        previous = np.where(k > 0, inside[np.arange(wt.n_rows), np.maximum(k - 1, 0)], start)
+        good = (k < width) & (previous < target - AMBIGUOUS) & (current >= target + AMBIGUOUS)
+        out[:, j] = lo + k
+        redo |= ~good
+    if redo.any():
+        which = np.flatnonzero(redo)
+        out[which] = reference_positions(atoms.cumulative(wt.dense(which)), q, rows[which])
+    return out
