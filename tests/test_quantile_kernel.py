@@ -68,7 +68,7 @@ def _experiment(rng: np.random.Generator, n_tasks: int, seeds: tuple[int, int], 
     """Values and the design of a two-arm experiment with task effects (seeds: the range of runs per task)."""
     sizes = rng.integers(seeds[0], seeds[1] + 1, size=2 * n_tasks)
     if dominant:
-        sizes[0] = 40 * sizes.sum()  # one task holds most of the runs (its weight is still 1)
+        sizes[0] = 8 * sizes.sum()  # one task holds most of the runs (its weight is still 1)
     task = np.repeat(np.arange(2 * n_tasks) % n_tasks, sizes)
     arm = np.repeat(np.arange(2 * n_tasks) >= n_tasks, sizes)
     effect = rng.normal(0, 1, n_tasks)[task]
@@ -90,7 +90,10 @@ QS = np.array([1e-6, 0.05, 0.5, 0.95, 1 - 1e-7])
     dict(n_tasks=800, seeds=(5, 5), paired=False),
     dict(n_tasks=500, seeds=(2, 30), ties=True, paired=False),
 ])
-def test_every_resample_of_the_designs_matches_the_reference(case):
+def test_every_resample_of_the_designs_matches_the_reference(case, monkeypatch):
+    redone = []
+    original = _windowed.reference_positions
+    monkeypatch.setattr(_windowed, "reference_positions", lambda *a: redone.append(len(a[2])) or original(*a))
     rng = np.random.default_rng(7)
     values, design = _experiment(rng, **case)
     assert len(values) >= _windowed.MIN_WINDOWED  # the window is used, not the small-input shortcut
@@ -106,6 +109,12 @@ def test_every_resample_of_the_designs_matches_the_reference(case):
             np.testing.assert_array_equal(new.bootstrapped(counts)[0], old.quantiles(w))
         for swap in design.swaps(600, np.random.default_rng(5), exact=False):
             np.testing.assert_array_equal(np.stack(new.swapped(swap)), np.stack(old(*design._swap(swap))))
+    if not case.get("dominant"):  # away from the extremes, the window holds nearly every resample's quantile
+        redone.clear()
+        middle = QuantileKernel(values, design, QS[1:-1])
+        for wb, wc in design.bootstrap(600, np.random.default_rng(3)):
+            middle(wb, wc)
+        assert sum(redone) < 0.02 * 600 * 2
 
 
 def _random_weights(rng: np.random.Generator, rows: int, n_cells: int, zeros: float, kind: str) -> np.ndarray:
@@ -120,7 +129,7 @@ def _random_weights(rng: np.random.Generator, rows: int, n_cells: int, zeros: fl
     return w
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_tasks=st.integers(2, 700),

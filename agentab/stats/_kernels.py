@@ -160,6 +160,8 @@ class QuantileKernel:
     def __init__(self, values: np.ndarray, design: Design, q: np.ndarray):
         self.q = np.asarray(q, dtype=float)
         self.n_tasks = len(design.base_cells) if design.kind == "paired" else 0
+        self._windows: dict[str, dict] = {}  # windows kept between batches: time only, never results
+        self._arms: dict[int, tuple[_windowed.Runs, np.ndarray]] = {}
         if isinstance(design, CountDesign):
             self.sorted = design.levels
             self.atoms: _windowed.Atoms = _windowed.Levels(np.eye(len(design.levels)))
@@ -179,10 +181,27 @@ class QuantileKernel:
         self.atoms = _windowed.Runs(design.cell[order], run_weight, design.n_cells)
         self.cell_total = np.bincount(design.cell, weights=design.run_weight, minlength=design.n_cells)
 
-    def positions(self, weights: _windowed.Weights, rows: np.ndarray | None = None) -> np.ndarray:
-        """Positions in :attr:`sorted` of every row's quantiles; ``rows``: each row's index in its batch."""
+    def positions(self, weights: _windowed.Weights, rows: np.ndarray | None = None, *,
+                  arm: int | None = None, key: str | None = None) -> np.ndarray:
+        """Positions in :attr:`sorted` of every row's quantiles.
+
+        ``rows``: each row's index in its batch (the reference formula's rounding depends on it); ``arm``:
+        the rows weigh only that arm's cells (0 baseline, 1 candidate), so only its runs are searched;
+        ``key``: rows of the same kind share their windows from batch to batch (:mod:`_windowed`).
+        """
         rows = np.arange(weights.n_rows) if rows is None else rows
-        return _windowed.windowed_positions(self.atoms, weights, self.q, self.cell_total, rows)
+        cache = None if key is None else self._windows.setdefault(key, {})
+        if arm is None or not isinstance(self.atoms, _windowed.Runs):
+            return _windowed.windowed_positions(self.atoms, weights, self.q, self.cell_total, rows, cache)
+        if arm not in self._arms:
+            # Zero-weight runs add exactly 0.0 to a cumulative sum, and the first run to reach the
+            # threshold has a positive weight: searching the arm's own runs gives the same position.
+            mine = (self.atoms.cell >= self.n_tasks) == bool(arm)
+            index = np.flatnonzero(mine)
+            self._arms[arm] = (_windowed.Runs(self.atoms.cell[index], self.atoms.run_weight[index],
+                                              self.atoms.n_cells), index)
+        atoms, index = self._arms[arm]
+        return index[_windowed.windowed_positions(atoms, weights, self.q, self.cell_total, rows, cache)]
 
     def quantiles(self, w: np.ndarray) -> np.ndarray:
         """Every row's quantiles for rows of cell weights ``w`` (resamples x cells): (resamples, len(q))."""
@@ -195,15 +214,13 @@ class QuantileKernel:
 
     def bootstrapped(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Paired design: the kernel on bootstrap rows of task counts (resamples x tasks), both arms."""
-        t = self.n_tasks
-        base = self.sorted[self.positions(_windowed.TaskBlocks((counts, False), None, t))]
-        cand = self.sorted[self.positions(_windowed.TaskBlocks(None, (counts, False), t))]
+        base = self.sorted[self.positions(_windowed.TaskBlocks(counts, (0, 0), (1, 0)), arm=0, key="boot 0")]
+        cand = self.sorted[self.positions(_windowed.TaskBlocks(counts, (0, 0), (0, 1)), arm=1, key="boot 1")]
         return base, cand, cand - base
 
     def swapped(self, swap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Paired design: the kernel on rows of task sign flips (resamples x tasks, True: the arms swap)."""
-        t = self.n_tasks
         flip = swap.astype(float)
-        base = self.sorted[self.positions(_windowed.TaskBlocks((flip, True), (flip, False), t))]
-        cand = self.sorted[self.positions(_windowed.TaskBlocks((flip, False), (flip, True), t))]
+        base = self.sorted[self.positions(_windowed.TaskBlocks(flip, (1, 0), (-1, 1)), key="swap 0")]
+        cand = self.sorted[self.positions(_windowed.TaskBlocks(flip, (0, 1), (1, -1)), key="swap 1")]
         return base, cand, cand - base
