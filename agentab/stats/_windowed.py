@@ -43,6 +43,8 @@ TOL = 1e-9
 AMBIGUOUS = 0.5 * TOL
 #: Below this many atoms (sorted runs or levels) the reference formula is used for every row.
 MIN_WINDOWED = 4096
+#: Largest (rows x atoms) cumulative array of the reference formula held at once.
+REFERENCE_CELLS = 1 << 21
 #: A window wider than this share of the atoms is not worth it: the reference formula is used.
 MAX_WINDOW_SHARE = 0.3
 
@@ -253,7 +255,7 @@ def windowed_positions(atoms: Atoms, wt: Weights, q: np.ndarray, cell_total: np.
     never the result. Returns (rows, len(q)) integer positions.
     """
     if atoms.n < MIN_WINDOWED:
-        return reference_positions(atoms.cumulative(wt.dense(np.arange(wt.n_rows))), q, rows)
+        return _reference(atoms, wt, q, rows, np.arange(wt.n_rows))
     kept = None if cache is None else cache.get("windows")
     if kept is None:
         total, windows = _window(atoms, wt, q, cell_total)
@@ -283,12 +285,21 @@ def windowed_positions(atoms: Atoms, wt: Weights, q: np.ndarray, cell_total: np.
         out[:, j] = lo + k
     if redo.any():
         which = np.flatnonzero(redo)
-        out[which] = reference_positions(atoms.cumulative(wt.dense(which)), q, rows[which])
+        out[which] = _reference(atoms, wt, q, rows, which)
         if cache is not None:  # widen the kept windows to where this batch's strays fell
             windows, columns = _widened(atoms, windows, columns, out[which])
     if cache is not None:
         cache["windows"] = (windows, columns)
     return out
+
+
+def _reference(atoms: Atoms, wt: Weights, q: np.ndarray, rows: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """The reference formula on rows ``which``, in chunks of at most ``REFERENCE_CELLS`` (rows x atoms)."""
+    step = max(1, REFERENCE_CELLS // max(atoms.n, 1))
+    return np.concatenate([
+        reference_positions(atoms.cumulative(wt.dense(which[i : i + step])), q, rows[which[i : i + step]])
+        for i in range(0, len(which), step)
+    ]) if len(which) else np.empty((0, len(q)), dtype=np.int64)
 
 
 def _widened(atoms: Atoms, windows: list, columns: np.ndarray, strays: np.ndarray) -> tuple[list, np.ndarray]:
