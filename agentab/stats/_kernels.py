@@ -178,7 +178,8 @@ class QuantileKernel:
         order = np.argsort(values, kind="stable")
         self.sorted = values[order]
         run_weight = np.ascontiguousarray(design.run_weight[order])
-        self.atoms = _windowed.Runs(design.cell[order], run_weight, design.n_cells)
+        index = np.int32 if len(values) < 2**31 else np.int64  # half the memory of the design's cells
+        self.atoms = _windowed.Runs(design.cell[order].astype(index, copy=False), run_weight, design.n_cells)
         self.cell_total = np.bincount(design.cell, weights=design.run_weight, minlength=design.n_cells)
 
     def positions(self, weights: _windowed.Weights, rows: np.ndarray | None = None, *,
@@ -197,7 +198,7 @@ class QuantileKernel:
             # Zero-weight runs add exactly 0.0 to a cumulative sum, and the first run to reach the
             # threshold has a positive weight: searching the arm's own runs gives the same position.
             mine = (self.atoms.cell >= self.n_tasks) == bool(arm)
-            index = np.flatnonzero(mine)
+            index = np.flatnonzero(mine).astype(self.atoms.cell.dtype)
             self._arms[arm] = (_windowed.Runs(self.atoms.cell[index], self.atoms.run_weight[index],
                                               self.atoms.n_cells), index)
         atoms, index = self._arms[arm]
