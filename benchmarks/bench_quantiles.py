@@ -22,7 +22,9 @@ Cases (all timed in this process unless said; ratios are within one run):
   tasks x 10 seeds, in a child process for this checkout and for ``--before PATH`` (a checkout of the
   commit before the change).
 
-Run: ``python benchmarks/bench_quantiles.py [--cases speed,doubling,memory,routing] [--before PATH]``.
+Run: ``python benchmarks/bench_quantiles.py [--cases speed,doubling,memory,routing] [--before PATH]
+[--resamples N]`` (``--resamples``: of the routing case; the kernel before the change takes minutes per call
+at 9,999).
 
 Last run
 --------
@@ -184,20 +186,22 @@ def case_memory(args) -> None:
           f"{traced['traced_peak_mb'] / size:.2f}x")
 
 
-def routing_child(task_ids: bool, repeat: int) -> None:
+def routing_child(task_ids: bool, repeat: int, n_resamples: int) -> None:
     data = experiment(10_000, outcome=True, task_ids=task_ids)
-    result, t = timed(lambda: run_compare(data), repeat)
+    result, t = timed(lambda: run_compare(data, n_resamples), repeat)
     table = result.table.set_index("metric")
     print(json.dumps({"seconds": t, "p_values": [float(v) for v in table["p_value"].fillna(-1)]}))
 
 
 def case_routing(args) -> None:
     paths = [("after", str(HERE.parent))] + ([("before", args.before)] if args.before else [])
-    print(f"routing: compare (outcome + tokens) on 100,000 runs per arm, {RESAMPLES} resamples, best of {args.repeat}")
+    print(f"routing: compare (outcome + tokens) on 100,000 runs per arm, {args.resamples} resamples, "
+          f"best of {args.repeat}")
     for ids in (False, True):
         cells = []
         for name, path in paths:
-            got = child(["--routing-child", "1" if ids else "0", "--repeat", str(args.repeat)], path)
+            got = child(["--routing-child", "1" if ids else "0", "--repeat", str(args.repeat),
+                         "--resamples", str(args.resamples)], path)
             cells.append(f"{name} {got['seconds']:.2f}s")
         label = "10,000 tasks x 10 seeds" if ids else "no task ids           "
         print(f"  {label}  " + "  ".join(cells))
@@ -209,6 +213,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--naive-resamples", type=int, default=300)
     parser.add_argument("--memory-tasks", type=int, default=100_000)
+    parser.add_argument("--resamples", type=int, default=RESAMPLES, help="resamples of the routing case")
     parser.add_argument("--before", default=None, help="a checkout of the commit before the change")
     parser.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
@@ -217,7 +222,7 @@ def main() -> None:
     if args.memory_child is not None:
         return memory_child(args.memory_child, args.trace)
     if args.routing_child is not None:
-        return routing_child(bool(args.routing_child), args.repeat)
+        return routing_child(bool(args.routing_child), args.repeat, args.resamples)
     with open("/proc/loadavg") as f:
         print(f"load average at start: {' '.join(f.read().split()[:3])}")
     cases = {"speed": case_speed, "doubling": case_doubling, "memory": case_memory, "routing": case_routing}

@@ -167,16 +167,17 @@ class QuantileKernel:
             self.atoms: _windowed.Atoms = _windowed.Levels(np.eye(len(design.levels)))
             self.cell_total = np.ones(len(design.levels))
             return
-        levels, codes = np.unique(values, return_inverse=True)
-        if len(levels) <= self.MAX_LEVELS and len(levels) < len(values):
+        order = np.argsort(values, kind="stable")
+        self.sorted = values[order]
+        distinct = 1 + np.count_nonzero(self.sorted[1:] != self.sorted[:-1])
+        if distinct <= self.MAX_LEVELS and distinct < len(values):
+            levels, codes = np.unique(values, return_inverse=True)
             shares = np.zeros((design.n_cells, len(levels)))
             np.add.at(shares, (design.cell, codes.reshape(-1)), design.run_weight)
             self.sorted = levels
             self.atoms = _windowed.Levels(shares)
             self.cell_total = shares.sum(axis=1)
             return
-        order = np.argsort(values, kind="stable")
-        self.sorted = values[order]
         run_weight = np.ascontiguousarray(design.run_weight[order])
         index = np.int32 if len(values) < 2**31 else np.int64  # half the memory of the design's cells
         self.atoms = _windowed.Runs(design.cell[order].astype(index, copy=False), run_weight, design.n_cells)
