@@ -28,7 +28,37 @@ at 9,999).
 
 Last run
 --------
-(filled in below by the run of 2026-12-01)
+2026-12-01, 2 cores shared with 8 other sessions' jobs: load average 16.8 at the start (19 at times), so the
+seconds are several times an idle machine's and drift within the run; only ratios within one case mean much.
+``python benchmarks/bench_quantiles.py --cases speed,doubling,routing --naive-resamples 200
+--before /tmp/kernel_before`` (``/tmp/kernel_before``: ``git archive c432143``, the commit before)::
+
+    speed: 10,000 tasks x 10 seeds, 9999 resamples
+      compare 44.98s  plain bootstrap 336.1s (timed on 200, scaled)  ratio 7x
+      p95 difference CI: compare [2313, 3962], plain [2216, 3862]
+    doubling: compare (tokens p50/p95), 10 seeds, 9999 resamples, best of 1
+        tasks  compare     x   draws     x
+        1,250    8.92s     -   1.50s     -
+        2,500   12.65s  1.42   3.72s  2.48
+        5,000   37.06s  2.93  11.27s  3.03
+       10,000   73.01s  1.97  20.95s  1.86
+       20,000  150.15s  2.06  13.71s  0.65
+    routing: compare (outcome + tokens) on 100,000 runs per arm, 9999 resamples, best of 1
+      no task ids             after 16.21s  before 13.99s
+
+(``--cases routing --resamples 999`` and ``--cases memory``: see benchmarks/README.md and the report of
+issue 22.) Earlier the same evening, at load 7, one compare at 10,000 tasks took 10.3 s and the plain loop
+16.8 ms per resample (168 s for 9,999): 16x.
+
+Reading. Targets of issue 22 not met: 50x (7x in this run, 16x at a lighter moment) and at most 1.3x per
+doubling (about 2x). Both are bounded by the random draws, not the kernel: to give today's numbers exactly,
+a resample must consume today's stream, the paired bootstrap's ``T`` uniforms per resample turned into task
+counts (``Design.task_picks``/``task_counts``) and the sign flips' ``T`` uniforms (``Design.swaps``), which is
+O(tasks) per resample and grows 2x per doubling (the ``draws`` column, timed alone). The kernel itself costs
+O(cells + window) per resample: one product of the task weights with three per-cell vectors and a pass over
+a window of about 3,000 of the 100,000 runs of an arm (10,000 tasks), against a cumulative sum over all
+200,000 pooled runs before. A sublinear method would need a different random stream (say, multinomial
+counts over groups of tasks with equal per-task summaries), which changes every number.
 """
 
 from __future__ import annotations
