@@ -46,8 +46,14 @@ seconds are several times an idle machine's and drift within the run; only ratio
     routing: compare (outcome + tokens) on 100,000 runs per arm, 9999 resamples, best of 1
       no task ids             after 16.21s  before 13.99s
 
-(``--cases routing --resamples 999`` and ``--cases memory``: see benchmarks/README.md and the report of
-issue 22.) Earlier the same evening, at load 7, one compare at 10,000 tasks took 10.3 s and the plain loop
+``--memory-child 100000`` (the memory case's child, RSS only): input table 34 MB; RSS 266 MB before the call,
+634 MB at peak: 10.7x the table during ``compare`` (target 4x: not met). With the two edits of
+``agentab/stats/_design.py`` proposed in issue 22's report (``_codes`` turning only the distinct integer ids
+into text; ``make_design`` searching the shared ids per task, not per run): 264 -> 543 MB, 8.1x. What is
+left is outside the kernel: tracemalloc at 20,000 tasks puts the peak in the design's bootstrap batches
+(``BATCH_CELLS`` = 2**21 uniforms, their int64 picks, the offsets, the bincount and the float counts: about
+76 MB at any size) and, per metric, ``make_design``'s text ids (272 MB for 1,000,000 int64 ids before the
+edit, 47 MB after). Earlier the same evening, at load 7, one compare at 10,000 tasks took 10.3 s and the plain loop
 16.8 ms per resample (168 s for 9,999): 16x.
 
 Reading. Targets of issue 22 not met: 50x (7x in this run, 16x at a lighter moment) and at most 1.3x per
