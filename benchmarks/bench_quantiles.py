@@ -46,6 +46,12 @@ seconds are several times an idle machine's and drift within the run; only ratio
     routing: compare (outcome + tokens) on 100,000 runs per arm, 9999 resamples, best of 1
       no task ids             after 16.21s  before 13.99s
 
+``--cases routing --resamples 999 --before /tmp/kernel_before`` (load 18.6 -> 19.1)::
+
+    routing: compare (outcome + tokens) on 100,000 runs per arm, 999 resamples, best of 1
+      no task ids             after 16.85s  before 18.20s
+      10,000 tasks x 10 seeds  after 37.69s  before 919.82s
+
 ``--memory-child 100000`` (the memory case's child, RSS only): input table 34 MB; RSS 266 MB before the call,
 634 MB at peak: 10.7x the table during ``compare`` (target 4x: not met). With the two edits of
 ``agentab/stats/_design.py`` proposed in issue 22's report (``_codes`` turning only the distinct integer ids
