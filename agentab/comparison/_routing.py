@@ -27,8 +27,13 @@ QUANTILES = (0.5, 0.95)
 
 
 def _rng(root: np.random.SeedSequence, name: str) -> np.random.Generator:
-    """A generator per metric: adding or removing metrics never changes another's result."""
-    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(zlib.crc32(name.encode()),)))
+    """A generator per metric: adding or removing metrics never changes another's result.
+
+    The metric's key is appended to the root's own ``spawn_key``, so two children spawned from one
+    sequence give different streams (an integer seed's sequence has an empty key: its streams are unchanged).
+    """
+    key = (*root.spawn_key, zlib.crc32(name.encode()))
+    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=key, pool_size=root.pool_size))
 
 
 def _row(metric: _Metric, statistic: str, res: Any, role: str, *, j: int | None = None, name: str | None = None) -> dict:

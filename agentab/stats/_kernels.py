@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentab.stats import _windowed
 from agentab.stats._design import CountDesign, Design
 
 __all__ = ["MeanKernel", "OrdinalKernel", "QuantileKernel", "cell_means", "pass_hat_k"]
@@ -135,11 +136,22 @@ class QuantileKernel:
     each task weight 1 shared equally by its runs. With one run per task, or
     equal seeds per task, it is the ordinary sample quantile of that
     definition. It is always an observed value.
+
+    Method: a window of the pooled sorted runs around the batch's quantile
+    (:mod:`agentab.stats._windowed`). A resample's weight below the window is
+    the product of its cell weights with each cell's weight below the
+    window's start; only the runs inside the window get a cumulative pass;
+    resamples whose quantile falls outside the window, or whose share at the
+    crossing is within rounding reach of the threshold, are recomputed by the
+    reference formula (a cumulative sum over every run). So every resample's
+    quantile is the reference's, at O(cells + window) per resample instead of
+    O(runs). Metrics with at most :attr:`MAX_LEVELS` distinct values use the
+    same window over their levels.
     """
 
     #: Relative tolerance on cumulative weights, so that ``j / n >= q`` holds
     #: exactly when it does in exact arithmetic.
-    TOL = 1e-9
+    TOL = _windowed.TOL
 
     #: Use per-cell shares of distinct values when there are at most this many
     #: (counts such as steps or retries): a matrix product instead of a pass over runs.
@@ -147,38 +159,70 @@ class QuantileKernel:
 
     def __init__(self, values: np.ndarray, design: Design, q: np.ndarray):
         self.q = np.asarray(q, dtype=float)
+        self.n_tasks = len(design.base_cells) if design.kind == "paired" else 0
+        self._windows: dict[str, dict] = {}  # windows kept between batches: time only, never results
+        self._arms: dict[int, tuple[_windowed.Runs, np.ndarray]] = {}
         if isinstance(design, CountDesign):
-            self.shares, self.sorted = np.eye(len(design.levels)), design.levels
-            return
-        levels, codes = np.unique(values, return_inverse=True)
-        self.shares = None
-        if len(levels) <= self.MAX_LEVELS and len(levels) < len(values):
-            shares = np.zeros((design.n_cells, len(levels)))
-            np.add.at(shares, (design.cell, codes.reshape(-1)), design.run_weight)
-            self.shares = shares
-            self.sorted = levels
+            self.sorted = design.levels
+            self.atoms: _windowed.Atoms = _windowed.Levels(np.eye(len(design.levels)))
+            self.cell_total = np.ones(len(design.levels))
             return
         order = np.argsort(values, kind="stable")
         self.sorted = values[order]
-        self.cell = design.cell[order]
-        self.run_weight = design.run_weight[order]
+        distinct = 1 + np.count_nonzero(self.sorted[1:] != self.sorted[:-1])
+        if distinct <= self.MAX_LEVELS and distinct < len(values):
+            levels, codes = np.unique(values, return_inverse=True)
+            shares = np.zeros((design.n_cells, len(levels)))
+            np.add.at(shares, (design.cell, codes.reshape(-1)), design.run_weight)
+            self.sorted = levels
+            self.atoms = _windowed.Levels(shares)
+            self.cell_total = shares.sum(axis=1)
+            return
+        run_weight = np.ascontiguousarray(design.run_weight[order])
+        index = np.int32 if len(values) < 2**31 else np.int64  # half the memory of the design's cells
+        self.atoms = _windowed.Runs(design.cell[order].astype(index, copy=False), run_weight, design.n_cells)
+        self.cell_total = np.bincount(design.cell, weights=design.run_weight, minlength=design.n_cells)
+
+    def positions(self, weights: _windowed.Weights, rows: np.ndarray | None = None, *,
+                  arm: int | None = None, key: str | None = None) -> np.ndarray:
+        """Positions in :attr:`sorted` of every row's quantiles.
+
+        ``rows``: each row's index in its batch (the reference formula's rounding depends on it); ``arm``:
+        the rows weigh only that arm's cells (0 baseline, 1 candidate), so only its runs are searched;
+        ``key``: rows of the same kind share their windows from batch to batch (:mod:`_windowed`).
+        """
+        rows = np.arange(weights.n_rows) if rows is None else rows
+        cache = None if key is None else self._windows.setdefault(key, {})
+        if arm is None or not isinstance(self.atoms, _windowed.Runs):
+            return _windowed.windowed_positions(self.atoms, weights, self.q, self.cell_total, rows, cache)
+        if arm not in self._arms:
+            # Zero-weight runs add exactly 0.0 to a cumulative sum, and the first run to reach the
+            # threshold has a positive weight: searching the arm's own runs gives the same position.
+            mine = (self.atoms.cell >= self.n_tasks) == bool(arm)
+            index = np.flatnonzero(mine).astype(self.atoms.cell.dtype)
+            self._arms[arm] = (_windowed.Runs(self.atoms.cell[index], self.atoms.run_weight[index],
+                                              self.atoms.n_cells), index)
+        atoms, index = self._arms[arm]
+        return index[_windowed.windowed_positions(atoms, weights, self.q, self.cell_total, rows, cache)]
 
     def quantiles(self, w: np.ndarray) -> np.ndarray:
-        n = len(self.sorted)
-        if self.shares is not None:
-            cumulative = np.cumsum(w @ self.shares, axis=1)
-        else:
-            cumulative = np.cumsum(w[:, self.cell] * self.run_weight, axis=1)
-        cumulative /= cumulative[:, -1:]
-        # Rows shifted by their index form one increasing array: one search finds every row's position.
-        rows = np.arange(len(w))
-        cumulative += rows[:, None]
-        targets = rows[:, None] + (self.q - self.TOL)[None, :]
-        index = np.searchsorted(cumulative.ravel(), targets.ravel(), side="left").reshape(targets.shape)
-        index = np.minimum(index - rows[:, None] * n, n - 1)
-        return self.sorted[index]
+        """Every row's quantiles for rows of cell weights ``w`` (resamples x cells): (resamples, len(q))."""
+        return self.sorted[self.positions(_windowed.Dense(np.asarray(w, dtype=float)))]
 
     def __call__(self, w_base: np.ndarray, w_cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         base = self.quantiles(w_base)
         cand = self.quantiles(w_cand)
+        return base, cand, cand - base
+
+    def bootstrapped(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Paired design: the kernel on bootstrap rows of task counts (resamples x tasks), both arms."""
+        base = self.sorted[self.positions(_windowed.TaskBlocks(counts, (0, 0), (1, 0)), arm=0, key="boot 0")]
+        cand = self.sorted[self.positions(_windowed.TaskBlocks(counts, (0, 0), (0, 1)), arm=1, key="boot 1")]
+        return base, cand, cand - base
+
+    def swapped(self, swap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Paired design: the kernel on rows of task sign flips (resamples x tasks, True: the arms swap)."""
+        flip = swap.astype(float)
+        base = self.sorted[self.positions(_windowed.TaskBlocks(flip, (1, 0), (-1, 1)), key="swap 0")]
+        cand = self.sorted[self.positions(_windowed.TaskBlocks(flip, (0, 1), (1, -1)), key="swap 1")]
         return base, cand, cand - base

@@ -66,17 +66,23 @@ def resample(
     that value, so ties are ties in the p-value and in the interval. ``scale`` is the size of the data (its largest absolute value).
     """
     tol = tie_tolerance(scale)
+    # Kernels that read a paired design's task-level draws directly (QuantileKernel) say so by these methods.
+    paired = design.kind == "paired" and hasattr(kernel, "swapped") and hasattr(kernel, "bootstrapped")
     base, cand, effect = kernel(*design.observed())
     effect = _snap(effect[0], np.zeros_like(effect[0]), tol)
     null = None
     exact = False
     if test:
         exact = design.n_permutations(limit=n_resamples) is not None
-        null = np.concatenate(
-            [kernel(wb, wc)[2] for wb, wc in design.permutations(n_resamples, rng, exact=exact)], axis=0
-        )
-        null = snap_ties(null, effect, tol)
-    parts = [kernel(wb, wc) for wb, wc in design.bootstrap(n_resamples, rng)]
+        if paired:  # the same sign flips as design.permutations, without the (resamples x cells) matrices
+            batches = [kernel.swapped(swap)[2] for swap in design.swaps(n_resamples, rng, exact=exact)]
+        else:
+            batches = [kernel(wb, wc)[2] for wb, wc in design.permutations(n_resamples, rng, exact=exact)]
+        null = snap_ties(np.concatenate(batches, axis=0), effect, tol)
+    if paired:  # the same task counts as design.bootstrap
+        parts = [kernel.bootstrapped(counts) for counts in design.task_counts(n_resamples, rng)]
+    else:
+        parts = [kernel(wb, wc) for wb, wc in design.bootstrap(n_resamples, rng)]
     boot = snap_ties(np.concatenate([p[2] for p in parts]), effect, tol)
     return Resampled(
         base[0],
