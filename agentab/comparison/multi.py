@@ -34,6 +34,7 @@ from agentab.comparison._multi_family import primary_family
 from agentab.comparison.decide import assess, decide, format_value
 from agentab.comparison.result import Comparison
 from agentab.errors import CompareError
+from agentab.stats.arms import shared_draws
 
 __all__ = ["SCHEMA", "SUMMARY_COLUMNS", "MultiComparison", "MultiSettings", "compare_many", "is_many"]
 
@@ -270,12 +271,13 @@ def compare_many(compare_one: Callable[..., Comparison], data: pd.DataFrame, *, 
         raise CompareError(f"`progress` must be callable as progress(metric, done, total), got {progress!r}")
     used = recorded_seed(seed_sequence(seed, CompareError))
     comps: dict[str, Comparison] = {}
-    for i, name in enumerate(names):
-        tick = None if progress is None else _tick(progress, name, i, len(names))
-        comps[name] = compare_one(data, arm=arm, baseline=base, candidate=name, seed=used, progress=tick, **options)
-    first = comps[names[0]]
-    alpha, n_resamples = first.settings.alpha, first.settings.n_resamples
-    family = primary_family(data, comps, base, alpha, n_resamples, used)
+    with shared_draws():  # the candidates' paired tests (and the max-T) draw each metric's sign flips once
+        for i, name in enumerate(names):
+            tick = None if progress is None else _tick(progress, name, i, len(names))
+            comps[name] = compare_one(data, arm=arm, baseline=base, candidate=name, seed=used, progress=tick, **options)
+        first = comps[names[0]]
+        alpha, n_resamples = first.settings.alpha, first.settings.n_resamples
+        family = primary_family(data, comps, base, alpha, n_resamples, used)
     comps = {c: _adjusted(comp, family.p_adjusted[c], len(names), family.method) for c, comp in comps.items()}
     settings = MultiSettings(alpha, n_resamples, used, first.settings.primary, arm, base, tuple(names), family.method,
                              family.exact, family.n_patterns)
