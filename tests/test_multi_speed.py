@@ -73,3 +73,17 @@ def test_holm_is_statsmodels_holm(seed):
     np.testing.assert_array_equal(holm(p), multipletests(p, method="holm")[1])
     with_nan = np.r_[p, np.nan]
     assert np.isnan(holm(with_nan)[-1]) and np.array_equal(holm(with_nan)[:-1], holm(p))
+
+
+def test_the_paired_flipped_means_are_todays_bit_for_bit():
+    from agentab.stats._design import paired_design
+    from agentab.stats._studentized import paired_mean, tie_weights
+
+    rng = np.random.default_rng(4)
+    d = rng.integers(-3, 4, 60) / 3
+    score = rng.random(60)
+    got = paired_mean(paired_design(60), d, 2999, np.random.default_rng(9), exact=False, score=score).null
+    u = tie_weights(score)
+    swaps = np.concatenate(list(paired_design(60).swaps(2999, np.random.default_rng(9), exact=False)))
+    np.testing.assert_array_equal(got.a, np.where(swaps, -d * u, d * u).sum(axis=1) / 60)
+    np.testing.assert_array_equal(got.k, np.where(swaps, -u, u).sum(axis=1) / 60)

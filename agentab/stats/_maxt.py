@@ -178,7 +178,7 @@ def max_t_families(
     exact = n * math.log(2) <= math.log(n_resamples) + 1e-9
     rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
     swaps = paired_design(n).swaps(n_resamples, rng, exact=bool(exact))  # the two-arm paired test's very patterns
-    a = np.concatenate([np.where(s, -1.0, 1.0) @ du.T / n for s in swaps])
+    a = np.concatenate([(1 - 2 * s.view(np.int8)).astype(float) @ du.T / n for s in swaps])  # signs -1.0 / 1.0
     size, adjust = len(a), (0 if exact else 1)
     t = np.where(m == 0, 0.0, _abs_t(m[None, :], q, n)[0] * np.sign(m))
     # Each hypothesis alone: the two-arm paired test's p-value (twice the smaller tail, its tie rule) on these patterns.
