@@ -45,7 +45,7 @@ from agentab.stats._design import paired_design
 from agentab.stats._inversion import T_TOLERANCE
 from agentab.stats._studentized import _one_sample_se, tie_weights
 
-__all__ = ["MaxTResult", "max_t", "max_t_families", "T_TOLERANCE"]
+__all__ = ["MaxTResult", "max_t", "max_t_families", "step_down", "T_TOLERANCE"]
 
 
 @dataclass(frozen=True)
@@ -185,10 +185,19 @@ def max_t_families(
     greater = ((a >= m - gamma).sum(axis=0) + adjust) / (size + adjust)
     less = ((a <= m + gamma).sum(axis=0) + adjust) / (size + adjust)
     pvalue = np.minimum(1.0, 2.0 * np.minimum(greater, less))
-    big = _abs_t(a, q, n)
+    return step_down(_abs_t(a, q, n), t, pvalue, families, exact=bool(exact))
+
+
+def step_down(big: np.ndarray, t: np.ndarray, pvalue: np.ndarray, families: Any, *, exact: bool
+              ) -> tuple[MaxTResult, ...]:
+    """The max-|T| adjustment of each family from the statistics on every pattern (the core of every max-T).
+
+    ``big`` holds ``|T|`` per pattern (rows: every pattern enumerated, or each drawn one) and hypothesis
+    (columns), ``t`` the observed statistics and ``pvalue`` each hypothesis' own p-value on the same patterns.
+    """
     out = []
     for members in families:
         members = np.asarray(members, dtype=int)
-        step, single = _family(big, t, pvalue, members, bool(exact), size)
-        out.append(MaxTResult(t[members], pvalue[members], step, single, bool(exact), int(size)))
+        step, single = _family(big, t, pvalue, members, exact, len(big))
+        out.append(MaxTResult(t[members], pvalue[members], step, single, exact, len(big)))
     return tuple(out)
