@@ -68,9 +68,12 @@ import time
 import numpy as np
 
 from agentab import stats
+from agentab.stats.arms import max_t_arms
 
 TASKS = (20, 80)
 ARMS = (3, 5, 10)
+#: The models of the ordinal and quantile rows, and their task counts (a quantile's permutations cost more).
+RUN_MODELS = {"rubric": (20, 80), "cost p95": (20,)}
 SEEDS = 5
 ALPHA = 0.05
 
@@ -99,18 +102,44 @@ def _one(rng: np.random.Generator, model: str, n_tasks: int, n_arms: int, lift: 
     return np.vstack([res.adjusted, res.single_step, res.pvalue])
 
 
-def run(reps: int, resamples: int, seed: int) -> list[dict]:
-    """Every cell's family-wise error rates with their Monte Carlo standard errors."""
+def _one_runs(rng: np.random.Generator, model: str, n_tasks: int, n_arms: int, resamples: int) -> np.ndarray:
+    """The ordinal and quantile rows: every run of every arm, and :func:`agentab.stats.arms.max_t_arms` as
+    ``agentab.compare(..., candidate="all")`` calls it (the candidates against the baseline, one set of flips)."""
+    latent = rng.normal(0, 1, n_tasks)[None, :, None] + rng.normal(0, 1, (n_arms, n_tasks, SEEDS))  # ICC 0.5
+    if model == "rubric":
+        values = np.digitize(latent, [-1.0, 0.0, 1.0]).astype(float)  # a 0-3 rubric
+    else:
+        values = np.round(np.exp(7 + latent))  # a cost, log-normal with task effects
+    tasks = np.repeat(np.arange(n_tasks), SEEDS).astype(str)
+    pairs = [(0, j) for j in range(1, n_arms)]
+    res = max_t_arms(list(values.reshape(n_arms, -1)), [tasks] * n_arms, pairs, [list(range(n_arms - 1))],
+                     kind="ordinal" if model == "rubric" else "quantile", q=0.95, n_resamples=resamples, rng=rng)
+    fam = res.families[0]
+    return np.vstack([fam.adjusted, fam.single_step, fam.pvalue])
+
+
+def _cells(models: tuple[str, ...]) -> list[tuple[int, tuple[str, int, int, float]]]:
+    """Every cell, numbered as in the full run (so a subset draws the same streams)."""
     cells = [("binary", t, a, 0.0) for t in TASKS for a in ARMS]
     cells += [("continuous", t, a, 0.0) for t in TASKS for a in ARMS]
     cells += [("partial", t, 5, 2.0) for t in TASKS]
+    cells += [(m, t, a, 0.0) for m, counts in RUN_MODELS.items() for t in counts for a in ARMS]
+    return [(c, cell) for c, cell in enumerate(cells) if cell[0] in models]
+
+
+def run(reps: int, resamples: int, seed: int, models: tuple[str, ...] = ("binary", "continuous", "partial",
+                                                                          *RUN_MODELS)) -> list[dict]:
+    """Every cell's family-wise error rates with their Monte Carlo standard errors."""
     rows = []
-    for c, (model, n_tasks, n_arms, lift) in enumerate(cells):
+    for c, (model, n_tasks, n_arms, lift) in _cells(models):
         start = time.perf_counter()
         hits = np.zeros(3)
         for r in range(reps):
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(c, r)))
-            p = _one(rng, "binary" if model == "partial" else model, n_tasks, n_arms, lift, resamples)
+            if model in RUN_MODELS:
+                p = _one_runs(rng, model, n_tasks, n_arms, resamples)
+            else:
+                p = _one(rng, "binary" if model == "partial" else model, n_tasks, n_arms, lift, resamples)
             if model == "partial":
                 p = p[:, 1:]  # the null candidates only
             hits += (p < ALPHA).any(axis=1)
@@ -126,9 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--resamples", type=int, default=999)
     parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--models", default="binary,continuous,partial," + ",".join(RUN_MODELS),
+                        help="comma-separated rows to run (default: all)")
     args = parser.parse_args(argv)
+    models = tuple(m.strip() for m in args.models.split(","))
     print(f"{'model':<11} {'tasks':>5} {'arms':>4} {'fwer':>7} {'(se)':>7} {'single':>7} {'unadj':>7} {'s':>6}")
-    for row in run(args.reps, args.resamples, args.seed):
+    for row in run(args.reps, args.resamples, args.seed, models):
         print(f"{row['model']:<11} {row['tasks']:>5} {row['arms']:>4} {row['fwer']:>7.4f} ({row['se']:.4f}) "
               f"{row['single']:>7.4f} {row['unadjusted']:>7.4f} {row['seconds']:>6.1f}", flush=True)
     return 0

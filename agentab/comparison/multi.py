@@ -31,7 +31,7 @@ import pandas as pd
 from agentab._checks import jsonable_seed, recorded_seed, seed_sequence
 from agentab._display import Blank, Block, Display, Items, Lines, Section, Table
 from agentab.comparison._multi_family import primary_family
-from agentab.comparison.decide import assess, decide, format_value
+from agentab.comparison.decide import Adjustment, assess, decide, format_value
 from agentab.comparison.result import Comparison
 from agentab.errors import CompareError
 from agentab.stats.arms import shared_draws
@@ -299,20 +299,11 @@ def _adjusted(comp: Comparison, p_adjusted: float, k: int, method: str) -> Compa
     table.loc[0, "p_adjusted"] = p_adjusted
     table.loc[0, "assessment"] = assess("primary", p_adjusted, p_adjusted, row["effect"], row["ci_low"], row["ci_high"],
                                         row["direction"], comp.settings.alpha)
-    judged = table.copy()
-    judged.loc[0, "p_value"] = p_adjusted  # the verdict reads the primary row's p-value
-    decision = decide(judged, comp.settings.primary, comp.decision.guardrails, comp.settings.alpha)
-    if np.isfinite(p_adjusted) and decision.reasons:
-        where = "max-T" if method != "holm" else "Holm"
-        old, new = f"p = {p_adjusted:.3g}", (f"p = {row['p_value']:.3g} alone, {p_adjusted:.3g} adjusted across "
-                                              f"{k} candidates ({where})")
-        head = decision.reasons[0]
-        cut = head.rfind(old)
-        reasons = ((head[:cut] + new + head[cut + len(old):]) if cut >= 0 else head, *decision.reasons[1:])
-        if decision.verdict == comp.verdict == "inconclusive":  # the two-arm advice of a next experiment still holds
-            plain = decide(comp.table, comp.settings.primary, comp.decision.guardrails, comp.settings.alpha)
-            reasons += tuple(comp.decision.reasons[len(plain.reasons):])
-        decision = dataclasses.replace(decision, reasons=reasons)
+    how = Adjustment(p_adjusted, k, "Holm" if method == "holm" else "max-T")
+    decision = decide(comp.table, comp.settings.primary, comp.decision.guardrails, comp.settings.alpha, how)
+    if decision.verdict == comp.verdict == "inconclusive":  # the two-arm advice of a next experiment still holds
+        plain = decide(comp.table, comp.settings.primary, comp.decision.guardrails, comp.settings.alpha)
+        decision = dataclasses.replace(decision, reasons=(*decision.reasons, *comp.decision.reasons[len(plain.reasons):]))
     plan = comp.plan if decision.verdict == "inconclusive" else None
     return dataclasses.replace(comp, table=table, decision=decision, plan=plan)
 
