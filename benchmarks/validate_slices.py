@@ -69,7 +69,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentab.stats.interaction import slice_interaction  # noqa: E402
+from agentab.stats.interaction import slice_interaction, slice_interaction_runs  # noqa: E402
 
 BASE_RANGES = ((0.05, 0.35), (0.25, 0.55), (0.45, 0.75))
 NULL_EFFECT = 0.125
@@ -114,13 +114,51 @@ def _one(rng: np.random.Generator, design: str, n: int, planted: bool, resamples
     return res.pvalue, res.wald_pvalue
 
 
+#: The ordinal and quantile rows: (metric, design).
+RUN_ROWS = (("rubric", "paired"), ("rubric", "clustered"), ("cost p50", "paired"), ("cost p50", "clustered"))
+RUN_LIFT = 0.5
+RUN_PLANTED = (0.0, 0.5, 1.0)
+
+
+def _one_runs(rng: np.random.Generator, design: str, n: int, planted: bool, resamples: int) -> tuple[float, float]:
+    """One experiment of the ordinal or quantile rows: ``design`` is "rubric paired", "cost p50 clustered", ...
+
+    Latent scale: a task effect N(0, 1) + run noise N(0, 1) (ICC 0.5); the candidate adds a per-task lift
+    uniform on mean +- 0.5, the mean 0.5 in every slice (null) or 0, 0.5, 1.0 (planted). A rubric is the
+    latent cut at -1, 0, 1 (0-3); a cost is ``exp(7 + latent)``. The slices do not differ in difficulty: on
+    the scale of Cliff's delta or of a quantile difference a common lift on the latent scale is a different
+    effect in an easier slice (a floor, a multiplicative cost), so that would be an interaction, not a null.
+    
+    """
+    metric, kind = design.rsplit(" ", 1)
+    slices = np.repeat(np.arange(3), n)
+    task = np.repeat(np.arange(3 * n), SEEDS)
+    label = slices[task]
+    level = rng.normal(0, 1, 3 * n)
+    mean = np.array(RUN_PLANTED if planted else (RUN_LIFT,) * 3)[slices]
+    lift = rng.uniform(mean - 0.5, mean + 0.5)
+    other = level if kind == "paired" else rng.normal(0, 1, 3 * n)
+    x = level[task] + rng.normal(0, 1, len(task))
+    y = other[task] + lift[task] + rng.normal(0, 1, len(task))
+    if metric == "rubric":
+        x, y = np.digitize(x, [-1.0, 0.0, 1.0]), np.digitize(y, [-1.0, 0.0, 1.0])
+    else:
+        x, y = np.exp(7 + x), np.exp(7 + y)
+    tasks = task.astype(str)
+    res = slice_interaction_runs(x, y, label, label, kind="ordinal" if metric == "rubric" else "quantile",
+                                 x_strata=tasks, y_strata=tasks if kind == "paired" else np.char.add(tasks, "c"),
+                                 paired=kind == "paired", q=0.5, n_resamples=resamples, rng=rng)
+    return res.pvalue, res.wald_pvalue
+
+
 def _cell(root: np.random.SeedSequence, design: str, n: int, planted: bool, reps: int, resamples: int
           ) -> tuple[float, float, float]:
     rng = np.random.default_rng(root)
     perm = np.empty(reps)
     wald = np.empty(reps)
+    one = _one_runs if " " in design else _one
     for r in range(reps):
-        perm[r], wald[r] = _one(rng, design, n, planted, resamples)
+        perm[r], wald[r] = one(rng, design, n, planted, resamples)
     return float(np.mean(perm < 0.05)), float(np.mean(np.nan_to_num(wald, nan=1.0) < 0.05)), float(np.mean(np.isnan(wald)))
 
 
@@ -134,18 +172,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=999)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tasks", type=int, nargs="+", default=[8, 20, 50], help="tasks per slice")
+    parser.add_argument("--rows", default="means,runs", help="means (binary rows), runs (rubric and cost rows)")
     args = parser.parse_args(argv)
+    designs = [(i, d) for i, d in enumerate(("paired", "clustered", "unequal")) if "means" in args.rows]
+    designs += [(10 + i, f"{m} {k}") for i, (m, k) in enumerate(RUN_ROWS) if "runs" in args.rows]
     start = time.perf_counter()
     print(f"3 slices x {SEEDS} seeds, {args.reps} reps, {args.resamples} permutations, seed {args.seed}; "
           "rejection at p < 0.05; (SE) Monte Carlo")
-    print(f"{'design':<10} {'tasks/slice':>11} | {'perm size':>15} {'wald size':>15} {'wald n/a':>8} | "
+    print(f"{'design':<18} {'tasks/slice':>11} | {'perm size':>15} {'wald size':>15} {'wald n/a':>8} | "
           f"{'perm power':>15} {'wald power':>15}")
-    for d_index, design in enumerate(("paired", "clustered", "unequal")):
+    for d_index, design in designs:
         for n in args.tasks:
             seeds = np.random.SeedSequence(args.seed, spawn_key=(d_index, n)).spawn(2)
             size_p, size_w, na = _cell(seeds[0], design, n, False, args.reps, args.resamples)
             pow_p, pow_w, _ = _cell(seeds[1], design, n, True, args.reps, args.resamples)
-            print(f"{design:<10} {n:>11} | {size_p:.3f} ({_se(size_p, args.reps):.3f})   {size_w:.3f} "
+            print(f"{design:<18} {n:>11} | {size_p:.3f} ({_se(size_p, args.reps):.3f})   {size_w:.3f} "
                   f"({_se(size_w, args.reps):.3f})   {na:>8.3f} | {pow_p:.3f} ({_se(pow_p, args.reps):.3f})   "
                   f"{pow_w:.3f} ({_se(pow_w, args.reps):.3f})", flush=True)
     print(f"({time.perf_counter() - start:.0f} s)")

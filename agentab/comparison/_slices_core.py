@@ -90,7 +90,7 @@ class SlicedComparison(Display):
         have missing numbers and say why in ``note``.
     interaction_pvalue : float
         The permutation p-value of "the effect is the same in every slice"; NaN when it cannot be tested
-        (fewer than two slices with enough tasks, a primary metric other than binary or continuous).
+        (fewer than two slices with enough tasks).
     interaction : InteractionResult or None
         The test's statistic, its naive chi-square p-value, the slices' effects and variances.
     comparisons : dict

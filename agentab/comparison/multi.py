@@ -7,12 +7,14 @@ adjustment within each candidate. The result, a :class:`MultiComparison`, maps e
 two-arm :class:`~agentab.comparison.result.Comparison` (``.candidates["a"].decision.verdict``), whose
 table's ``p_adjusted`` on the primary row carries the adjustment and whose verdict is reached with it.
 
-The adjustment (:func:`agentab.stats.max_t`): step-down max-T (Westfall & Young 1993) of the task-level t
-statistics, under sign flips of whole tasks applied to every candidate at once, the very patterns each
-two-arm test draws (exact by enumeration when ``2^tasks <= n_resamples``). It applies when the primary
-metric is a rate or a mean and every candidate is paired by task with the baseline on the same tasks;
-otherwise (a quantile or ordinal primary, independent tasks, different task sets) the candidates' two-arm
-p-values are Holm-adjusted, as the result says. Every pair of arms is compared on the same flips and adjusted
+The adjustment (:func:`agentab.stats.max_t`, :func:`agentab.stats.arms.max_t_arms`): step-down max-T
+(Westfall & Young 1993) under sign flips of whole tasks applied to every candidate at once, the very patterns
+each two-arm test draws (exact by enumeration when ``2^tasks <= n_resamples``), of the statistic each two-arm
+test reads: the task-level t of a rate or a mean, Cliff's delta over its standard error, a quantile difference
+over its root mean square on the flips. It applies when every candidate is paired by task with the baseline;
+arms on different tasks have no flips to share, and their two-arm p-values are Holm-adjusted, as the result
+says. The candidates' two-arm tests draw each metric's flips once (:func:`agentab.stats.arms.shared_draws`).
+Every pair of arms is compared on the same flips and adjusted
 together (:attr:`MultiComparison.pairs`, the CLI's ``--all-pairs``); a candidate is called best only when it
 is shown better than the baseline and every other candidate in that family, so the chance that the
 statement is wrong is at most ``alpha``.
