@@ -28,7 +28,8 @@ middle one and 0 in the largest: the slices' tasks are far from exchangeable, th
 studentization is for). Columns: size and power with their Monte Carlo SE
 (``sqrt(p (1 - p) / reps)``).
 
-Run: ``python benchmarks/validate_slices.py [--reps 2000] [--resamples 999] [--seed 0]``; seeds derive
+Run: ``python benchmarks/validate_slices.py [--reps 2000] [--resamples 999] [--seed 0] [--rows means,runs]``
+(``means``: the binary rows; ``runs``: the rubric and cost rows, below); seeds derive
 from ``--seed``, so the same call prints the same table.
 
 Last run
@@ -49,7 +50,31 @@ Last run
     unequal             50 | 0.042 (0.004)   0.049 (0.005)      0.000 | 1.000 (0.000)   1.000 (0.000)
     (765 s)
 
-The permutation test holds its size in every cell (0.042-0.052, within 2 Monte Carlo SE of 0.05 or
+The ordinal and quantile rows (``slice_interaction_runs``, what ``compare_slices`` runs for a rubric or a
+cost primary; the model is in ``_one_runs``: no slice differs in difficulty, the per-task lift is uniform on
+mean +- 0.5 on a latent scale with ICC 0.5, mean 0.5 in every slice under the null and 0, 0.5, 1.0 when
+planted; the cost rows compare the p50; they have no naive test, so their "wald" columns are empty),
+2026-12-01, ``OPENBLAS_NUM_THREADS=1 python benchmarks/validate_slices.py --rows runs --reps 1000 --resamples 199
+--tasks 8 20`` on 2 heavily shared cores (MC SE near 0.05: 0.007)::
+
+    3 slices x 5 seeds, 1000 reps, 199 permutations, seed 0; rejection at p < 0.05; (SE) Monte Carlo
+    design             tasks/slice |       perm size       wald size wald n/a |      perm power      wald power
+    rubric paired                8 | 0.045 (0.007)   0.087 (0.009)      0.000 | 0.438 (0.016)   0.567 (0.016)
+    rubric paired               20 | 0.048 (0.007)   0.058 (0.007)      0.000 | 0.897 (0.010)   0.928 (0.008)
+    rubric clustered             8 | 0.049 (0.007)   0.076 (0.008)      0.000 | 0.139 (0.011)   0.215 (0.013)
+    rubric clustered            20 | 0.054 (0.007)   0.070 (0.008)      0.000 | 0.359 (0.015)   0.414 (0.016)
+    cost p50 paired              8 | 0.061 (0.008)   0.000 (0.000)      1.000 | 0.334 (0.015)   0.000 (0.000)
+    cost p50 paired             20 | 0.050 (0.007)   0.000 (0.000)      1.000 | 0.815 (0.012)   0.000 (0.000)
+    cost p50 clustered           8 | 0.053 (0.007)   0.000 (0.000)      1.000 | 0.173 (0.012)   0.000 (0.000)
+    cost p50 clustered          20 | 0.046 (0.007)   0.000 (0.000)      1.000 | 0.429 (0.016)   0.000 (0.000)
+    (686 s)
+
+The permutation test holds its size for Cliff's delta and for the p50 difference, paired and clustered
+(0.045-0.061, within 1.5 Monte Carlo SE of 0.05), where the naive chi-square of the deltas is liberal at 8
+tasks per slice (0.087 paired, 0.076 clustered). Power against the planted interaction is 0.44 and 0.90 at 8 and
+20 tasks per slice for the paired rubric, 0.33 and 0.82 for the paired p50, far less with independent tasks.
+
+The permutation test of the binary rows holds its size in every cell (0.042-0.052, within 2 Monte Carlo SE of 0.05 or
 slightly below it: conservative, never liberal). The naive chi-square test is liberal with few tasks
 per slice (0.089 at 8 tasks per slice, paired; 0.071 clustered; 0.075 with unequal slices) and reaches
 0.05 only at about 50 tasks per slice; its higher power in the small cells is bought with that excess
