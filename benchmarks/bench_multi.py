@@ -11,39 +11,38 @@ Timed in this process, alternately (which goes first alternates too), best of ``
 - **k calls**: ``agentab.compare(data, baseline="baseline", candidate=c, metrics=["outcome"])`` for each of
   the 9 candidates, what a user does today (no adjustment).
 
-``ratio`` is one call / k calls; ``adjustment`` is the time of the adjustment alone (the max-T over the
-candidates and over all pairs, from the 9 comparisons). The one call runs the very same 9 two-arm
-comparisons (each candidate's table is the two-arm one but for the adjusted primary p-value), so the
-adjustment is all it adds: the candidates share the two-arm tests' task sign flips, and the adjustment
-reuses them (the patterns are drawn once more from the same seed, not stored).
+``ratio`` is one call / k calls, in CPU seconds (``time.process_time``: the 2 cores are shared, and wall times
+on them vary by a factor of 2; wall seconds in brackets); ``adjustment`` is the CPU time of the adjustment alone
+(the max-T over the candidates and over all pairs, from the 9 comparisons, drawing its flips afresh). The one
+call runs the very same 9 two-arm comparisons (each candidate's table is the two-arm one bit for bit but for
+the adjusted primary p-value, ``tests/test_multi_speed.py``), inside ``agentab.stats.arms.shared_draws``: the
+candidates' paired tests draw each metric's sign flips from the same stream, so the flips are drawn once
+(for the outcome and for its pass^5) and every other candidate, and the max-T, reads them.
 
 Run: ``python benchmarks/bench_multi.py [--repeat N] [--tasks T] [--arms A] [--seeds S] [--metrics outcome,tokens]``
 (``--metrics outcome,tokens`` adds a long-tailed cost metric, compared at p50 and p95, to every comparison).
 
 Last run
 --------
-2026-12-01, commit 0df42dd, 2 shared cores (the lead's and other helpers' jobs ran at the same time, so timings
-vary by 5-10% from run to run). ``python benchmarks/bench_multi.py --repeat 4``::
+2026-12-01, 2 cores shared with other jobs (load average 17). ``python benchmarks/bench_multi.py --repeat 4`` on
+commit 15b7ba2::
 
-    10 arms x 500 tasks x 5 seeds (25,000 runs), metrics outcome, n_resamples 9999, best of 4
-      one call    k calls   ratio  adjustment
-          2.8s       2.6s   1.055       0.24s
+    10 arms x 500 tasks x 5 seeds (25,000 runs), metrics outcome, n_resamples 9999, best of 4 (CPU seconds; wall in brackets)
+          one call        k calls   ratio  adjustment
+      2.21s (16.3s)   2.43s (19.4s)   0.908       0.17s
     (max-T step-down, 9999 patterns; best: None)
 
-``python benchmarks/bench_multi.py --repeat 2 --tasks 100 --metrics outcome,tokens``::
+The same script on the code before the sharing (commit c432143, same machine, minutes apart)::
 
-    10 arms x 100 tasks x 5 seeds (5,000 runs), metrics outcome, tokens, n_resamples 9999, best of 2
-      one call    k calls   ratio  adjustment
-          9.5s      10.2s   0.939       0.08s
-    (max-T step-down, 9999 patterns; best: None)
+      3.25s (12.9s)   3.04s (11.9s)   1.070       0.17s
 
-The one call is the k two-arm comparisons plus the adjustment: 0.24 s (9% of the k calls) when the
-comparisons are as light as they get (a binary outcome and its pass^5 only), 0.08 s (under 1%) with a cost
-metric; the rest of the difference is the machine's noise (the second row's one call came out faster). So
-k arms cost k two-arm comparisons and the adjustment, not less: the two-arm tests draw the same sign flips
-for every candidate (one stream per metric from the seed), and the max-T reuses those patterns, but each
-two-arm test still computes its own. Sharing them (a paired test of several candidates at once in
-``agentab.stats``) would make the one call cheaper than the k calls.
+So one call of 9 candidates now costs 9% less than the 9 two-arm calls (it cost 7% more), and 32% less than
+it did: the flips are drawn once per metric instead of once per candidate (about 0.03 s of CPU each at
+9999 x 500), the paired tests' flipped sums multiply by int8 signs instead of selecting with ``np.where``
+(the same numbers, faster, for the k calls too), and Holm no longer goes through statsmodels'
+``multipletests``, whose ``gc.collect()`` cost 0.05 s per comparison. What is left is mostly each
+inconclusive candidate's plan of a next experiment (``agentab.power``: 0.4 s each for 4 of the 9 here),
+which depends on the candidate's own effect and is not shared.
 """
 
 from __future__ import annotations
@@ -89,21 +88,23 @@ def main(argv: list[str] | None = None) -> int:
     one, many, result = [], [], None
     for i in range(args.repeat):  # alternating which goes first, so that a drift in the machine's load cancels
         for which in ((0, 1) if i % 2 == 0 else (1, 0)):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             if which == 0:
                 result = agentab.compare(data, baseline="baseline", candidate="all", metrics=metrics)
-                one.append(time.perf_counter() - start)
+                one.append((time.process_time() - cpu, time.perf_counter() - start))
             else:
                 for c in cands:
                     agentab.compare(data, baseline="baseline", candidate=c, metrics=metrics)
-                many.append(time.perf_counter() - start)
-    start = time.perf_counter()
+                many.append((time.process_time() - cpu, time.perf_counter() - start))
+    cpu = time.process_time()
     primary_family(data, result.candidates, "baseline", 0.05, 9999, 0)
-    adjustment = time.perf_counter() - start
+    adjustment = time.process_time() - cpu
+    (one_cpu, one_wall), (many_cpu, many_wall) = min(one), min(many)
     print(f"{args.arms} arms x {args.tasks} tasks x {args.seeds} seeds ({len(data):,} runs), metrics "
-          f"{', '.join(metrics)}, n_resamples 9999, best of {args.repeat}")
-    print(f"{'one call':>10} {'k calls':>10} {'ratio':>7} {'adjustment':>11}")
-    print(f"{min(one):>9.1f}s {min(many):>9.1f}s {min(one) / min(many):>7.3f} {adjustment:>10.2f}s")
+          f"{', '.join(metrics)}, n_resamples 9999, best of {args.repeat} (CPU seconds; wall in brackets)")
+    print(f"{'one call':>14} {'k calls':>14} {'ratio':>7} {'adjustment':>11}")
+    print(f"{one_cpu:>6.2f}s ({one_wall:.1f}s) {many_cpu:>6.2f}s ({many_wall:.1f}s) {one_cpu / many_cpu:>7.3f} "
+          f"{adjustment:>10.2f}s")
     print(f"({result.settings.adjustment}, {result.settings.n_patterns} patterns; best: {result.best})")
     return 0
 

@@ -28,7 +28,8 @@ middle one and 0 in the largest: the slices' tasks are far from exchangeable, th
 studentization is for). Columns: size and power with their Monte Carlo SE
 (``sqrt(p (1 - p) / reps)``).
 
-Run: ``python benchmarks/validate_slices.py [--reps 2000] [--resamples 999] [--seed 0]``; seeds derive
+Run: ``python benchmarks/validate_slices.py [--reps 2000] [--resamples 999] [--seed 0] [--rows means,runs]``
+(``means``: the binary rows; ``runs``: the rubric and cost rows, below); seeds derive
 from ``--seed``, so the same call prints the same table.
 
 Last run
@@ -49,7 +50,31 @@ Last run
     unequal             50 | 0.042 (0.004)   0.049 (0.005)      0.000 | 1.000 (0.000)   1.000 (0.000)
     (765 s)
 
-The permutation test holds its size in every cell (0.042-0.052, within 2 Monte Carlo SE of 0.05 or
+The ordinal and quantile rows (``slice_interaction_runs``, what ``compare_slices`` runs for a rubric or a
+cost primary; the model is in ``_one_runs``: no slice differs in difficulty, the per-task lift is uniform on
+mean +- 0.5 on a latent scale with ICC 0.5, mean 0.5 in every slice under the null and 0, 0.5, 1.0 when
+planted; the cost rows compare the p50; they have no naive test, so their "wald" columns are empty),
+2026-12-01, ``OPENBLAS_NUM_THREADS=1 python benchmarks/validate_slices.py --rows runs --reps 1000 --resamples 199
+--tasks 8 20`` on 2 heavily shared cores (MC SE near 0.05: 0.007)::
+
+    3 slices x 5 seeds, 1000 reps, 199 permutations, seed 0; rejection at p < 0.05; (SE) Monte Carlo
+    design             tasks/slice |       perm size       wald size wald n/a |      perm power      wald power
+    rubric paired                8 | 0.045 (0.007)   0.087 (0.009)      0.000 | 0.438 (0.016)   0.567 (0.016)
+    rubric paired               20 | 0.048 (0.007)   0.058 (0.007)      0.000 | 0.897 (0.010)   0.928 (0.008)
+    rubric clustered             8 | 0.049 (0.007)   0.076 (0.008)      0.000 | 0.139 (0.011)   0.215 (0.013)
+    rubric clustered            20 | 0.054 (0.007)   0.070 (0.008)      0.000 | 0.359 (0.015)   0.414 (0.016)
+    cost p50 paired              8 | 0.061 (0.008)   0.000 (0.000)      1.000 | 0.334 (0.015)   0.000 (0.000)
+    cost p50 paired             20 | 0.050 (0.007)   0.000 (0.000)      1.000 | 0.815 (0.012)   0.000 (0.000)
+    cost p50 clustered           8 | 0.053 (0.007)   0.000 (0.000)      1.000 | 0.173 (0.012)   0.000 (0.000)
+    cost p50 clustered          20 | 0.046 (0.007)   0.000 (0.000)      1.000 | 0.429 (0.016)   0.000 (0.000)
+    (686 s)
+
+The permutation test holds its size for Cliff's delta and for the p50 difference, paired and clustered
+(0.045-0.061, within 1.5 Monte Carlo SE of 0.05), where the naive chi-square of the deltas is liberal at 8
+tasks per slice (0.087 paired, 0.076 clustered). Power against the planted interaction is 0.44 and 0.90 at 8 and
+20 tasks per slice for the paired rubric, 0.33 and 0.82 for the paired p50, far less with independent tasks.
+
+The permutation test of the binary rows holds its size in every cell (0.042-0.052, within 2 Monte Carlo SE of 0.05 or
 slightly below it: conservative, never liberal). The naive chi-square test is liberal with few tasks
 per slice (0.089 at 8 tasks per slice, paired; 0.071 clustered; 0.075 with unequal slices) and reaches
 0.05 only at about 50 tasks per slice; its higher power in the small cells is bought with that excess
@@ -69,7 +94,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentab.stats.interaction import slice_interaction  # noqa: E402
+from agentab.stats.interaction import slice_interaction, slice_interaction_runs  # noqa: E402
 
 BASE_RANGES = ((0.05, 0.35), (0.25, 0.55), (0.45, 0.75))
 NULL_EFFECT = 0.125
@@ -114,13 +139,51 @@ def _one(rng: np.random.Generator, design: str, n: int, planted: bool, resamples
     return res.pvalue, res.wald_pvalue
 
 
+#: The ordinal and quantile rows: (metric, design).
+RUN_ROWS = (("rubric", "paired"), ("rubric", "clustered"), ("cost p50", "paired"), ("cost p50", "clustered"))
+RUN_LIFT = 0.5
+RUN_PLANTED = (0.0, 0.5, 1.0)
+
+
+def _one_runs(rng: np.random.Generator, design: str, n: int, planted: bool, resamples: int) -> tuple[float, float]:
+    """One experiment of the ordinal or quantile rows: ``design`` is "rubric paired", "cost p50 clustered", ...
+
+    Latent scale: a task effect N(0, 1) + run noise N(0, 1) (ICC 0.5); the candidate adds a per-task lift
+    uniform on mean +- 0.5, the mean 0.5 in every slice (null) or 0, 0.5, 1.0 (planted). A rubric is the
+    latent cut at -1, 0, 1 (0-3); a cost is ``exp(7 + latent)``. The slices do not differ in difficulty: on
+    the scale of Cliff's delta or of a quantile difference a common lift on the latent scale is a different
+    effect in an easier slice (a floor, a multiplicative cost), so that would be an interaction, not a null.
+    
+    """
+    metric, kind = design.rsplit(" ", 1)
+    slices = np.repeat(np.arange(3), n)
+    task = np.repeat(np.arange(3 * n), SEEDS)
+    label = slices[task]
+    level = rng.normal(0, 1, 3 * n)
+    mean = np.array(RUN_PLANTED if planted else (RUN_LIFT,) * 3)[slices]
+    lift = rng.uniform(mean - 0.5, mean + 0.5)
+    other = level if kind == "paired" else rng.normal(0, 1, 3 * n)
+    x = level[task] + rng.normal(0, 1, len(task))
+    y = other[task] + lift[task] + rng.normal(0, 1, len(task))
+    if metric == "rubric":
+        x, y = np.digitize(x, [-1.0, 0.0, 1.0]), np.digitize(y, [-1.0, 0.0, 1.0])
+    else:
+        x, y = np.exp(7 + x), np.exp(7 + y)
+    tasks = task.astype(str)
+    res = slice_interaction_runs(x, y, label, label, kind="ordinal" if metric == "rubric" else "quantile",
+                                 x_strata=tasks, y_strata=tasks if kind == "paired" else np.char.add(tasks, "c"),
+                                 paired=kind == "paired", q=0.5, n_resamples=resamples, rng=rng)
+    return res.pvalue, res.wald_pvalue
+
+
 def _cell(root: np.random.SeedSequence, design: str, n: int, planted: bool, reps: int, resamples: int
           ) -> tuple[float, float, float]:
     rng = np.random.default_rng(root)
     perm = np.empty(reps)
     wald = np.empty(reps)
+    one = _one_runs if " " in design else _one
     for r in range(reps):
-        perm[r], wald[r] = _one(rng, design, n, planted, resamples)
+        perm[r], wald[r] = one(rng, design, n, planted, resamples)
     return float(np.mean(perm < 0.05)), float(np.mean(np.nan_to_num(wald, nan=1.0) < 0.05)), float(np.mean(np.isnan(wald)))
 
 
@@ -134,18 +197,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=999)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tasks", type=int, nargs="+", default=[8, 20, 50], help="tasks per slice")
+    parser.add_argument("--rows", default="means,runs", help="means (binary rows), runs (rubric and cost rows)")
     args = parser.parse_args(argv)
+    designs = [(i, d) for i, d in enumerate(("paired", "clustered", "unequal")) if "means" in args.rows]
+    designs += [(10 + i, f"{m} {k}") for i, (m, k) in enumerate(RUN_ROWS) if "runs" in args.rows]
     start = time.perf_counter()
     print(f"3 slices x {SEEDS} seeds, {args.reps} reps, {args.resamples} permutations, seed {args.seed}; "
           "rejection at p < 0.05; (SE) Monte Carlo")
-    print(f"{'design':<10} {'tasks/slice':>11} | {'perm size':>15} {'wald size':>15} {'wald n/a':>8} | "
+    print(f"{'design':<18} {'tasks/slice':>11} | {'perm size':>15} {'wald size':>15} {'wald n/a':>8} | "
           f"{'perm power':>15} {'wald power':>15}")
-    for d_index, design in enumerate(("paired", "clustered", "unequal")):
+    for d_index, design in designs:
         for n in args.tasks:
             seeds = np.random.SeedSequence(args.seed, spawn_key=(d_index, n)).spawn(2)
             size_p, size_w, na = _cell(seeds[0], design, n, False, args.reps, args.resamples)
             pow_p, pow_w, _ = _cell(seeds[1], design, n, True, args.reps, args.resamples)
-            print(f"{design:<10} {n:>11} | {size_p:.3f} ({_se(size_p, args.reps):.3f})   {size_w:.3f} "
+            print(f"{design:<18} {n:>11} | {size_p:.3f} ({_se(size_p, args.reps):.3f})   {size_w:.3f} "
                   f"({_se(size_w, args.reps):.3f})   {na:>8.3f} | {pow_p:.3f} ({_se(pow_p, args.reps):.3f})   "
                   f"{pow_w:.3f} ({_se(pow_w, args.reps):.3f})", flush=True)
     print(f"({time.perf_counter() - start:.0f} s)")

@@ -16,16 +16,21 @@ import pandas as pd
 
 from agentab import stats
 from agentab._checks import seed_sequence
+from agentab._vocabulary import QUANTILE_KINDS
 from agentab.comparison._inputs import _values
 from agentab.comparison._routing import _rng
 from agentab.comparison.decide import holm
 from agentab.comparison.result import Comparison
+from agentab.stats.arms import max_t_arms
 from agentab.stats.two_sample import task_label
 
-__all__ = ["Family", "primary_family", "MAX_T_KINDS", "PAIR_COLUMNS"]
+__all__ = ["Family", "primary_family", "MAX_T_KINDS", "MEAN_KINDS", "PAIR_COLUMNS"]
 
-#: Primary metric kinds whose two-arm test is the paired task-level t (the max-T applies to them).
-MAX_T_KINDS = ("binary", "continuous")
+#: Primary metric kinds whose two-arm test is the paired task-level t (max-T of :func:`agentab.stats.max_t`).
+MEAN_KINDS = ("binary", "continuous")
+#: Every primary metric kind the max-T covers: rates and means, Cliff's delta (ordinal) and quantiles (cost, count)
+#: by :func:`agentab.stats.arms.max_t_arms`.
+MAX_T_KINDS = (*MEAN_KINDS, "ordinal", *QUANTILE_KINDS)
 #: Columns of :attr:`MultiComparison.pairs`.
 PAIR_COLUMNS = ("arm_a", "arm_b", "a", "b", "effect", "t", "p_value", "p_adjusted", "assessment")
 
@@ -52,16 +57,19 @@ def _task_text(tasks: pd.Series) -> np.ndarray:
     return tasks.map(labels).to_numpy(dtype=str)
 
 
-def _task_means(data: pd.DataFrame, arm: str, names: Sequence[str], metric: str, kind: str,
-                cluster: str) -> dict[str, pd.Series]:
-    """Each arm's mean of ``metric`` per task (runs without a value left out), indexed by task text, sorted."""
-    values = _values(data, metric, kind)
+def _arm_runs(data: pd.DataFrame, arm: str, names: Sequence[str], column: str, kind: str,
+              cluster: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each arm's values of ``column`` and their task texts (runs without a value left out)."""
+    values = _values(data, column, kind)
     keep = ~np.isnan(values)
     labels = data[arm].astype(str).to_numpy()[keep]
     tasks = _task_text(data[cluster])[keep]
-    table = pd.Series(values[keep]).groupby([labels, tasks]).mean()
-    return {name: table.loc[name].sort_index() if name in table.index.get_level_values(0) else pd.Series(dtype=float)
-            for name in names}
+    return {name: (values[keep][labels == name], tasks[labels == name]) for name in names}
+
+
+def _task_means(runs: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, pd.Series]:
+    """Each arm's mean per task, indexed by task text, sorted."""
+    return {name: pd.Series(v).groupby(t).mean().sort_index() for name, (v, t) in runs.items()}
 
 
 def _why_not(comps: Mapping[str, Comparison]) -> str | None:
@@ -69,12 +77,15 @@ def _why_not(comps: Mapping[str, Comparison]) -> str | None:
     first = next(iter(comps.values()))
     row = first.table.iloc[0]
     if row["kind"] not in MAX_T_KINDS:
-        return f"the primary metric is {row['kind']} ({row['statistic']}), whose two-arm test is not the paired task-level t"
+        return f"the primary metric is {row['kind']} ({row['statistic']}), which the max-T does not cover"
     if first.settings.cluster is None:
         return "there is no task column: the runs are not paired by task"
     unpaired = [c for c, comp in comps.items() if comp.design.kind != "paired"]
     if unpaired:
-        return f"{', '.join(unpaired)} {'is' if len(unpaired) == 1 else 'are'} not paired by task with the baseline"
+        return (f"{', '.join(unpaired)} {'is' if len(unpaired) == 1 else 'are'} not paired by task with the baseline "
+                "(independent tasks have no sign flips to share: each pair's permutations reassign its own two "
+                "arms' tasks, and a joint reassignment of every arm's tasks would mix a truly different "
+                "candidate's runs into the others' null)")
     return None
 
 
@@ -82,43 +93,71 @@ def primary_family(data: pd.DataFrame, comps: Mapping[str, Comparison], baseline
                    n_resamples: int, seed: object) -> Family:
     """The adjusted primary p-values of every candidate, the pairs and the best-candidate statement."""
     first = next(iter(comps.values()))
-    primary, kind = first.settings.primary, str(first.table.iloc[0]["kind"])
+    primary, row = first.settings.primary, first.table.iloc[0]
+    kind = str(row["kind"])
+    column = primary.rpartition(" ")[0] if kind in QUANTILE_KINDS else primary
     p_two = {c: float(comp.table.iloc[0]["p_value"]) for c, comp in comps.items()}
     why = _why_not(comps)
-    means: dict[str, pd.Series] = {}
-    tasks = pd.Index([])
+    runs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    tasks = np.array([], dtype=str)
     if why is None:
-        means = _task_means(data, first.settings.arm, [baseline, *comps], primary, kind, first.settings.cluster)
-        tasks = means[baseline].index
+        runs = _arm_runs(data, first.settings.arm, [baseline, *comps], column, kind, first.settings.cluster)
+        tasks = np.unique(runs[baseline][1])
         for name in comps:
-            tasks = tasks.intersection(means[name].index)
+            tasks = np.intersect1d(tasks, runs[name][1])
         if len(tasks) < 2:
-            why = f"the arms share {len(tasks)} task(s) with a value of {primary}"
-        means = {a: m.loc[tasks] for a, m in means.items()}
+            why = f"the arms share {len(tasks)} task(s) with a value of {column}"
+        runs = {a: (v[np.isin(t, tasks)], t[np.isin(t, tasks)]) for a, (v, t) in runs.items()}
     if why is not None:
         return _holm(p_two, why)
     same = all(int(comp.metric(primary).n_units[0]) == len(tasks) for comp in comps.values())
     arms = [baseline, *comps]
-    root = seed_sequence(seed)
-    stream = primary if same else f"{primary} shared tasks"
+    stream = column if same else f"{column} shared tasks"
     pairs = [(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :]]  # the k (baseline, candidate) pairs first
-    res, every = _max_t(means, pairs, [range(len(comps)), range(len(pairs))], n_resamples, _rng(root, stream))
-    notes: list[str] = []
-    if not same:
-        notes.append(f"the candidates were paired with the baseline on different tasks (missing values): the max-T ran "
-                     f"on the {len(tasks)} tasks every arm has a value for, and each adjusted p-value is at least its "
-                     "two-arm p-value (a rejection needs both)")
-    elif not np.allclose(res.pvalue, [p_two[c] for c in comps], rtol=1e-9, atol=1e-12):
-        notes.append("the max-T's sign flips are not the two-arm tests' own (their p-values differ): each adjusted "
-                     "p-value is taken at least its two-arm p-value")
+    families = [range(len(comps)), range(len(pairs))]
+    rng = _rng(seed_sequence(seed), stream)
+    if kind in MEAN_KINDS:
+        means = _task_means(runs)
+        res, every = _max_t(means, pairs, families, n_resamples, rng)
+        table = _pairs(pairs, every, [float(means[b].mean() - means[a].mean()) for a, b in pairs],
+                       [(float(means[a].mean()), float(means[b].mean())) for a, b in pairs], first, alpha)
+    else:
+        index = {a: i for i, a in enumerate(arms)}
+        q = float(np.atleast_1d(first.metric(primary).q)[0]) if kind in QUANTILE_KINDS else 0.5
+        out = max_t_arms([runs[a][0] for a in arms], [runs[a][1] for a in arms], [(index[a], index[b]) for a, b in pairs],
+                         families, kind="ordinal" if kind == "ordinal" else "quantile", q=q, n_resamples=n_resamples,
+                         rng=rng)
+        (res, every), shown = out.families, kind in QUANTILE_KINDS  # mean levels are not the effect's scale
+        table = _pairs(pairs, every, list(out.effect),
+                       [(a, b) if shown else (np.nan, np.nan) for a, b in zip(out.a, out.b)], first, alpha)
+    notes = _notes(same, len(tasks), res, [p_two[c] for c in comps])
     adjusted = {c: max(float(p), p_two[c]) for c, p in zip(comps, res.adjusted)}
-    table = _pairs(means, pairs, every, first, alpha)
     best, statement = _best(table, comps, baseline, primary, first, alpha)
+    return Family(adjusted, "max-T step-down", _words(len(comps), row, same, res, len(tasks)), res.exact,
+                  res.n_patterns, table, best, statement, notes)
+
+
+def _words(k: int, row: pd.Series, same: bool, res: stats.MaxTResult, n_tasks: int) -> str:
+    """How the primary p-values were adjusted, in one sentence."""
     how = f"exact, all {res.n_patterns} sign patterns" if res.exact else f"Monte Carlo, {res.n_patterns} random sign patterns"
     whose = "the two-arm tests' own" if same else "on the tasks every arm shares"
-    words = (f"primary p-values adjusted across the {len(comps)} candidates by step-down max-T (Westfall-Young) over "
-             f"sign flips of whole tasks shared by every candidate, {whose} ({how}; {len(tasks)} tasks)")
-    return Family(adjusted, "max-T step-down", words, res.exact, res.n_patterns, table, best, statement, tuple(notes))
+    what = {"ordinal": "of Cliff's delta over its standard error", "cost": "of the quantile difference over its "
+            "root mean square on the flips", "count": "of the quantile difference over its root mean square on the "
+            "flips"}.get(str(row["kind"]), "of the task-level t")
+    return (f"primary p-values adjusted across the {k} candidates by step-down max-T (Westfall-Young) {what}, over "
+            f"sign flips of whole tasks shared by every candidate, {whose} ({how}; {n_tasks} tasks)")
+
+
+def _notes(same: bool, n_tasks: int, res: stats.MaxTResult, p_two: Sequence[float]) -> tuple[str, ...]:
+    """What the reader should know about the patterns the max-T ran on."""
+    if not same:
+        return (f"the candidates were paired with the baseline on different tasks (missing values): the max-T ran "
+                f"on the {n_tasks} tasks every arm has a value for, and each adjusted p-value is at least its "
+                "two-arm p-value (a rejection needs both)",)
+    if not np.allclose(res.pvalue, p_two, rtol=1e-9, atol=1e-12):
+        return ("the max-T's sign flips are not the two-arm tests' own (their p-values differ): each adjusted "
+                "p-value is taken at least its two-arm p-value",)
+    return ()
 
 
 def _max_t(means: Mapping[str, pd.Series], pairs: Sequence[tuple[str, str]], families: Sequence[Sequence[int]],
@@ -146,16 +185,15 @@ def _holm(p_two: Mapping[str, float], why: str) -> Family:
     return Family(adjusted, "holm", words, None, 0, pd.DataFrame(columns=list(PAIR_COLUMNS)), None, statement, ())
 
 
-def _pairs(means: Mapping[str, pd.Series], pairs: Sequence[tuple[str, str]], res: stats.MaxTResult,
-           first: Comparison, alpha: float) -> pd.DataFrame:
-    """Every pair of arms on the primary metric, ``b - a``, adjusted together (step-down max-T, same flips)."""
+def _pairs(pairs: Sequence[tuple[str, str]], res: stats.MaxTResult, effects: Sequence[float],
+           values: Sequence[tuple[float, float]], first: Comparison, alpha: float) -> pd.DataFrame:
+    """Every pair of arms on the primary metric, ``b`` against ``a``, adjusted together (step-down max-T, same flips)."""
     direction = str(first.table.iloc[0]["direction"])
     rows = []
-    for (a, b), t, p, padj in zip(pairs, res.t, res.pvalue, res.adjusted):
-        effect = float(means[b].mean() - means[a].mean())
-        rows.append({"arm_a": a, "arm_b": b, "a": float(means[a].mean()), "b": float(means[b].mean()), "effect": effect,
+    for (a, b), effect, (va, vb), t, p, padj in zip(pairs, effects, values, res.t, res.pvalue, res.adjusted):
+        rows.append({"arm_a": a, "arm_b": b, "a": float(va), "b": float(vb), "effect": float(effect),
                      "t": float(t), "p_value": float(p), "p_adjusted": float(padj),
-                     "assessment": _pair_assessment(effect, float(padj), direction, alpha)})
+                     "assessment": _pair_assessment(float(effect), float(padj), direction, alpha)})
     return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from agentab._checks import check_whole, jsonable_seed, seed_sequence
+from agentab._vocabulary import QUANTILE_KINDS
 from agentab._display import (
     Block,
     Display,
@@ -30,7 +31,8 @@ from agentab.comparison._inputs import _values
 from agentab.comparison.decide import holm
 from agentab.comparison.result import Comparison
 from agentab.errors import CompareError
-from agentab.stats.interaction import InteractionResult, slice_interaction
+from agentab.stats.two_sample import task_label
+from agentab.stats.interaction import InteractionResult, slice_interaction, slice_interaction_runs
 from agentab.traces import load_results
 
 __all__ = ["sliced", "SlicedComparison", "SliceSettings", "SLICE_COLUMNS", "MIN_SLICE_TASKS", "NO_SLICE"]
@@ -41,8 +43,9 @@ SLICE_COLUMNS = ("slice", "effect", "ci_low", "ci_high", "p_value", "p_adjusted"
 MIN_SLICE_TASKS = 5
 #: The slice of runs with no value in the ``by`` column.
 NO_SLICE = "(none)"
-#: Primary metric kinds the interaction test covers (task-averaged differences of rates and means).
-INTERACTION_KINDS = ("binary", "continuous")
+#: Primary metric kinds the interaction test covers: task-averaged differences of rates and means, Cliff's delta
+#: (ordinal) and quantile differences (cost, count).
+INTERACTION_KINDS = ("binary", "continuous", "ordinal", *QUANTILE_KINDS)
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ class SlicedComparison(Display):
         have missing numbers and say why in ``note``.
     interaction_pvalue : float
         The permutation p-value of "the effect is the same in every slice"; NaN when it cannot be tested
-        (fewer than two slices with enough tasks, a primary metric other than binary or continuous).
+        (fewer than two slices with enough tasks).
     interaction : InteractionResult or None
         The test's statistic, its naive chi-square p-value, the slices' effects and variances.
     comparisons : dict
@@ -165,8 +168,9 @@ class SlicedComparison(Display):
         ]
 
 
-INTERACTION_METHOD = ("Cochran's Q of the slice effects, studentized by each slice's variance; slice labels permuted "
-                      "across whole tasks, each task keeping its runs in both arms")
+INTERACTION_METHOD = ("Cochran's Q of the slice effects, studentized by each slice's variance (for quantiles, "
+                      "their task-weighted between-slice sum of squares); slice labels permuted across whole tasks, "
+                      "each task keeping its runs in both arms")
 HOLM_NOTE = ("p_adjusted: Holm across the slices with at least {min_tasks} tasks (each slice's primary p-value); "
              "the slices' rows are agentab.compare on each slice alone")
 
@@ -265,9 +269,10 @@ def _interaction(overall: Comparison, labels: pd.Series, eligible: list[Any], se
                  ) -> tuple[InteractionResult | None, str]:
     """The interaction test on the unsliced comparison's runs of the slices with enough tasks."""
     row = overall.table.iloc[0]
-    if row["kind"] not in INTERACTION_KINDS or row["statistic"] not in ("rate", "mean"):
+    mean_like = row["statistic"] in ("rate", "mean") and row["kind"] in ("binary", "continuous")
+    if row["kind"] not in INTERACTION_KINDS or not (mean_like or row["kind"] == "ordinal" or row["kind"] in QUANTILE_KINDS):
         return None, (f"no interaction test for a {row['kind']} primary metric ({row['statistic']}): it covers "
-                      "task-averaged rates and means (binary, continuous); read the slices' intervals")
+                      "rates, means, Cliff's delta and quantiles; read the slices' intervals")
     if len(eligible) < 2:
         return None, f"no interaction test: fewer than two slices have at least {settings.min_tasks} tasks"
     runs, arm, cluster = overall.data, overall.settings.arm, overall.settings.cluster
@@ -276,15 +281,17 @@ def _interaction(overall: Comparison, labels: pd.Series, eligible: list[Any], se
     code = labels.reindex(runs.index).map(codes)
     runs = runs[code.notna()]
     code = code[code.notna()].astype(int)
+    root = seed_sequence(settings.seed, CompareError)
+    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key,
+                                                                                zlib.crc32(b"slices interaction"))))
+    if not mean_like:
+        return _run_interaction(overall, runs, code, cluster, rng, settings.n_resamples)
     means = []
     for name in (overall.baseline, overall.candidate):
         rows = runs[arm] == name
         m = _cell_means(runs[rows], str(row["metric"]), str(row["kind"]), cluster)
         unit_code = code[rows].groupby(runs.loc[rows, cluster].to_numpy()).first() if cluster else code[rows]
         means.append((m, unit_code.reindex(m.index)))
-    root = seed_sequence(settings.seed, CompareError)
-    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key,
-                                                                                zlib.crc32(b"slices interaction"))))
     if overall.design.kind == "paired" and cluster is not None:
         (mb, cb), (mc, _) = means
         shared = mb.index.intersection(mc.index)
@@ -294,6 +301,25 @@ def _interaction(overall: Comparison, labels: pd.Series, eligible: list[Any], se
         res = slice_interaction((means[0][0].to_numpy(), means[1][0].to_numpy()),
                                 (means[0][1].to_numpy(), means[1][1].to_numpy()), paired=False,
                                 n_resamples=settings.n_resamples, rng=rng, design_kind=overall.design.kind)
+    return res, res.note
+
+
+def _run_interaction(overall: Comparison, runs: pd.DataFrame, code: pd.Series, cluster: str | None,
+                     rng: np.random.Generator, n_resamples: int) -> tuple[InteractionResult, str]:
+    """The interaction test of an ordinal or quantile primary metric, on the runs (slice labels across tasks)."""
+    row, arm = overall.table.iloc[0], overall.settings.arm
+    kind = "ordinal" if row["kind"] == "ordinal" else "quantile"
+    column = str(row["metric"]).rpartition(" ")[0] if kind == "quantile" else str(row["metric"])
+    q = float(np.atleast_1d(overall.metric(str(row["metric"])).q)[0]) if kind == "quantile" else 0.5
+    values = pd.Series(_values(runs, column, str(row["kind"])), index=runs.index)
+    arms = []
+    for name in (overall.baseline, overall.candidate):
+        rows = (runs[arm] == name) & values.notna()
+        tasks = runs.loc[rows, cluster].map(task_label).to_numpy(dtype=str) if cluster else None
+        arms.append((values[rows].to_numpy(), code[rows].to_numpy(), tasks))
+    (x, xs, xt), (y, ys, yt) = arms
+    res = slice_interaction_runs(x, y, xs, ys, kind=kind, x_strata=xt, y_strata=yt,
+                                 paired=overall.design.kind == "paired", q=q, n_resamples=n_resamples, rng=rng)
     return res, res.note
 
 

@@ -51,7 +51,7 @@ from agentab._display import Block, Display, Items, Title
 from agentab._vocabulary import QUANTILE_KINDS
 from agentab.errors import CompareError
 
-__all__ = ["ASSESSMENTS", "ASSESSMENT_RULE", "Guardrail", "GuardrailCheck", "Decision", "assess", "parse_guardrails",
+__all__ = ["ASSESSMENTS", "ASSESSMENT_RULE", "Adjustment", "Guardrail", "GuardrailCheck", "Decision", "assess", "parse_guardrails",
            "guardrail_metrics", "check_guardrail", "decide", "VERDICTS"]
 
 VERDICTS = ("ship", "don't ship", "inconclusive")
@@ -282,8 +282,37 @@ def format_value(value: float, kind: str, signed: bool = False) -> str:
 
 
 
-def _primary_sentence(row: pd.Series, alpha: float, table: pd.DataFrame) -> str:
+@dataclass(frozen=True)
+class Adjustment:
+    """The primary p-value adjusted across a family of comparisons (several candidates against one baseline).
+
+    With it, :func:`decide` judges the primary metric by ``p_adjusted`` and says both p-values.
+
+    Attributes
+    ----------
+    p_adjusted : float
+    family : int
+        Comparisons adjusted together (candidates).
+    method : str
+        How, in a word or two (``"max-T"``, ``"Holm"``).
+    """
+
+    p_adjusted: float
+    family: int
+    method: str
+
+
+def _p_text(p: float, adjustment: Adjustment | None) -> str:
+    """``p = 0.012``, or with an adjustment ``p = 0.012 alone, 0.034 adjusted across 3 candidates (max-T)``."""
+    if adjustment is None or not np.isfinite(adjustment.p_adjusted):
+        return f"p = {(p if adjustment is None else adjustment.p_adjusted):.3g}"
+    return (f"p = {p:.3g} alone, {adjustment.p_adjusted:.3g} adjusted across {adjustment.family} candidates "
+            f"({adjustment.method})")
+
+
+def _primary_sentence(row: pd.Series, alpha: float, table: pd.DataFrame, adjustment: Adjustment | None = None) -> str:
     kind, stat = row["kind"], row["statistic"]
+    p_text = _p_text(row["p_value"], adjustment)
     level = f"{1 - alpha:.0%}"
     if kind == "ordinal":
         means = table.loc[table["metric"] == f"{row['metric']} mean level"]
@@ -291,7 +320,7 @@ def _primary_sentence(row: pd.Series, alpha: float, table: pd.DataFrame) -> str:
                  f"{format_value(means['candidate'].iloc[0], kind)}" if len(means) else "")
         return (f"{row['metric']} ({stat}): {format_value(row['effect'], kind, True)} ({level} CI "
                 f"{format_value(row['ci_low'], kind, True)} to {format_value(row['ci_high'], kind, True)}{shown}), "
-                f"p = {row['p_value']:.3g}")
+                f"{p_text}")
     if kind == "binary":
         move = (
             f"{format_value(row['baseline'], kind)} -> {format_value(row['candidate'], kind)} "
@@ -304,11 +333,14 @@ def _primary_sentence(row: pd.Series, alpha: float, table: pd.DataFrame) -> str:
             f"{format_value(row['ci_high'], kind, True)}; baseline {format_value(row['baseline'], kind)}, "
             f"candidate {format_value(row['candidate'], kind)})"
         )
-    return f"{row['metric']} ({stat}): {move}, p = {row['p_value']:.3g}"
+    return f"{row['metric']} ({stat}): {move}, {p_text}"
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm (1979) adjusted p-values of one family; a NaN (no test) stays NaN and is not in the family.
+
+    The sorted p-values times ``m, m - 1, ..., 1``, made monotone and capped at 1: the numbers of statsmodels'
+    ``multipletests(method="holm")`` (``tests/test_multi_speed.py`` checks it), without its ``gc.collect()`` per call.
 
     Examples
     --------
@@ -319,11 +351,12 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     out = np.full(p.shape, np.nan)
     family = ~np.isnan(p)
     if family.any():
-        from statsmodels.stats.multitest import (
-            multipletests,  # heavy: imported when first needed
-        )
-
-        out[family] = multipletests(p[family], method="holm")[1]
+        values = p[family]
+        order = np.argsort(values)
+        ranked = np.maximum.accumulate(values[order] * np.arange(len(values), 0, -1))
+        adjusted = np.empty_like(ranked)
+        adjusted[order] = np.minimum(ranked, 1.0)
+        out[family] = adjusted
     return out
 
 
@@ -370,12 +403,16 @@ def assess(role: str, p_value: float, p_adjusted: float, effect: float, ci_low: 
     return "better" if up == (direction == "higher") else "worse"
 
 
-def decide(table: pd.DataFrame, primary: str, checks: Sequence[GuardrailCheck], alpha: float) -> Decision:
-    """Reach the verdict from the comparison table (see the module docstring)."""
+def decide(table: pd.DataFrame, primary: str, checks: Sequence[GuardrailCheck], alpha: float,
+           adjustment: Adjustment | None = None) -> Decision:
+    """Reach the verdict from the comparison table (see the module docstring); with ``adjustment``, the primary
+    metric's significance is its p-value adjusted across candidates, and the reasons give both p-values."""
     row = table.loc[table["metric"] == primary].iloc[0]
     good = 1.0 if row["direction"] == "higher" else -1.0
     p, effect, low, high = row["p_value"], row["effect"], row["ci_low"], row["ci_high"]
-    sentence = _primary_sentence(row, alpha, table)
+    if adjustment is not None:
+        p = adjustment.p_adjusted
+    sentence = _primary_sentence(row, alpha, table, adjustment)
     significant = bool(p < alpha)
     improved = significant and good * effect > 0
     regressed = significant and good * effect < 0

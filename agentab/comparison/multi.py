@@ -7,12 +7,14 @@ adjustment within each candidate. The result, a :class:`MultiComparison`, maps e
 two-arm :class:`~agentab.comparison.result.Comparison` (``.candidates["a"].decision.verdict``), whose
 table's ``p_adjusted`` on the primary row carries the adjustment and whose verdict is reached with it.
 
-The adjustment (:func:`agentab.stats.max_t`): step-down max-T (Westfall & Young 1993) of the task-level t
-statistics, under sign flips of whole tasks applied to every candidate at once, the very patterns each
-two-arm test draws (exact by enumeration when ``2^tasks <= n_resamples``). It applies when the primary
-metric is a rate or a mean and every candidate is paired by task with the baseline on the same tasks;
-otherwise (a quantile or ordinal primary, independent tasks, different task sets) the candidates' two-arm
-p-values are Holm-adjusted, as the result says. Every pair of arms is compared on the same flips and adjusted
+The adjustment (:func:`agentab.stats.max_t`, :func:`agentab.stats.arms.max_t_arms`): step-down max-T
+(Westfall & Young 1993) under sign flips of whole tasks applied to every candidate at once, the very patterns
+each two-arm test draws (exact by enumeration when ``2^tasks <= n_resamples``), of the statistic each two-arm
+test reads: the task-level t of a rate or a mean, Cliff's delta over its standard error, a quantile difference
+over its root mean square on the flips. It applies when every candidate is paired by task with the baseline;
+arms on different tasks have no flips to share, and their two-arm p-values are Holm-adjusted, as the result
+says. The candidates' two-arm tests draw each metric's flips once (:func:`agentab.stats.arms.shared_draws`).
+Every pair of arms is compared on the same flips and adjusted
 together (:attr:`MultiComparison.pairs`, the CLI's ``--all-pairs``); a candidate is called best only when it
 is shown better than the baseline and every other candidate in that family, so the chance that the
 statement is wrong is at most ``alpha``.
@@ -31,9 +33,10 @@ import pandas as pd
 from agentab._checks import jsonable_seed, recorded_seed, seed_sequence
 from agentab._display import Blank, Block, Display, Items, Lines, Section, Table
 from agentab.comparison._multi_family import primary_family
-from agentab.comparison.decide import assess, decide, format_value
+from agentab.comparison.decide import Adjustment, assess, decide, format_value
 from agentab.comparison.result import Comparison
 from agentab.errors import CompareError
+from agentab.stats.arms import shared_draws
 
 __all__ = ["SCHEMA", "SUMMARY_COLUMNS", "MultiComparison", "MultiSettings", "compare_many", "is_many"]
 
@@ -270,12 +273,13 @@ def compare_many(compare_one: Callable[..., Comparison], data: pd.DataFrame, *, 
         raise CompareError(f"`progress` must be callable as progress(metric, done, total), got {progress!r}")
     used = recorded_seed(seed_sequence(seed, CompareError))
     comps: dict[str, Comparison] = {}
-    for i, name in enumerate(names):
-        tick = None if progress is None else _tick(progress, name, i, len(names))
-        comps[name] = compare_one(data, arm=arm, baseline=base, candidate=name, seed=used, progress=tick, **options)
-    first = comps[names[0]]
-    alpha, n_resamples = first.settings.alpha, first.settings.n_resamples
-    family = primary_family(data, comps, base, alpha, n_resamples, used)
+    with shared_draws():  # the candidates' paired tests (and the max-T) draw each metric's sign flips once
+        for i, name in enumerate(names):
+            tick = None if progress is None else _tick(progress, name, i, len(names))
+            comps[name] = compare_one(data, arm=arm, baseline=base, candidate=name, seed=used, progress=tick, **options)
+        first = comps[names[0]]
+        alpha, n_resamples = first.settings.alpha, first.settings.n_resamples
+        family = primary_family(data, comps, base, alpha, n_resamples, used)
     comps = {c: _adjusted(comp, family.p_adjusted[c], len(names), family.method) for c, comp in comps.items()}
     settings = MultiSettings(alpha, n_resamples, used, first.settings.primary, arm, base, tuple(names), family.method,
                              family.exact, family.n_patterns)
@@ -297,20 +301,11 @@ def _adjusted(comp: Comparison, p_adjusted: float, k: int, method: str) -> Compa
     table.loc[0, "p_adjusted"] = p_adjusted
     table.loc[0, "assessment"] = assess("primary", p_adjusted, p_adjusted, row["effect"], row["ci_low"], row["ci_high"],
                                         row["direction"], comp.settings.alpha)
-    judged = table.copy()
-    judged.loc[0, "p_value"] = p_adjusted  # the verdict reads the primary row's p-value
-    decision = decide(judged, comp.settings.primary, comp.decision.guardrails, comp.settings.alpha)
-    if np.isfinite(p_adjusted) and decision.reasons:
-        where = "max-T" if method != "holm" else "Holm"
-        old, new = f"p = {p_adjusted:.3g}", (f"p = {row['p_value']:.3g} alone, {p_adjusted:.3g} adjusted across "
-                                              f"{k} candidates ({where})")
-        head = decision.reasons[0]
-        cut = head.rfind(old)
-        reasons = ((head[:cut] + new + head[cut + len(old):]) if cut >= 0 else head, *decision.reasons[1:])
-        if decision.verdict == comp.verdict == "inconclusive":  # the two-arm advice of a next experiment still holds
-            plain = decide(comp.table, comp.settings.primary, comp.decision.guardrails, comp.settings.alpha)
-            reasons += tuple(comp.decision.reasons[len(plain.reasons):])
-        decision = dataclasses.replace(decision, reasons=reasons)
+    how = Adjustment(p_adjusted, k, "Holm" if method == "holm" else "max-T")
+    decision = decide(comp.table, comp.settings.primary, comp.decision.guardrails, comp.settings.alpha, how)
+    if decision.verdict == comp.verdict == "inconclusive":  # the two-arm advice of a next experiment still holds
+        plain = decide(comp.table, comp.settings.primary, comp.decision.guardrails, comp.settings.alpha)
+        decision = dataclasses.replace(decision, reasons=(*decision.reasons, *comp.decision.reasons[len(plain.reasons):]))
     plan = comp.plan if decision.verdict == "inconclusive" else None
     return dataclasses.replace(comp, table=table, decision=decision, plan=plan)
 

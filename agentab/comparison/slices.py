@@ -7,7 +7,8 @@ exactly what ``compare`` gives on that slice alone, and adds what only the slice
 - **multiplicity**: the slices' primary p-values are Holm-adjusted together (``p_adjusted``; Holm 1979,
   via statsmodels' ``multipletests``), so "it helps in slice X" is claimed at the family-wise level;
 - **interaction**: whether the effect differs between slices, by permutation of the slices across whole
-  tasks (:mod:`agentab.stats.interaction`), for a binary or continuous primary metric;
+  tasks (:mod:`agentab.stats.interaction`), for every primary metric kind (Cochran's Q of rates, means and
+  Cliff's deltas; the between-slice sum of squares of quantile differences);
 - **small slices**: a slice with fewer than ``min_tasks`` tasks (default :data:`MIN_SLICE_TASKS`) gets its
   row with a missing effect and p-value and a note, never a confident number, and is left out of the
   Holm family and of the interaction test.
@@ -69,8 +70,8 @@ def compare_slices(data: Any, by: str, *, traces: Any = None, min_tasks: int = M
     Each slice's row is the primary row of ``agentab.compare(rows of the slice, **compare_kwargs)``.
     ``p_adjusted`` is Holm's adjustment (Holm 1979) of the slices' primary p-values, over the slices that
     were compared: "the effect is nonzero in slice X" holds at family-wise level alpha across slices. The
-    interaction test (binary and continuous primary metrics) permutes slice labels across whole tasks
-    with Cochran's Q, studentized, as its statistic (:mod:`agentab.stats.interaction` says why this keeps
+    interaction test permutes slice labels across whole tasks with Cochran's Q, studentized, as its
+    statistic (for quantiles the slices' task-weighted sum of squares) (:mod:`agentab.stats.interaction` says why this keeps
     the common effect and when it is exact); its size and power are measured in
     ``benchmarks/validate_slices.py``. Slices found by looking at the data and then tested are not
     protected by either: choose ``by`` before looking.

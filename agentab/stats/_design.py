@@ -29,18 +29,57 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 
-__all__ = ["Design", "CountDesign", "count_design", "make_design", "DESIGNS"]
+__all__ = ["Design", "CountDesign", "count_design", "make_design", "paired_design", "shared_draws", "DESIGNS"]
 
 #: The designs a comparison can use.
 DESIGNS = ("paired", "clustered", "independent")
 #: Largest batch of resamples times cells held in memory at once.
 BATCH_CELLS = 1 << 21
+
+#: The random sign-flip patterns drawn inside :func:`shared_draws`, by the generator's state before the draw
+#: (None outside it: every draw is fresh, as always).
+_SHARED: ContextVar[dict | None] = ContextVar("agentab_shared_draws", default=None)
+
+
+@contextmanager
+def shared_draws() -> Iterator[None]:
+    """Within the block, random sign-flip patterns are drawn once per generator state and reused.
+
+    Several candidates compared with one baseline draw their patterns from the same stream (one per metric,
+    from the seed), so each paired test would draw the very same rows again. Inside this block the first
+    draw is kept, with the generator's state after it; a later draw from a generator in the same state
+    (same number of tasks and resamples) reads the kept rows and leaves the generator where the fresh draw
+    would have, so every number is bit for bit what it is outside the block. The kept rows live only as
+    long as the block (no state survives it).
+    """
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _reused(rng: np.random.Generator, key: tuple, draw: Callable[[], Iterator[np.ndarray]]) -> Iterator[np.ndarray]:
+    """``draw()``'s batches, or, inside :func:`shared_draws`, the ones an earlier identical draw kept."""
+    kept = _SHARED.get()
+    if kept is None:
+        yield from draw()
+        return
+    full = (key, repr(rng.bit_generator.state))
+    if full not in kept:
+        batches = list(draw())
+        kept[full] = (batches, rng.bit_generator.state)
+    batches, after = kept[full]
+    rng.bit_generator.state = after
+    yield from batches
 
 
 @dataclass(frozen=True)
@@ -177,9 +216,12 @@ class Design:
                 chunk = codes[start : start + batch]
                 yield ((chunk[:, None] >> np.arange(n_tasks)) & 1).astype(bool)
             return
-        for start in range(0, n_resamples, batch):
-            size = min(batch, n_resamples - start)
-            yield rng.random((size, n_tasks)) < 0.5
+        def draw() -> Iterator[np.ndarray]:
+            for start in range(0, n_resamples, batch):
+                size = min(batch, n_resamples - start)
+                yield rng.random((size, n_tasks)) < 0.5
+
+        yield from _reused(rng, ("swaps", n_tasks, n_resamples, batch), draw)
 
     def task_picks(self, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
         """Paired design: the tasks drawn by each bootstrap resample (rows of task indices), in batches.
@@ -334,6 +376,12 @@ def count_design(values: np.ndarray, n_base: int, n_cand: int) -> CountDesign | 
         cand_counts=cand_counts,
         levels=levels,
     )
+
+
+def paired_design(n_tasks: int) -> Design:
+    """A paired design of ``n_tasks`` tasks with one run per task and arm (what :meth:`Design.swaps` needs)."""
+    cell = np.arange(2 * n_tasks)
+    return Design("paired", cell, (n_tasks, n_tasks), cell[:n_tasks], cell[n_tasks:], np.ones(2 * n_tasks))
 
 
 def _picks(u: np.ndarray, n: int) -> np.ndarray:

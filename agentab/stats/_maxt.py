@@ -41,10 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from agentab.stats._design import BATCH_CELLS
-from agentab.stats._studentized import tie_weights
+from agentab.stats._design import paired_design
+from agentab.stats._inversion import T_TOLERANCE
+from agentab.stats._studentized import _one_sample_se, tie_weights
 
-__all__ = ["MaxTResult", "max_t", "max_t_families", "T_TOLERANCE"]
+__all__ = ["MaxTResult", "max_t", "max_t_families", "step_down", "T_TOLERANCE"]
 
 
 @dataclass(frozen=True)
@@ -76,29 +77,14 @@ class MaxTResult:
     n_patterns: int
 
 
-def _flips(n_tasks: int, n_resamples: int, rng: np.random.Generator, exact: bool) -> Any:
-    """Rows of booleans (True: the task's arms swap), as ``Design.swaps`` yields them for a paired design."""
-    batch = max(1, BATCH_CELLS // max(2 * n_tasks, 1))
-    if exact:
-        codes = np.arange(2**n_tasks, dtype=np.int64)
-        for start in range(0, len(codes), batch):
-            yield ((codes[start : start + batch, None] >> np.arange(n_tasks)) & 1).astype(bool)
-        return
-    for start in range(0, n_resamples, batch):
-        yield rng.random((min(batch, n_resamples - start), n_tasks)) < 0.5
-
-
-#: Two |t| values closer than this (relative to max(1, |t|)) are the same (as the two-arm tests' tie rule).
-T_TOLERANCE = 1e-9
-
-
 def _abs_t(a: np.ndarray, q: np.ndarray, n: int) -> np.ndarray:
-    """``|t|`` of flipped weighted means ``a`` (patterns x hypotheses) whose sum of squares ``q`` flips keep."""
-    var = (q - n * a**2) / (n - 1)
-    var = np.where(var <= 1e-12 * q / (n - 1), 0.0, var)  # every task the same |value| and sign, up to rounding
+    """``|t|`` of flipped weighted means ``a`` (patterns x hypotheses) whose sum of squares ``q`` flips keep: the
+    paired test's standard error (:func:`agentab.stats._studentized._one_sample_se`), and a zero standard error
+    gives ``inf`` unless the mean is 0 up to rounding."""
+    se = _one_sample_se(a, q, n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.abs(a) / np.sqrt(var / n)
-    return np.where(var == 0, np.where(np.abs(a) > 1e-12 * np.sqrt(q / n), np.inf, 0.0), t)
+        t = np.abs(a) / se
+    return np.where(se == 0, np.where(np.abs(a) > 1e-12 * np.sqrt(q / n), np.inf, 0.0), t)
 
 
 def _family(big: np.ndarray, t: np.ndarray, pvalue: np.ndarray, members: np.ndarray, exact: bool, size: int
@@ -191,17 +177,27 @@ def max_t_families(
     gamma = 1e-10 * np.where(scale > 0, scale, 1.0)
     exact = n * math.log(2) <= math.log(n_resamples) + 1e-9
     rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
-    a = np.concatenate([np.where(s, -1.0, 1.0) @ du.T / n for s in _flips(n, n_resamples, rng, exact)])
+    swaps = paired_design(n).swaps(n_resamples, rng, exact=bool(exact))  # the two-arm paired test's very patterns
+    a = np.concatenate([(1 - 2 * s.view(np.int8)).astype(float) @ du.T / n for s in swaps])  # signs -1.0 / 1.0
     size, adjust = len(a), (0 if exact else 1)
     t = np.where(m == 0, 0.0, _abs_t(m[None, :], q, n)[0] * np.sign(m))
     # Each hypothesis alone: the two-arm paired test's p-value (twice the smaller tail, its tie rule) on these patterns.
     greater = ((a >= m - gamma).sum(axis=0) + adjust) / (size + adjust)
     less = ((a <= m + gamma).sum(axis=0) + adjust) / (size + adjust)
     pvalue = np.minimum(1.0, 2.0 * np.minimum(greater, less))
-    big = _abs_t(a, q, n)
+    return step_down(_abs_t(a, q, n), t, pvalue, families, exact=bool(exact))
+
+
+def step_down(big: np.ndarray, t: np.ndarray, pvalue: np.ndarray, families: Any, *, exact: bool
+              ) -> tuple[MaxTResult, ...]:
+    """The max-|T| adjustment of each family from the statistics on every pattern (the core of every max-T).
+
+    ``big`` holds ``|T|`` per pattern (rows: every pattern enumerated, or each drawn one) and hypothesis
+    (columns), ``t`` the observed statistics and ``pvalue`` each hypothesis' own p-value on the same patterns.
+    """
     out = []
     for members in families:
         members = np.asarray(members, dtype=int)
-        step, single = _family(big, t, pvalue, members, bool(exact), size)
-        out.append(MaxTResult(t[members], pvalue[members], step, single, bool(exact), int(size)))
+        step, single = _family(big, t, pvalue, members, exact, len(big))
+        out.append(MaxTResult(t[members], pvalue[members], step, single, exact, len(big)))
     return tuple(out)

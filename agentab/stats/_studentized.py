@@ -99,8 +99,9 @@ def paired_mean(
     du = d * u
     a_parts, k_parts = [], []
     for swap in design.swaps(n_resamples, rng, exact=exact):
-        a_parts.append(np.where(swap, -du, du).sum(axis=1) / n)
-        k_parts.append(np.where(swap, -u, u).sum(axis=1) / n)
+        sign = 1 - 2 * swap.view(np.int8)  # -1 where the task swaps: the products are exactly -du or du
+        a_parts.append((sign * du).sum(axis=1) / n)
+        k_parts.append((sign * u).sum(axis=1) / n)
     a, k = np.concatenate(a_parts), np.concatenate(k_parts)
     size = 2.0**n if exact else float(n_resamples)
     effect = float(d.mean())

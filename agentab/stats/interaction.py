@@ -41,6 +41,24 @@ skewed near a floor or ceiling) and is no more exact; the chi-square reference o
 test, :attr:`InteractionResult.wald_pvalue`) over-rejects with few tasks per slice, because the
 slices' variances are estimated from few tasks.
 
+Ordinal and quantile metrics
+----------------------------
+:func:`slice_interaction_runs` tests the same question for the effects whose two-arm test is not a
+difference of task means, on the runs themselves, with the same permutations of slice labels across
+whole tasks (paired: one label per task, carried by its runs in both arms; otherwise within each arm):
+
+- **ordinal** (Cliff's delta): each slice's delta between the arms' task-averaged level shares, and its
+  delta-method variance (the variance of the tasks' influence values, paired; the two arms' terms
+  otherwise, as :func:`agentab.stats.ordinal_superiority` studentizes it), shrunk as above; the
+  statistic is Cochran's Q of the slices' deltas, so the test is asymptotically valid under the weak
+  null for the same reason as the mean-like one;
+- **quantile** (cost, count): each slice's difference of the arms' task-weighted quantiles. A quantile
+  has no cheap variance per permutation, so the statistic is the between-slice sum of squares of the
+  slice effects weighted by their tasks, ``sum_s n_s (e_s - e_bar)^2`` with ``e_bar`` the task-weighted
+  mean effect: exact under the strong null (exchangeable tasks), but not studentized, so slices whose
+  tasks vary very differently can move its size (``benchmarks/validate_slices.py`` measures it with
+  slices of different difficulty).
+
 This module knows no DataFrames: :mod:`agentab.comparison.slices` builds the arrays.
 """
 
@@ -48,10 +66,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["InteractionResult", "slice_interaction", "BATCH_VALUES"]
+from agentab.stats._design import Design, make_design
+from agentab.stats._kernels import OrdinalKernel, QuantileKernel, cliff_delta
+from agentab.stats._studentized import _cliff_welch, _order_matrix
+
+__all__ = ["InteractionResult", "slice_interaction", "slice_interaction_runs", "RUN_KINDS", "BATCH_VALUES"]
+
+#: The kinds :func:`slice_interaction_runs` tests.
+RUN_KINDS = ("ordinal", "quantile")
 
 #: Largest number of permuted labels (resamples x tasks) held at once; results do not depend on it.
 BATCH_VALUES = 1 << 20
@@ -224,3 +250,129 @@ def slice_interaction(
         size = min(batch, n_resamples - start)
         hits += int(np.sum(_statistic(_permuted(arms, size, rng), n_slices, paired)[3] >= q_obs - tol))
     return InteractionResult(q_obs, (1 + hits) / (1 + n_resamples), wald, **base)
+
+
+class _SliceEffects:
+    """The slices' effects (and variances) of an ordinal or quantile metric for rows of slice labels."""
+
+    def __init__(self, values: np.ndarray, design: Design, kind: str, q: float):
+        self.design, self.kind = design, kind
+        if kind == "quantile":
+            self.kernel = QuantileKernel(values, design, np.array([q]))
+            return
+        levels, codes = np.unique(values, return_inverse=True)
+        self.shares = OrdinalKernel(codes.reshape(-1), levels, design).values
+        self.outer = (self.shares[:, :, None] * self.shares[:, None, :]).reshape(len(self.shares), -1)
+        self.order = _order_matrix(len(levels))
+
+    def __call__(self, base_labels: np.ndarray, cand_labels: np.ndarray, n_slices: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row and slice: units, effect and variance (NaN for quantiles) from each arm's cell labels."""
+        d = self.design
+        rows = len(base_labels)
+        count, effect, var = (np.empty((rows, n_slices)) for _ in range(3))
+        for s in range(n_slices):
+            mb, mc = (base_labels == s).astype(float), (cand_labels == s).astype(float)
+            w_base, w_cand = np.zeros((rows, d.n_cells)), np.zeros((rows, d.n_cells))
+            w_base[:, d.base_cells], w_cand[:, d.cand_cells] = mb, mc
+            count[:, s] = mb.sum(axis=1) if d.kind == "paired" else mb.sum(axis=1) + mc.sum(axis=1)
+            if self.kind == "quantile":
+                effect[:, s] = self.kernel.quantiles(w_cand)[:, 0] - self.kernel.quantiles(w_base)[:, 0]
+                var[:, s] = np.nan
+            elif d.kind == "paired":
+                effect[:, s], var[:, s] = self._paired(mb)
+            else:
+                delta, se = _cliff_welch(w_base, w_cand, self.shares, self.outer, self.order)
+                effect[:, s], var[:, s] = delta, count[:, s] * se**2  # per-unit scale, as the means' variances
+        return count, effect, var
+
+    def _paired(self, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cliff's delta of the tasks in ``m`` (rows of 0/1) and the variance of their influence values."""
+        base, cand = self.shares[self.design.base_cells], self.shares[self.design.cand_cells]
+        n = m.sum(axis=1, keepdims=True)
+        b, c = (m @ base) / n, (m @ cand) / n
+        h = np.einsum("rl,tl->rt", c @ self.order, base) + np.einsum("rl,tl->rt", b @ self.order.T, cand)
+        mean = (m * h).sum(axis=1, keepdims=True) / n
+        var = (m * (h - mean) ** 2).sum(axis=1) / np.maximum(n[:, 0] - 1, 1)
+        return cliff_delta(b, c), var
+
+
+def _run_statistic(effects: _SliceEffects, base: np.ndarray, cand: np.ndarray, n_slices: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Effects, shrunk and plain variances of the effects, and the statistic, per row of labels."""
+    count, effect, unit_var = effects(base, cand, n_slices)
+    if effects.kind == "quantile":
+        centre = (count * effect).sum(axis=1, keepdims=True) / count.sum(axis=1, keepdims=True)
+        nan = np.full_like(effect, np.nan)
+        return effect, nan, nan, (count * (effect - centre) ** 2).sum(axis=1)
+    shrunk = _shrunk(count, unit_var) / np.maximum(count, 1)
+    return effect, shrunk, unit_var / np.maximum(count, 1), _q(effect, shrunk)
+
+
+def slice_interaction_runs(
+    x: Any, y: Any, x_slices: Any, y_slices: Any, *, kind: str, x_strata: Any = None, y_strata: Any = None,
+    paired: bool, q: float = 0.5, n_resamples: int, rng: np.random.Generator,
+) -> InteractionResult:
+    """Permutation test of whether an ordinal (Cliff's delta) or quantile effect differs between slices.
+
+    Parameters
+    ----------
+    x, y : array_like
+        The baseline's and the candidate's runs (no missing values).
+    x_slices, y_slices : array_like of int
+        The slice (0 .. S-1) of every run; every task's runs share one. Every slice must hold at least two
+        units in each arm.
+    kind : {"ordinal", "quantile"}
+    x_strata, y_strata : array_like, optional
+        The task of every run (None: runs are independent units).
+    paired : bool
+        Both arms ran the same tasks (tasks run by one arm only are left out).
+    q : float
+        The quantile (``kind="quantile"``).
+    n_resamples : int
+        Random permutations of the slice labels across whole tasks.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    InteractionResult
+        ``variances`` and ``wald_pvalue`` are NaN for quantiles (no variance per permutation).
+
+    Notes
+    -----
+    See the module's docstring; tests in ``tests/test_interaction_runs.py``.
+    """
+    if kind not in RUN_KINDS:
+        raise ValueError(f"`kind` must be one of {', '.join(RUN_KINDS)}, got {kind!r}")
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    paired = bool(paired and x_strata is not None)
+    design, keep_x, keep_y = make_design(len(x), len(y), None if x_strata is None else np.asarray(x_strata),
+                                         None if y_strata is None else np.asarray(y_strata), paired)
+    cell_slice = np.zeros(design.n_cells, dtype=np.int64)
+    cell_slice[design.cell] = np.r_[np.asarray(x_slices, dtype=np.int64)[keep_x], np.asarray(y_slices, dtype=np.int64)[keep_y]]
+    effects = _SliceEffects(np.r_[x[keep_x], y[keep_y]], design, kind, q)
+    base_lab, cand_lab = cell_slice[design.base_cells], cell_slice[design.cand_cells]
+    n_slices = int(max(base_lab.max(initial=-1), cand_lab.max(initial=-1)) + 1)
+    effect, shrunk, plain, stat = _run_statistic(effects, base_lab[None], cand_lab[None], n_slices)
+    units = tuple(int(np.sum(base_lab == k) + (0 if design.kind == "paired" else np.sum(cand_lab == k)))
+                  for k in range(n_slices))
+    base = dict(df=n_slices - 1, effects=tuple(map(float, effect[0])), variances=tuple(map(float, shrunk[0])),
+                n_units=units, n_resamples=n_resamples, design_kind=design.kind)
+    if n_slices < 2:
+        return InteractionResult(math.nan, math.nan, math.nan, note="fewer than two slices to compare", **base)
+    observed = float(stat[0])
+    wald = math.nan
+    if kind == "ordinal" and np.all(plain[0] > 0):
+        from scipy.stats import chi2
+
+        wald = float(chi2.sf(float(_q(effect, plain)[0]), n_slices - 1))
+    arms = [(base_lab, base_lab)] if design.kind == "paired" else [(base_lab, base_lab), (cand_lab, cand_lab)]
+    batch = max(1, BATCH_VALUES // max(design.n_cells * n_slices, 1))
+    tol = 1e-9 * max(abs(observed), 1e-300)
+    hits = 0
+    for start in range(0, n_resamples, batch):
+        perm = _permuted(arms, min(batch, n_resamples - start), rng)
+        b_lab = perm[0][1]
+        c_lab = b_lab if design.kind == "paired" else perm[1][1]
+        hits += int(np.sum(_run_statistic(effects, b_lab, c_lab, n_slices)[3] >= observed - tol))
+    return InteractionResult(observed, (1 + hits) / (1 + n_resamples), wald, **base)
