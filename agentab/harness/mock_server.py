@@ -252,9 +252,7 @@ class MockServer:
     def __enter__(self) -> "MockServer":
         if self._server is not None:
             raise HarnessError("the mock server is already running")
-        server = ThreadingHTTPServer((self.host, 0), _handler(self))
-        server.daemon_threads = False  # request threads are joined on close: none outlives the server
-        server.block_on_close = True
+        server = _Server((self.host, 0), _handler(self))
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"agentab-mock-{self.port}", daemon=True)
@@ -314,6 +312,14 @@ class MockServer:
         if isinstance(answer, Response):
             return answer.status, answer.body, dict(answer.headers)
         return 200, answer, {}
+
+
+class _Server(ThreadingHTTPServer):
+    """The threaded server: request threads are joined on close (none outlives it), a deep accept queue."""
+
+    daemon_threads = False
+    block_on_close = True
+    request_queue_size = 128
 
 
 def _handler(mock: MockServer) -> type[BaseHTTPRequestHandler]:
