@@ -24,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Any, Callable
 
@@ -59,8 +60,12 @@ class Patches:
             own = owner.__dict__.get(name, _MISSING)
             inner = make(current)
 
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
-                return (inner if self.active else current)(*args, **kwargs)
+            if inspect.iscoroutinefunction(current):  # keep a coroutine function one (callers may check)
+                async def wrapper(*args: Any, **kwargs: Any) -> Any:
+                    return await (inner if self.active else current)(*args, **kwargs)
+            else:
+                def wrapper(*args: Any, **kwargs: Any) -> Any:
+                    return (inner if self.active else current)(*args, **kwargs)
 
             wrapper.__wrapped__ = current  # type: ignore[attr-defined]
             wrapper.__name__ = getattr(current, "__name__", name)
