@@ -441,3 +441,56 @@ def test_sandbox_command_bad_arguments(args, message, tmp_path, monkeypatch):
         sandbox_command(*args)
     with pytest.raises(ValueError, match="`network` must be one of"):
         sandbox_command(["agent"], tmp_path, network="open")
+
+
+@needs_bwrap
+def test_bridge_lets_the_sandbox_reach_the_mock_server_and_nothing_else(listener, tmp_path):
+    from agentab.harness.mock_server import MockServer
+    from agentab.harness.network import PortBridge
+
+    other = port_of(listener)
+    with MockServer({"GET /v1/items/{n}": lambda request, seed: {"n": request.params["n"], "seed": seed}},
+                    seed=5) as server, PortBridge([server.port]) as bridge:
+        code = ("import json, socket, sys, urllib.request\n"
+                f"print(json.load(urllib.request.urlopen('{server.url}/v1/items/3', timeout=10)))\n"
+                f"try:\n    socket.create_connection(('127.0.0.1', {other}), timeout=5)\n"
+                "except OSError:\n    print('refused')\n")
+        cmd = sandbox_command([sys.executable, "-c", code], tmp_path, bridge=bridge)
+        out = subprocess.run(cmd.argv, capture_output=True, text=True, timeout=60)
+        port = server.port
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["{'n': '3', 'seed': 5}", "refused"]
+    assert [(r["method"], r["path"]) for r in server.requests] == [("GET", "/v1/items/3")]
+    assert untouched(listener) and f"127.0.0.1:{port} (bridged)" in cmd.enforced
+
+
+@needs_bwrap
+def test_the_command_exit_status_passes_through_the_relay(tmp_path):
+    from agentab.harness.network import PortBridge
+
+    with PortBridge([65000]) as bridge:
+        cmd = sandbox_command([sys.executable, "-c", "raise SystemExit(3)"], tmp_path, bridge=bridge)
+        assert subprocess.run(cmd.argv, capture_output=True, timeout=60).returncode == 3
+        missing = sandbox_command(["/nonexistent/agent"], tmp_path, bridge=bridge)
+        assert subprocess.run(missing.argv, capture_output=True, timeout=60).returncode == 127
+
+
+def test_bridge_closes_cleanly(listener):
+    from agentab.harness.network import PortBridge
+
+    before = set(threading.enumerate())
+    port = port_of(listener)
+    with PortBridge([port]) as bridge:
+        path = bridge.socket_path(port)
+        client = socket.socket(socket.AF_UNIX)
+        client.connect(path)
+        conn, _ = listener.accept()
+        client.sendall(b"abc")
+        assert conn.recv(3) == b"abc"
+        conn.sendall(b"xyz")
+        assert client.recv(3) == b"xyz"
+    client.close()
+    conn.close()
+    assert set(threading.enumerate()) - before == set() and not Path(path).exists()
+    with pytest.raises(ValueError, match="bridged ports must be"):
+        PortBridge([0])

@@ -10,8 +10,10 @@ Two mechanisms, one per kind of agent:
   included. Code that opens sockets outside Python's ``socket`` module (a C extension with its own network
   stack, uvloop's event loop) is not seen: run such agents as subprocesses under :func:`sandbox_command`.
 - **Subprocess agents** (an agent CLI): :func:`sandbox_command` wraps the command in bubblewrap (``bwrap``)
-  with its own empty network namespace, the work folder bound read-write and the rest of the file system
-  read-only. Without bubblewrap nothing is enforced, and the returned ``enforced`` says so.
+  with its own empty network namespace and process namespace, the work folder bound read-write and the rest
+  of the file system read-only. The mock server stays reachable at its usual ``127.0.0.1:PORT`` through a
+  :class:`PortBridge` (Unix sockets bound into the sandbox, relayed on both sides), and nothing else does.
+  Without bubblewrap nothing is enforced, and the returned ``enforced`` says so.
 
 Name lookups in "block" mode: a lookup of a name that is not allowed is refused (:class:`NetworkBlocked`)
 and recorded with the name, before any DNS query leaves the machine; a lookup of an address literal or of
@@ -43,16 +45,20 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
+from agentab.harness._bridge import INSIDE as BRIDGE_INSIDE
+from agentab.harness._bridge import RELAY, PortBridge
 from agentab.harness._errors import HarnessError, NetworkBlocked
 from agentab.harness._patch import Patches
 
-__all__ = ["NetworkPolicy", "NetworkBlocked", "SandboxCommand", "sandbox_command", "sandbox_available", "MODES"]
+__all__ = ["NetworkPolicy", "NetworkBlocked", "SandboxCommand", "sandbox_command", "sandbox_available", "PortBridge",
+           "MODES"]
 
 #: The network modes: refuse and record, let through and record, let through and record nothing.
 MODES = ("block", "record", "allow")
@@ -355,7 +361,8 @@ def sandbox_available() -> bool:
     if tool is None:
         return False
     try:
-        probe = subprocess.run([tool, "--ro-bind", "/", "/", "--unshare-net", "--die-with-parent", "--", "true"],
+        probe = subprocess.run([tool, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
+                                "--unshare-net", "--die-with-parent", "--", "true"],
                                capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return False
@@ -363,7 +370,8 @@ def sandbox_available() -> bool:
 
 
 def sandbox_command(argv: Sequence[str], workdir: str | Path, *,
-                    network: Literal["block", "record", "allow"] = "block") -> SandboxCommand:
+                    network: Literal["block", "record", "allow"] = "block",
+                    bridge: PortBridge | None = None) -> SandboxCommand:
     """Wrap a subprocess agent's command in bubblewrap: no network, only its work folder writable.
 
     Parameters
@@ -379,6 +387,10 @@ def sandbox_command(argv: Sequence[str], workdir: str | Path, *,
         connection leaves it (127.0.0.1 inside is not the machine's). "record": a subprocess's
         connections cannot be recorded without a proxy, so they are blocked as for "block", and
         ``enforced`` says so. "allow": the machine's network is shared (the file system rules remain).
+    bridge : PortBridge, optional
+        An open :class:`~agentab.harness._bridge.PortBridge` of ports on this machine (the mock server's)
+        that the command may still reach at ``127.0.0.1:PORT`` without network: a relay inside the
+        sandbox pipes them through the bridge's Unix sockets, then runs the command.
 
     Returns
     -------
@@ -407,13 +419,17 @@ def sandbox_command(argv: Sequence[str], workdir: str | Path, *,
         return SandboxCommand(argv, "nothing enforced: bubblewrap (bwrap) is not installed, so the command ran "
                                     "unsandboxed with the machine's network and file system", None)
     wrapped = [tool, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-               "--bind", str(work), str(work), "--chdir", str(work), "--die-with-parent"]
+               "--bind", str(work), str(work), "--chdir", str(work), "--unshare-pid", "--die-with-parent"]
+    files = f"file system read-only except {work} and a fresh /tmp"
     if network == "allow":
-        enforced = f"bwrap: network shared (allowed); file system read-only except {work} and a fresh /tmp"
-    else:
-        wrapped.append("--unshare-net")
-        note = " ('record' is not possible for a subprocess: its connections were refused, not recorded)" \
-            if network == "record" else ""
-        enforced = (f"bwrap: no network (own network namespace){note}; file system read-only except {work} "
-                    "and a fresh /tmp")
+        return SandboxCommand(tuple(wrapped) + ("--",) + argv, f"bwrap: network shared (allowed); {files}", "bwrap")
+    wrapped.append("--unshare-net")
+    note = " ('record' is not possible for a subprocess: its connections were refused, not recorded)" \
+        if network == "record" else ""
+    reach = ""
+    if bridge is not None and bridge.ports:
+        wrapped += ["--bind", str(Path(bridge.socket_path(bridge.ports[0])).parent), BRIDGE_INSIDE]
+        argv = (sys.executable, "-c", RELAY, BRIDGE_INSIDE, ",".join(map(str, bridge.ports)), "--") + argv
+        reach = " except 127.0.0.1:" + ",".join(map(str, bridge.ports)) + " (bridged)"
+    enforced = f"bwrap: no network{reach} (own network namespace){note}; {files}"
     return SandboxCommand(tuple(wrapped) + ("--",) + argv, enforced, "bwrap")
