@@ -346,6 +346,11 @@ class SandboxCommand:
         One line saying what is enforced (for the record's metadata).
     tool : str or None
         ``"bwrap"``, or None when nothing is enforced.
+
+    Examples
+    --------
+    >>> SandboxCommand(("agent",), "nothing enforced: bubblewrap (bwrap) is not installed", None).tool is None
+    True
     """
 
     argv: tuple[str, ...]
