@@ -255,7 +255,7 @@ class MockServer:
             raise HarnessError("the mock server is already running")
         server = _Server((self.host, 0), _handler(self))
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
                                         name=f"agentab-mock-{self.port}", daemon=True)
         self._thread.start()
         return self
