@@ -103,13 +103,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
+from agentab.formats._fast_b import Slow, prepared, tau2_walk, timed, untouched, whole_first
 from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import (
     Calls,
@@ -144,6 +145,63 @@ _USED = frozenset({"id", "sim_id", "task_id", "trial", "seed", "reward", "agent_
 _MAX_TEXT = 256
 _ROLES = frozenset({"assistant", "user", "tool", "system"})
 _decode = msgspec.json.decode
+
+
+class _Message(TypedDict, total=False):
+    """The keys of a message the reader reads (:mod:`._fast_b`: ``raw_data``, ``turn_idx``... are not decoded)."""
+
+    role: Any
+    content: Any
+    tool_calls: Any
+    tool_messages: Any
+    usage: Any
+    cost: Any
+    timestamp: Any
+    id: Any
+    tool_call_id: Any
+    error: Any
+    is_error: Any
+    status: Any
+
+
+class _Simulation(msgspec.Struct, forbid_unknown_fields=True):
+    """A simulation with tau2's own keys only (``SimulationRun``): one with any other key is decoded whole."""
+
+    messages: list[_Message]
+    id: Any = msgspec.UNSET
+    task_id: Any = msgspec.UNSET
+    timestamp: Any = msgspec.UNSET
+    start_time: Any = msgspec.UNSET
+    end_time: Any = msgspec.UNSET
+    duration: Any = msgspec.UNSET
+    termination_reason: Any = msgspec.UNSET
+    agent_cost: Any = msgspec.UNSET
+    user_cost: Any = msgspec.UNSET
+    reward_info: Any = msgspec.UNSET
+    trial: Any = msgspec.UNSET
+    seed: Any = msgspec.UNSET
+
+
+class _Document(TypedDict, total=False):
+    timestamp: Any
+    info: Any
+    simulations: list[msgspec.Raw]
+
+
+_SIMULATION = msgspec.json.Decoder(_Simulation)
+_SIMULATION_KEYS = _Simulation.__struct_fields__
+_DOCUMENT = msgspec.json.Decoder(_Document)
+
+
+def _simulation(raw: bytes | msgspec.Raw) -> dict[str, Any] | None:
+    """The simulation without the message keys the reader never reads, or None when it has keys beyond tau2's
+    own, or values of other shapes (then it is decoded whole)."""
+    try:
+        sim = _SIMULATION.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    return {key: value for key, value in zip(_SIMULATION_KEYS, msgspec.structs.astuple(sim))
+            if value is not msgspec.UNSET}
 
 
 # --------------------------------------------------------------------------- #
@@ -426,19 +484,55 @@ def _plan(fields: FieldMap | None) -> dict[str, str]:
     return plan
 
 
+def _trimmed(fields: Mapping[str, str]) -> bool:
+    """Whether simulations may be decoded without the message keys the reader never reads (:mod:`._fast_b`)."""
+    return fields["messages"] == "messages" and untouched(fields, ("messages",), "messages")
+
+
+def _convert_raw(raw: bytes | msgspec.Raw, doc: dict[str, Any] | None, fields: Mapping[str, str], where: str,
+                 line: int, trim: bool) -> tuple[Item, Callable[[], Item] | None]:
+    """One simulation's JSON -> ``(item, slow)`` for :func:`~._fast_b.timed`: built in columns when it is the plain
+    case (decoded without the unread message keys), else read whole (``slow`` None)."""
+    sim = _simulation(raw) if trim else None
+    if sim is None:
+        return _convert(_decode(raw), doc, fields, where, line), None
+    def slow() -> Item:
+        return _convert(_decode(raw), doc, fields, where, line)
+    try:
+        return _fast(sim, doc, fields, where, line), slow
+    except (Slow, Reject, RecursionError):
+        return whole_first(_convert(sim, doc, fields, where, line), slow), None
+
+
+def _fast(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[str, str], where: str, line: int) -> Item:
+    """The plain case in columns (:func:`~._fast_b.tau2_walk`); :class:`~._fast_b.Slow` otherwise."""
+    missing: dict[str, tuple[str | None, str]] = {}
+    out = _run_fields(sim, doc, fields, where, line, missing)
+    messages = sim.get("messages")
+    if missing or type(messages) is not list:
+        raise Slow
+    steps, totals, user = tau2_walk(messages)
+    out["metadata"].update(user)
+    return Item(line, record=prepared(out, steps, totals))
+
+
 def _read_lines(data: bytes, fields: Mapping[str, str], where: str) -> Iterator[Item]:
+    yield from timed(_line_entries(data, fields, where))
+
+
+def _line_entries(data: bytes, fields: Mapping[str, str], where: str
+                  ) -> Iterator[tuple[Item, Callable[[], Item] | None]]:
+    trim = _trimmed(fields)
     for number, raw in enumerate(data.splitlines(), start=1):
         if not raw.strip(JSON_SPACE):
             continue
         try:
-            sim = _decode(raw)
+            entry = _convert_raw(raw, None, fields, where, number, trim)
         except msgspec.DecodeError as err:
-            yield Item(number, reason=f"malformed JSON: {err}")
-            continue
+            entry = Item(number, reason=f"malformed JSON: {err}"), None
         except RecursionError:
-            yield Item(number, reason="JSON nested too deeply to read")
-            continue
-        yield _convert(sim, None, fields, where, number)
+            entry = Item(number, reason="JSON nested too deeply to read"), None
+        yield entry
 
 
 def _read_document(top: dict[str, msgspec.Raw], fields: Mapping[str, str], where: str) -> Iterator[Item]:
@@ -449,13 +543,30 @@ def _read_document(top: dict[str, msgspec.Raw], fields: Mapping[str, str], where
         yield Item(1, field="simulations", reason="`simulations` must be a list of simulation objects")
         return
     doc = {key: _decode(value) for key, value in top.items() if key in ("timestamp", "info")}
+    yield from timed(_document_entries(sims, doc, fields, where))
+
+
+def _plain_document(body: bytes) -> tuple[list[msgspec.Raw], dict[str, Any]] | None:
+    """A results document's simulations and ``{timestamp, info}`` in one pass, or None (read the usual way)."""
+    try:
+        top = _DOCUMENT.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if "simulations" not in top:
+        return None
+    sims = top.pop("simulations")
+    return sims, top
+
+
+def _document_entries(sims: list[msgspec.Raw], doc: dict[str, Any], fields: Mapping[str, str], where: str
+                      ) -> Iterator[tuple[Item, Callable[[], Item] | None]]:
+    trim = _trimmed(fields)
     for position, raw in enumerate(sims, start=1):
         try:
-            sim = _decode(raw)
+            entry = _convert_raw(raw, doc, fields, where, position, trim)
         except RecursionError:
-            yield Item(position, reason="JSON nested too deeply to read")
-            continue
-        yield _convert(sim, doc, fields, where, position)
+            entry = Item(position, reason="JSON nested too deeply to read"), None
+        yield entry
 
 
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
@@ -466,6 +577,10 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
         data = fh.read().removeprefix(BOM)
     body = data.lstrip(JSON_SPACE)
     if not body:
+        return
+    plain = _plain_document(body) if body[:1] == b"{" else None
+    if plain is not None:
+        yield from timed(_document_entries(*plain, plan, where))
         return
     try:
         top = _decode(body, type=dict[str, msgspec.Raw] | list[msgspec.Raw])
