@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 import numpy as np
@@ -33,7 +33,7 @@ from agentab.formats._times import parse_times
 from agentab.formats.decode import Prepared, PreparedSteps
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
-__all__ = ["Slow", "columns", "step_row", "decode_split", "prepared", "tau2_walk", "timed", "untouched", "whole_first"]
+__all__ = ["Slow", "columns", "step_row", "decode_split", "prepared", "tau2_document", "tau2_simulation", "tau2_walk", "timed", "untouched", "whole_first"]
 
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _ANY = msgspec.json.Decoder()
@@ -289,3 +289,75 @@ def tau2_walk(messages: list[dict[str, Any]]) -> tuple[PreparedSteps, dict[str, 
         if reasoning is not None and tout is not None:
             totals["tokens_reasoning"] = reasoning
     return columns(rows), totals or None, user
+
+
+# --------------------------------------------------------------------------- #
+# tau2 (agentab.formats.tau2)
+# --------------------------------------------------------------------------- #
+class _Tau2Message(TypedDict, total=False):
+    """The keys of a message the reader reads (:mod:`._fast_b`: ``raw_data``, ``turn_idx``... are not decoded)."""
+
+    role: Any
+    content: Any
+    tool_calls: Any
+    tool_messages: Any
+    usage: Any
+    cost: Any
+    timestamp: Any
+    id: Any
+    tool_call_id: Any
+    error: Any
+    is_error: Any
+    status: Any
+
+
+class _Tau2Simulation(msgspec.Struct, forbid_unknown_fields=True):
+    """A simulation with tau2's own keys only (``SimulationRun``): one with any other key is decoded whole."""
+
+    messages: list[_Tau2Message]
+    id: Any = msgspec.UNSET
+    task_id: Any = msgspec.UNSET
+    timestamp: Any = msgspec.UNSET
+    start_time: Any = msgspec.UNSET
+    end_time: Any = msgspec.UNSET
+    duration: Any = msgspec.UNSET
+    termination_reason: Any = msgspec.UNSET
+    agent_cost: Any = msgspec.UNSET
+    user_cost: Any = msgspec.UNSET
+    reward_info: Any = msgspec.UNSET
+    trial: Any = msgspec.UNSET
+    seed: Any = msgspec.UNSET
+
+
+class _Tau2Document(TypedDict, total=False):
+    timestamp: Any
+    info: Any
+    simulations: list[msgspec.Raw]
+
+
+_SIMULATION = msgspec.json.Decoder(_Tau2Simulation)
+_SIMULATION_KEYS = _Tau2Simulation.__struct_fields__
+_DOCUMENT = msgspec.json.Decoder(_Tau2Document)
+
+
+def tau2_simulation(raw: bytes | msgspec.Raw) -> dict[str, Any] | None:
+    """The simulation without the message keys the reader never reads, or None when it has keys beyond tau2's
+    own, or values of other shapes (then it is decoded whole)."""
+    try:
+        sim = _SIMULATION.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    return {key: value for key, value in zip(_SIMULATION_KEYS, msgspec.structs.astuple(sim))
+            if value is not msgspec.UNSET}
+
+
+def tau2_document(body: bytes) -> tuple[list[msgspec.Raw], dict[str, Any]] | None:
+    """A results document's simulations and ``{timestamp, info}`` in one pass, or None (read the usual way)."""
+    try:
+        top = _DOCUMENT.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if "simulations" not in top:
+        return None
+    sims = top.pop("simulations")
+    return sims, top

@@ -105,12 +105,13 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
-from agentab.formats._fast_b import Slow, prepared, tau2_walk, timed, untouched, whole_first
+from agentab.formats._fast_b import (Slow, prepared, tau2_document, tau2_simulation, tau2_walk, timed, untouched,
+                                     whole_first)
 from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import (
     Calls,
@@ -145,63 +146,6 @@ _USED = frozenset({"id", "sim_id", "task_id", "trial", "seed", "reward", "agent_
 _MAX_TEXT = 256
 _ROLES = frozenset({"assistant", "user", "tool", "system"})
 _decode = msgspec.json.decode
-
-
-class _Message(TypedDict, total=False):
-    """The keys of a message the reader reads (:mod:`._fast_b`: ``raw_data``, ``turn_idx``... are not decoded)."""
-
-    role: Any
-    content: Any
-    tool_calls: Any
-    tool_messages: Any
-    usage: Any
-    cost: Any
-    timestamp: Any
-    id: Any
-    tool_call_id: Any
-    error: Any
-    is_error: Any
-    status: Any
-
-
-class _Simulation(msgspec.Struct, forbid_unknown_fields=True):
-    """A simulation with tau2's own keys only (``SimulationRun``): one with any other key is decoded whole."""
-
-    messages: list[_Message]
-    id: Any = msgspec.UNSET
-    task_id: Any = msgspec.UNSET
-    timestamp: Any = msgspec.UNSET
-    start_time: Any = msgspec.UNSET
-    end_time: Any = msgspec.UNSET
-    duration: Any = msgspec.UNSET
-    termination_reason: Any = msgspec.UNSET
-    agent_cost: Any = msgspec.UNSET
-    user_cost: Any = msgspec.UNSET
-    reward_info: Any = msgspec.UNSET
-    trial: Any = msgspec.UNSET
-    seed: Any = msgspec.UNSET
-
-
-class _Document(TypedDict, total=False):
-    timestamp: Any
-    info: Any
-    simulations: list[msgspec.Raw]
-
-
-_SIMULATION = msgspec.json.Decoder(_Simulation)
-_SIMULATION_KEYS = _Simulation.__struct_fields__
-_DOCUMENT = msgspec.json.Decoder(_Document)
-
-
-def _simulation(raw: bytes | msgspec.Raw) -> dict[str, Any] | None:
-    """The simulation without the message keys the reader never reads, or None when it has keys beyond tau2's
-    own, or values of other shapes (then it is decoded whole)."""
-    try:
-        sim = _SIMULATION.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-    return {key: value for key, value in zip(_SIMULATION_KEYS, msgspec.structs.astuple(sim))
-            if value is not msgspec.UNSET}
 
 
 # --------------------------------------------------------------------------- #
@@ -493,7 +437,7 @@ def _convert_raw(raw: bytes | msgspec.Raw, doc: dict[str, Any] | None, fields: M
                  line: int, trim: bool) -> tuple[Item, Callable[[], Item] | None]:
     """One simulation's JSON -> ``(item, slow)`` for :func:`~._fast_b.timed`: built in columns when it is the plain
     case (decoded without the unread message keys), else read whole (``slow`` None)."""
-    sim = _simulation(raw) if trim else None
+    sim = tau2_simulation(raw) if trim else None
     if sim is None:
         return _convert(_decode(raw), doc, fields, where, line), None
     def slow() -> Item:
@@ -546,18 +490,6 @@ def _read_document(top: dict[str, msgspec.Raw], fields: Mapping[str, str], where
     yield from timed(_document_entries(sims, doc, fields, where))
 
 
-def _plain_document(body: bytes) -> tuple[list[msgspec.Raw], dict[str, Any]] | None:
-    """A results document's simulations and ``{timestamp, info}`` in one pass, or None (read the usual way)."""
-    try:
-        top = _DOCUMENT.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-    if "simulations" not in top:
-        return None
-    sims = top.pop("simulations")
-    return sims, top
-
-
 def _document_entries(sims: list[msgspec.Raw], doc: dict[str, Any], fields: Mapping[str, str], where: str
                       ) -> Iterator[tuple[Item, Callable[[], Item] | None]]:
     trim = _trimmed(fields)
@@ -578,7 +510,7 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     body = data.lstrip(JSON_SPACE)
     if not body:
         return
-    plain = _plain_document(body) if body[:1] == b"{" else None
+    plain = tau2_document(body) if body[:1] == b"{" else None
     if plain is not None:
         yield from timed(_document_entries(*plain, plan, where))
         return
