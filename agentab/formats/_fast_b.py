@@ -195,9 +195,8 @@ def tau2_walk(messages: list[dict[str, Any]]) -> tuple[PreparedSteps, dict[str, 
     """A tau2 simulation's messages (dicts) -> its steps in columns, the run's token totals and the user
     simulator's counts for ``metadata``, by the rules of :mod:`agentab.formats.tau2`; :class:`Slow` (or a
     :class:`~agentab.formats._base.Reject`) for anything but the plain case, which the reader's own walk reads.
-
-    Not split: one pass over the messages, each case inline, is what makes it fast.
     """
+    # kept whole: one pass over the messages with each case inline is what makes it fast (no call per message)
     rows: list[list[Any]] = []
     waiting: dict[str, list[Any]] = {}  # call id -> its step's row, until answered
     ignored: set[str] = set()  # the user simulator's calls awaiting their answer
