@@ -33,7 +33,7 @@ from agentab.formats._times import parse_times
 from agentab.formats.decode import Prepared, PreparedSteps
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
-__all__ = ["Slow", "columns", "step_row", "decode_split", "prepared", "tau2_document", "tau2_simulation", "tau2_walk", "timed", "untouched", "whole_first"]
+__all__ = ["Slow", "columns", "decode_split", "prepared", "step_row", "tau2_document", "tau2_simulation", "tau2_walk", "timed", "untouched", "whole_first"]
 
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _ANY = msgspec.json.Decoder()
@@ -159,14 +159,17 @@ def _parsed(batch: list[tuple[Item, Callable[[], Item] | None]]) -> Iterator[Ite
 
 
 def prepared(out: dict[str, Any], steps: PreparedSteps, totals: dict[str, int] | None) -> Prepared:
-    """A reader's run fields (the record's keys; every required one present) and its columns as a Prepared."""
-    seed = out["seed"]
-    if not -INT64_MAX - 1 <= seed <= INT64_MAX:
+    """A reader's run fields (the record's keys; a required one the file lacks, in ``Item.missing``, is None
+    here) and its columns as a Prepared."""
+    seed, outcome = out.get("seed"), out.get("outcome")
+    if seed is not None and not -INT64_MAX - 1 <= seed <= INT64_MAX:
         raise Slow
-    outcome = out["outcome"]
-    return Prepared(str(out["run_id"]), out["task_id"], seed, out.get("arm"),
-                    outcome if type(outcome) is bool else float(outcome), out.get("cost_usd"), out.get("latency_s"),
-                    out.get("metadata"), steps, None, fits(totals) if totals else None, out.get("user_cost_usd"))
+    if outcome is not None and type(outcome) is not bool:
+        outcome = float(outcome)
+    run_id = out.get("run_id")
+    return Prepared(None if run_id is None else str(run_id), out.get("task_id"), seed, out.get("arm"),  # type: ignore[arg-type]
+                    outcome, out.get("cost_usd"), out.get("latency_s"), out.get("metadata"), steps, None,
+                    fits(totals) if totals else None, out.get("user_cost_usd"))
 
 
 def _plus(total: int | None, value: int | None) -> int | None:

@@ -109,9 +109,8 @@ from typing import Any
 
 import msgspec
 
+from agentab.formats import _fast_b as fast
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
-from agentab.formats._fast_b import (Slow, prepared, tau2_document, tau2_simulation, tau2_walk, timed, untouched,
-                                     whole_first)
 from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import (
     Calls,
@@ -430,22 +429,22 @@ def _plan(fields: FieldMap | None) -> dict[str, str]:
 
 def _trimmed(fields: Mapping[str, str]) -> bool:
     """Whether simulations may be decoded without the message keys the reader never reads (:mod:`._fast_b`)."""
-    return fields["messages"] == "messages" and untouched(fields, ("messages",), "messages")
+    return fields["messages"] == "messages" and fast.untouched(fields, ("messages",), "messages")
 
 
 def _convert_raw(raw: bytes | msgspec.Raw, doc: dict[str, Any] | None, fields: Mapping[str, str], where: str,
                  line: int, trim: bool) -> tuple[Item, Callable[[], Item] | None]:
     """One simulation's JSON -> ``(item, slow)`` for :func:`~._fast_b.timed`: built in columns when it is the plain
     case (decoded without the unread message keys), else read whole (``slow`` None)."""
-    sim = tau2_simulation(raw) if trim else None
+    sim = fast.tau2_simulation(raw) if trim else None
     if sim is None:
         return _convert(_decode(raw), doc, fields, where, line), None
     def slow() -> Item:
         return _convert(_decode(raw), doc, fields, where, line)
     try:
         return _fast(sim, doc, fields, where, line), slow
-    except (Slow, Reject, RecursionError):
-        return whole_first(_convert(sim, doc, fields, where, line), slow), None
+    except (fast.Slow, Reject, RecursionError):
+        return fast.whole_first(_convert(sim, doc, fields, where, line), slow), None
 
 
 def _fast(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[str, str], where: str, line: int) -> Item:
@@ -453,15 +452,15 @@ def _fast(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[str, 
     missing: dict[str, tuple[str | None, str]] = {}
     out = _run_fields(sim, doc, fields, where, line, missing)
     messages = sim.get("messages")
-    if missing or type(messages) is not list:
-        raise Slow
-    steps, totals, user = tau2_walk(messages)
+    if type(messages) is not list:
+        raise fast.Slow
+    steps, totals, user = fast.tau2_walk(messages)
     out["metadata"].update(user)
-    return Item(line, record=prepared(out, steps, totals))
+    return Item(line, record=fast.prepared(out, steps, totals), missing=missing or None)
 
 
 def _read_lines(data: bytes, fields: Mapping[str, str], where: str) -> Iterator[Item]:
-    yield from timed(_line_entries(data, fields, where))
+    yield from fast.timed(_line_entries(data, fields, where))
 
 
 def _line_entries(data: bytes, fields: Mapping[str, str], where: str
@@ -487,7 +486,7 @@ def _read_document(top: dict[str, msgspec.Raw], fields: Mapping[str, str], where
         yield Item(1, field="simulations", reason="`simulations` must be a list of simulation objects")
         return
     doc = {key: _decode(value) for key, value in top.items() if key in ("timestamp", "info")}
-    yield from timed(_document_entries(sims, doc, fields, where))
+    yield from fast.timed(_document_entries(sims, doc, fields, where))
 
 
 def _document_entries(sims: list[msgspec.Raw], doc: dict[str, Any], fields: Mapping[str, str], where: str
@@ -510,9 +509,9 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     body = data.lstrip(JSON_SPACE)
     if not body:
         return
-    plain = tau2_document(body) if body[:1] == b"{" else None
+    plain = fast.tau2_document(body) if body[:1] == b"{" else None
     if plain is not None:
-        yield from timed(_document_entries(*plain, plan, where))
+        yield from fast.timed(_document_entries(*plain, plan, where))
         return
     try:
         top = _decode(body, type=dict[str, msgspec.Raw] | list[msgspec.Raw])
