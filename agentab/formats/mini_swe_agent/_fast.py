@@ -21,7 +21,6 @@ from agentab.formats._fast_b import (
     TOKENS_OUT,
     Slow,
     columns,
-    step_row,
 )
 from agentab.formats.decode import PreparedSteps
 from agentab.formats.mini_swe_agent._steps import (
@@ -114,11 +113,10 @@ def _model_call(extra: Any) -> tuple[tuple[Any, ...], int]:
     return reasoning_apart(_call(extra))
 
 
-def _give(row: list[Any], sums: tuple[Any, ...], first: bool) -> None:
-    """The pending calls' sums onto a step (``first``: it was given none before); a count any lacks is unknown."""
+def _give(row: list[Any], sums: tuple[Any, ...]) -> None:
+    """The pending calls' sums added onto a step that has its own: a count either lacks is unknown."""
     for at, value in zip((TOKENS_IN, TOKENS_OUT, REASONING, CACHED, COST), sums):
-        row[at] = (value if first else row[at] + value) if value is not None and (first or row[at] is not None) \
-            else None
+        row[at] = None if value is None or row[at] is None else row[at] + value
 
 
 def walk(messages: list[dict[str, Any]], run: Run) -> tuple[PreparedSteps, dict[str, Any], int]:
@@ -127,10 +125,10 @@ def walk(messages: list[dict[str, Any]], run: Run) -> tuple[PreparedSteps, dict[
     # kept whole: one pass with each case inline is what makes it fast
     rows: list[list[Any]] = []
     waiting: list[list[Any]] = []
-    given: set[int] = set()  # ids of the rows given calls
     pending: tuple[Any, ...] | None = None  # sums of the calls not yet given to a step
     calls: list[tuple[Any, ...]] = []  # every call
     apart = format_errors = 0
+    findall = run.action.findall
     for i, msg in enumerate(messages):
         role = msg.get("role")
         if role == "assistant":
@@ -138,19 +136,20 @@ def walk(messages: list[dict[str, Any]], run: Run) -> tuple[PreparedSteps, dict[
             if extra is not None and ("actions" in extra or "timestamp" in extra):
                 raise Slow  # v2
             call, more = _model_call(extra)
-            apart += more
+            if more:
+                apart += more
             pending = call if pending is None else _sum(pending, call)
             calls.append(call)
             content = msg.get("content")
             if type(content) is not str:
                 raise Slow
-            found = [action.strip() for action in run.action.findall(content)]
+            found = [action.strip() for action in findall(content)]
             if len(found) != 1:
                 format_errors += 1
                 continue
-            row = step_row("bash", {"command": found[0]}, None, {"message": i})
-            _give(row, pending, True)
-            given.add(id(row))
+            # a new step takes the calls not given to a step yet (its row: see _fast_b.TOOL ... COST)
+            row = ["bash", {"command": found[0]}, None, pending[0], pending[1], None, None, {"message": i}, None,
+                   pending[2], pending[3], pending[4]]
             pending = None
             rows.append(row)
             waiting.append(row)
@@ -167,7 +166,7 @@ def walk(messages: list[dict[str, Any]], run: Run) -> tuple[PreparedSteps, dict[
         elif role != "system":
             raise Slow
     if rows and pending is not None:
-        _give(rows[-1], pending, id(rows[-1]) not in given)
+        _give(rows[-1], pending)
     totals: dict[str, Any] = {}
     if calls:
         totals = {key: sum(column) for key, column in zip(("tokens_in", "tokens_out", "tokens_reasoning",
