@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+import msgspec
+
 from agentab.formats._fast_b import (
     CACHED,
     ENDED,
@@ -20,7 +22,6 @@ from agentab.formats._fast_b import (
     TOKENS_OUT,
     Slow,
     columns,
-    decode_split,
     prepared,
     step_row,
 )
@@ -64,12 +65,36 @@ class _Event(TypedDict, total=False):
     tool_call_metadata: _CallMetadata | None
 
 
-_SHAPES = {"history": list[_Event]}
+class _Line(msgspec.Struct, forbid_unknown_fields=True):
+    """An output line with the keys OpenHands writes (and those the docs have users add): any other is decoded
+    whole."""
+
+    history: list[_Event]
+    instance_id: Any = msgspec.UNSET
+    instance: Any = msgspec.UNSET
+    instruction: Any = msgspec.UNSET
+    test_result: Any = msgspec.UNSET
+    metadata: Any = msgspec.UNSET
+    metrics: Any = msgspec.UNSET
+    error: Any = msgspec.UNSET
+    report: Any = msgspec.UNSET
+    run_id: Any = msgspec.UNSET
+    seed: Any = msgspec.UNSET
+    arm: Any = msgspec.UNSET
+    latency_s: Any = msgspec.UNSET
+
+
+_DECODER = msgspec.json.Decoder(_Line)
+_KEYS = _Line.__struct_fields__
 
 
 def line(raw: bytes) -> dict[str, Any] | None:
     """An output line without the event keys the reader never reads, or None (decode it whole)."""
-    return decode_split(raw, _SHAPES)
+    try:
+        obj = _DECODER.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    return {key: value for key, value in zip(_KEYS, msgspec.structs.astuple(obj)) if value is not msgspec.UNSET}
 
 
 def _count(n: Any) -> int | None:
@@ -214,8 +239,13 @@ def run(rec: dict[str, Any], where: str, fields: Any, line: int, missing: dict[s
                 target[at] = value if target[at] is None else target[at] + value
     meta.update(counts)
     reported = (meta.get("accumulated_prompt_tokens"), meta.get("accumulated_completion_tokens"))
-    if not rows:
-        raise Slow  # the run's totals from the events or OpenHands' own: the reader's rules
+    if not rows:  # the run's totals: its model calls' tokens, or OpenHands' own when they are more
+        totals = {name: value for name, value in zip(("tokens_in", "tokens_out"), left) if value is not None}
+        if reported[0] is not None and reported[1] is not None:
+            for name, total in zip(("tokens_in", "tokens_out"), reported):
+                totals[name] = max(totals.get(name, 0), total)
+        out["metadata"] = meta
+        return prepared(out, columns(rows), totals or None)
     if reported[0] is not None and reported[1] is not None:
         counted = [sum(row[at] or 0 for row in rows) for at in (TOKENS_IN, TOKENS_OUT)]
         if any(total > n for total, n in zip(reported, counted)) or any(
