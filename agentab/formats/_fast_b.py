@@ -1,21 +1,18 @@
-"""Decoding a harness's JSON without the parts its reader never looks at (tau2, OpenHands, mini-SWE-agent, SWE-agent).
+"""Fast paths shared by the harness readers (tau2, OpenHands, mini-SWE-agent, SWE-agent), and tau2's own.
 
-A reader walks a few keys of each message or event, while the files hold much
-more (tau2's ``raw_data``, a model response's ``choices``, SWE-agent's
-``query``, OpenHands' ``llm_metrics``). Decoding those parts into Python
-objects was most of the decoding time. Here the lists a reader walks are
-decoded into ``TypedDict`` shapes that name exactly the keys the reader reads
-(each typed ``Any``): the result is plain dicts and lists, the same values
-under the same keys, only without the keys nobody reads, so the reader's own
-code runs on them unchanged. The top level of a document stays whole
-(:func:`decode_split`): ``fields=`` may name any of its keys.
+A reader walks a few keys of each message or event, while the files hold much more (tau2's ``raw_data``, a
+model response's ``choices``, SWE-agent's ``query``, OpenHands' ``llm_metrics``). Each reader decodes the lists
+it walks into ``TypedDict`` shapes naming exactly the keys it reads (typed ``Any``), inside a
+``msgspec.Struct`` of the document's known top-level keys (``forbid_unknown_fields``: a file with any other
+key, which ``fields=`` may name, is decoded whole): plain dicts and lists, the same values under the same keys.
+The plain case is then walked in one pass into step rows (:func:`step_row`, :func:`columns`) and given as a
+:class:`~agentab.formats.decode.Prepared` (:func:`prepared`), whose step times :func:`timed` parses many runs at
+a time.
 
-What the shapes cannot hold (an entry that is not an object, a ``null``
-where an object is expected) makes :func:`decode_split` return None, and the
-reader decodes the input generically, as before: the fast path never changes
-what a reader gives back, only how soon. A reader that meets a problem in a
-trimmed entry (a rejection may quote the keys it saw) reads the input again the
-generic way (:func:`whole_first`), so rejections are word for word as before.
+The fast path never changes what a reader gives back, only how soon: whatever is not the plain case (a value
+of another type or shape, a count beyond 64 bits, a rejection) raises :class:`Slow` or fails to decode, and the
+reader reads that input its usual way, decoding it whole where a rejection may quote what the shapes leave
+out (:func:`whole_first`). ``tests/test_formats_*_fast.py`` check both ways give the same tables.
 """
 
 from __future__ import annotations
@@ -35,31 +32,7 @@ from agentab.formats._times import parse_times
 from agentab.formats.decode import Prepared, PreparedSteps
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
-__all__ = ["Slow", "columns", "decode_split", "prepared", "step_row", "tau2_document", "tau2_simulation", "tau2_walk", "timed", "untouched", "whole_first"]
-
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_ANY = msgspec.json.Decoder()
-_decoders: dict[Any, msgspec.json.Decoder] = {}
-
-
-def _decoder(shape: Any) -> msgspec.json.Decoder:
-    """One decoder per shape (built once: building one costs more than decoding a small document)."""
-    found = _decoders.get(shape)
-    if found is None:
-        found = _decoders[shape] = msgspec.json.Decoder(shape)
-    return found
-
-
-def decode_split(raw: bytes | msgspec.Raw, shapes: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A JSON object with its keys in ``shapes`` decoded into those shapes, every other key whole; None when
-    it is not an object or a value does not fit its shape (then decode it generically)."""
-    try:
-        top = _TOP.decode(raw)
-        return {key: (_ANY if key not in shapes else _decoder(shapes[key])).decode(value)
-                for key, value in top.items()}
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-
+__all__ = ["Slow", "columns", "prepared", "step_row", "tau2_document", "tau2_simulation", "tau2_walk", "timed", "untouched", "whole_first"]
 
 def untouched(fields: Mapping[str, str], keys: Iterable[str], own: str) -> bool:
     """Whether no ``fields`` path but ``own`` (the reader's path to the list it walks) reaches into ``keys``."""
