@@ -37,20 +37,25 @@ def assert_same(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_real_files_read_the_same_both_ways(tmp_path, monkeypatch):
     for path in FILES:
-        (tmp_path / path.name).write_bytes(path.read_bytes())
+        (tmp_path / path.name).write_bytes(path.read_bytes())  # the outcome from a table: dicts
+        (tmp_path / f"with-outcome-{path.name}").write_text(json.dumps({**json.loads(path.read_text()), "outcome": 1}))
     assert_same(tmp_path, monkeypatch)
 
 
-def test_the_real_v1_file_takes_the_fast_path():
-    (item,) = mini_swe_agent.read_file(V1, mini_swe_agent.FIELDS)
-    assert type(item.record) is Prepared and list(item.missing) == ["outcome"]
+def test_the_real_v1_file_takes_the_fast_path(tmp_path):
+    path = tmp_path / V1.name
+    path.write_text(json.dumps({**json.loads(V1.read_text()), "outcome": True}))  # as the docs have users add
+    (item,) = mini_swe_agent.read_file(path, mini_swe_agent.FIELDS)
+    assert type(item.record) is Prepared and item.missing is None
+    (without,) = mini_swe_agent.read_file(V1, mini_swe_agent.FIELDS)  # the outcome left to the loader: a dict
+    assert isinstance(without.record, dict) and list(without.missing) == ["outcome"]
 
 
 def test_edited_trajectories_read_the_same_both_ways(tmp_path, monkeypatch):
     raw = json.loads(V1.read_text())
     assistant = next(k for k, m in enumerate(raw["messages"]) if m["role"] == "assistant")
     for edit in range(8):
-        traj = copy.deepcopy(raw)
+        traj = {**copy.deepcopy(raw), "outcome": True}
         m = traj["messages"]
         if edit == 0:
             traj["extra_key"] = 1  # a key beyond mini-SWE-agent's

@@ -452,7 +452,7 @@ def _fast(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[str, 
     missing: dict[str, tuple[str | None, str]] = {}
     out = _run_fields(sim, doc, fields, where, line, missing)
     messages = sim.get("messages")
-    if type(messages) is not list:
+    if missing or type(messages) is not list:  # a run the loader completes is given as a dict (Item.missing)
         raise fast.Slow
     steps, totals, user = fast.tau2_walk(messages)
     out["metadata"].update(user)

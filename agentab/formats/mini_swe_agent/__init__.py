@@ -251,6 +251,8 @@ def _fast_item(obj: dict[str, Any], line: int, where: str, fields: FieldMap) -> 
         raise Slow
     missing: dict[str, tuple[str | None, str]] = {}
     out = _identity(obj, fields, where, line, True, missing)
+    if missing:  # a run the loader completes is given as a dict (Item.missing)
+        raise Slow
     _run_fields(obj, fields, out)
     steps, totals, format_errors = walk(messages, Run(info or {}, messages))
     meta = out["metadata"]

@@ -127,10 +127,11 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import FieldMap, Format, Item, Reject
-from agentab.formats._fast_b import Slow, timed, untouched
+from agentab.formats._fast_b import Slow, timed, untouched, whole_first
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 from agentab.formats.openhands._fast import line, run
 from agentab.formats.openhands._fields import FIELDS, convert, history_steps
+from agentab.formats.openhands._sdk import is_sdk
 
 __all__ = ["FIELDS", "FORMAT", "history_steps", "read_file", "read_objects", "sniff"]
 
@@ -207,8 +208,10 @@ def _plain(rec: dict[str, Any], raw: bytes, number: int, where: str, plan: Field
     missing: dict[str, tuple[str | None, str]] = {}
     try:
         return Item(number, record=run(rec, where, plan, number, missing), missing=missing or None), usual
-    except (Slow, Reject, RecursionError):  # read whole: the SDK's events, for one, have keys the shapes leave out
-        return usual(), None
+    except (Slow, Reject, RecursionError):
+        if is_sdk(rec.get("history") or []):  # the SDK's events have keys the shapes leave out: read whole
+            return usual(), None
+        return whole_first(_item(rec, number, where, plan), usual), None
 
 
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:

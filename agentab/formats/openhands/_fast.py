@@ -226,6 +226,8 @@ def walk(history: list[dict[str, Any]]) -> tuple[list[list[Any]], dict[str, Any]
 def run(rec: dict[str, Any], where: str, fields: Any, line: int, missing: dict[str, Any]) -> Prepared:
     """An output line's run in columns (:func:`walk`); :class:`Slow` when it is not the plain case."""
     out = _identity(rec, fields, where, False, line, missing)
+    if missing:  # a run the loader completes is given as a dict (Item.missing)
+        raise Slow
     meta = _run_meta(rec, fields, out)
     name, history = _get(rec, fields, "messages")
     if name != FIELDS["messages"] or type(history) is not list or (history and "kind" in history[0]):
