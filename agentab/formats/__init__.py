@@ -30,18 +30,8 @@ from agentab.formats._base import FieldMap, Format, Item, resolve_fields
 from agentab.formats._missing import settle
 from agentab.formats.files import first_keys, is_record_keys
 
-__all__ = [
-    "HEAD_BYTES",
-    "RUN_FIELDS",
-    "FieldMap",
-    "Format",
-    "Item",
-    "available",
-    "detect",
-    "get",
-    "resolve_fields",
-    "settle",
-]
+__all__ = ["Format", "Item", "FieldMap", "RUN_FIELDS", "HEAD_BYTES", "available", "get", "detect", "resolve_fields",
+           "settle"]
 
 #: The run-level fields a ``fields=`` mapping may rename.
 RUN_FIELDS = ("run_id", "task_id", "seed", "arm", "model", "harness", "outcome", "cost_usd", "latency_s", "messages")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentab.formats.decode import Prepared
 
-__all__ = ["MISSING", "FieldMap", "Format", "Item", "Part", "Reject", "describe", "lookup", "resolve_fields", "token_count"]
+__all__ = ["Item", "Part", "Format", "FieldMap", "Reject", "MISSING", "describe", "lookup", "resolve_fields", "token_count"]
 
 #: agentab's name of a run-level field -> the format's name for it (an attribute, a key, a dotted path).
 FieldMap = Mapping[str, str]

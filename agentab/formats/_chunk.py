@@ -27,7 +27,7 @@ _STATUSES = frozenset(("ok", "error", None))
 class JsonColumn:
     """Canonical JSON texts, one per row, kept as joined blobs plus lengths."""
 
-    __slots__ = ("_encode", "blobs", "lengths", "n", "nulls")
+    __slots__ = ("blobs", "lengths", "nulls", "n", "_encode")
 
     def __init__(self, encoder: msgspec.json.Encoder) -> None:
         self.blobs: list[bytes] = []

@@ -15,25 +15,15 @@ import msgspec
 from agentab.formats._chunk import TOKEN_FIELDS, run_tokens, statuses_valid
 from agentab.formats.record import INT64_MAX, STEP_KINDS, TERMINAL_LISTS, TOKEN_PARTS
 
-__all__ = [
-    "arm_problem",
-    "diagnose",
-    "errors",
-    "metadata_problem",
-    "overflow",
-    "run_totals",
-    "statuses_problem",
-    "step_problem",
-    "stepless_tokens",
-    "terminal_problem",
-]
+__all__ = ["diagnose", "step_problem", "run_totals", "overflow", "errors", "stepless_tokens", "terminal_problem",
+           "metadata_problem", "arm_problem", "statuses_problem"]
 
 Problem = Optional[tuple[str, str]]
 _KINDS = frozenset((*STEP_KINDS, None))
 #: Where each token count's whole (its ``TOKEN_PARTS`` partner) sits in :data:`TOKEN_FIELDS`.
 _PART_AT = tuple((TOKEN_FIELDS.index(part), TOKEN_FIELDS.index(whole)) for part, whole in TOKEN_PARTS)
 
-_AT = re.compile(r"^(.*) - at `\$(.*)`$", re.DOTALL)
+_AT = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(.+)`$")
 _UNKNOWN = re.compile(r"^Object contains unknown field `(.+)`$")
 _PATH_TOKEN = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")

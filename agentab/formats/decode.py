@@ -37,28 +37,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentab.errors import TraceError, where
-from agentab.formats._chunk import (
-    AT_N_HANDOFFS,
-    AT_N_STEPS,
-    TOKEN_FIELDS,
-    Chunk,
-    StepColumns,
-    run_tokens,
-    runs_batch,
-    step_columns,
-    steps_batch,
-)
-from agentab.formats._diagnose import (
-    arm_problem,
-    diagnose,
-    errors,
-    metadata_problem,
-    overflow,
-    run_totals,
-    statuses_problem,
-    step_problem,
-    terminal_problem,
-)
+from agentab.formats._chunk import (AT_N_HANDOFFS, AT_N_STEPS, TOKEN_FIELDS, Chunk, StepColumns, run_tokens,
+                                    runs_batch, step_columns, steps_batch)
+from agentab.formats._diagnose import (arm_problem, diagnose, errors, metadata_problem, overflow, run_totals,
+                                       statuses_problem, step_problem, terminal_problem)
 from agentab.formats._times import ns_times, parse_times
 from agentab.formats.record import TERMINAL_LISTS, Record
 

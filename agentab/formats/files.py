@@ -25,22 +25,9 @@ import msgspec
 
 from agentab.errors import TraceError
 
-__all__ = [
-    "BOM",
-    "JSON_SPACE",
-    "MAX_INFLATED_BYTES",
-    "MAX_INFLATION_RATIO",
-    "RATIO_FREE_BYTES",
-    "Budget",
-    "InflateLimit",
-    "decode_json",
-    "first_keys",
-    "inflate_cap",
-    "is_record_keys",
-    "open_trace_file",
-    "printable",
-    "read_member",
-]
+__all__ = ["BOM", "JSON_SPACE", "Budget", "InflateLimit", "MAX_INFLATED_BYTES", "MAX_INFLATION_RATIO",
+           "RATIO_FREE_BYTES", "decode_json", "first_keys", "inflate_cap", "is_record_keys", "open_trace_file", "printable",
+           "read_member"]
 
 #: Most bytes one compressed file or archive member may inflate to (4 GiB).
 MAX_INFLATED_BYTES = 4 * 2**30

@@ -133,16 +133,8 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
-__all__ = [
-    "INT64_MAX",
-    "REQUIRED_FIELDS",
-    "STEP_KINDS",
-    "TERMINAL_LISTS",
-    "TOKENS_WITH_STEP",
-    "TOKEN_PARTS",
-    "Record",
-    "Step",
-]
+__all__ = ["Record", "Step", "REQUIRED_FIELDS", "TERMINAL_LISTS", "TOKENS_WITH_STEP", "INT64_MAX", "STEP_KINDS",
+           "TOKEN_PARTS"]
 
 #: Largest integer a column can hold (int64).
 INT64_MAX = 2**63 - 1
@@ -176,18 +168,18 @@ class Step(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     index: _Int
     tool: _Text
     args: _Object
-    observation: _Object | None = None
-    tokens_in: _NonNegInt | None = None
-    tokens_out: _NonNegInt | None = None
+    observation: Union[_Object, None] = None
+    tokens_in: Union[_NonNegInt, None] = None
+    tokens_out: Union[_NonNegInt, None] = None
     started_at: _Time = None
     ended_at: _Time = None
-    metadata: _Object | None = None
-    kind: Literal["tool", "handoff"] | None = None
-    agent: _Text | None = None
-    parallel: _Text | _Int | None = None
-    tokens_reasoning: _NonNegInt | None = None
-    tokens_cached: _NonNegInt | None = None
-    cost_usd: _NonNegFloat | None = None
+    metadata: Union[_Object, None] = None
+    kind: Union[Literal["tool", "handoff"], None] = None
+    agent: Union[_Text, None] = None
+    parallel: Union[_Text, _Int, None] = None
+    tokens_reasoning: Union[_NonNegInt, None] = None
+    tokens_cached: Union[_NonNegInt, None] = None
+    cost_usd: Union[_NonNegFloat, None] = None
 
 
 class Record(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -196,18 +188,18 @@ class Record(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     run_id: _Id
     task_id: _Id
     seed: _Int
-    arm: _Text | None = None
+    arm: Union[_Text, None] = None
     steps: list[Step]
-    terminal_state: _Object | None = None
-    retries: _NonNegInt | None = None
-    backtracks: _NonNegInt | None = None
-    outcome: bool | float
-    cost_usd: _NonNegFloat | None = None
-    latency_s: _NonNegFloat | None = None
-    metadata: _Object | None = None
-    agents: list[_Text] | None = None
-    tokens_in: _NonNegInt | None = None
-    tokens_out: _NonNegInt | None = None
-    tokens_reasoning: _NonNegInt | None = None
-    tokens_cached: _NonNegInt | None = None
-    user_cost_usd: _NonNegFloat | None = None
+    terminal_state: Union[_Object, None] = None
+    retries: Union[_NonNegInt, None] = None
+    backtracks: Union[_NonNegInt, None] = None
+    outcome: Union[bool, float]
+    cost_usd: Union[_NonNegFloat, None] = None
+    latency_s: Union[_NonNegFloat, None] = None
+    metadata: Union[_Object, None] = None
+    agents: Union[list[_Text], None] = None
+    tokens_in: Union[_NonNegInt, None] = None
+    tokens_out: Union[_NonNegInt, None] = None
+    tokens_reasoning: Union[_NonNegInt, None] = None
+    tokens_cached: Union[_NonNegInt, None] = None
+    user_cost_usd: Union[_NonNegFloat, None] = None

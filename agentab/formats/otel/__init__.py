@@ -207,13 +207,7 @@ from agentab.formats.decode import gc_paused
 from agentab.formats.files import BOM, open_trace_file
 from agentab.formats.otel import _span_runs
 from agentab.formats.otel._rules import FIELDS
-from agentab.formats.otel._spans import (
-    NON_SPACE,
-    Batch,
-    batches_of_bytes,
-    head,
-    is_document,
-)
+from agentab.formats.otel._spans import NON_SPACE, Batch, batches_of_bytes, head, is_document
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "read_part", "read_whole", "sniff", "splits"]
 
@@ -265,9 +259,7 @@ def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMa
 def read_whole(path: Path, fields: FieldMap | None = None) -> Part | None:
     """The runs and keys of a JSON Lines file read in columns, or None if that reader declines it (see
     :attr:`~agentab.formats._base.Format.read_whole`)."""
-    from agentab.formats.otel import (
-        _columns,  # pyarrow: imported when a file is read in columns
-    )
+    from agentab.formats.otel import _columns  # pyarrow: imported when a file is read in columns
 
     with open_trace_file(Path(path)) as fh:
         data = fh.read()
@@ -282,9 +274,7 @@ def _read_lines(data: bytes, first_line: int, fields: FieldMap | None, whole: bo
     JSON Lines are read in columns (:mod:`._columns`)
     when that reader reads them; anything else span by span.
     """
-    from agentab.formats.otel import (
-        _columns,  # pyarrow: imported when a file is read in columns
-    )
+    from agentab.formats.otel import _columns  # pyarrow: imported when a file is read in columns
 
     if not whole or not is_document(head(data) or b"["):
         with gc_paused():

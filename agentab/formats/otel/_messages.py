@@ -37,7 +37,7 @@ from agentab.formats._base import Reject
 from agentab.formats.otel._rules import MODEL, TOOL
 from agentab.formats.otel._spans import Span, _AnyValue, any_value, where
 
-__all__ = ["has_message_tool_calls", "with_message_steps"]
+__all__ = ["with_message_steps", "has_message_tool_calls"]
 
 _CALLS = (
     re.compile(r"gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(name|arguments|id)"),

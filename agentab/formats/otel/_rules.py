@@ -21,11 +21,11 @@ from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
-from agentab.errors import TraceError
 from agentab.formats._base import MISSING as _MISSING
 from agentab.formats._base import FieldMap
 from agentab.formats._base import Reject as _Reject
 from agentab.formats.decode import Prepared
+from agentab.errors import TraceError
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
 #: An attribute found: (its name, its value).

@@ -23,14 +23,13 @@ from agentab.formats._base import Reject as _Reject
 from agentab.formats.decode import Prepared, PreparedSteps, gc_paused
 from agentab.formats.otel import _messages, _rules
 from agentab.formats.otel._rules import (
-    AGENT,
     ARROW_NS,
-    DETAILS,
     FIELDS,
     MIME_TYPE,
     MODEL,
     PROVIDER,
     STATUS_ERROR,
+    DETAILS,
     TOKENS_CACHED,
     TOKENS_IN,
     TOKENS_OUT,
@@ -41,20 +40,12 @@ from agentab.formats.otel._rules import (
     TOOL_NAME,
     TOOL_RESULT,
     USAGE,
+    AGENT,
     as_integer,
     names_of,
 )
-from agentab.formats.otel._spans import (
-    Batch,
-    Span,
-    any_value,
-    collect,
-    first,
-    forest,
-    get,
-    subtree,
-    where,
-)
+from agentab.formats.otel._spans import Batch, Span, any_value, collect, first, forest, get, subtree, where
+
 
 _JSON = msgspec.json.Decoder()
 
