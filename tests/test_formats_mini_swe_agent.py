@@ -21,6 +21,7 @@ import agentab
 import agentab.formats
 from agentab import load_traces
 from agentab.formats._missing import settle
+from agentab.formats.decode import Prepared
 from agentab.formats.messages import OPENAI
 from agentab.formats.mini_swe_agent import FORMAT
 
@@ -36,10 +37,19 @@ def read(path: Path, fields: dict | None = None) -> list:
     return list(FORMAT.read_file(path, {**FORMAT.fields, **(fields or {})}))
 
 
+def as_dict(item: agentab.formats.Item) -> dict:
+    """The item's trace record as a dict: a run the reader built in columns gives its ``to_record()``, without the
+    fields it lacks (``Item.missing``)."""
+    rec = item.record
+    if isinstance(rec, Prepared):
+        rec = {key: value for key, value in rec.to_record().items() if key not in (item.missing or {})}
+    return rec
+
+
 def record(path: Path) -> dict:
     (item,) = read(path)
     assert item.record is not None, (item.field, item.reason)
-    return item.record
+    return as_dict(item)
 
 
 def with_outcome(rec: dict) -> dict:
@@ -254,8 +264,8 @@ def test_identity_defaults_and_mapping(tmp_path):
     assert rec["metadata"]["seed_assumed"] is True
     path.write_text(json.dumps({**raw, "trial": 3, "resolved": True}))
     (item,) = read(path, {"seed": "trial", "outcome": "resolved"})
-    assert (item.record["seed"], item.record["outcome"]) == (3, True)
-    assert "seed_assumed" not in item.record["metadata"]
+    assert (as_dict(item)["seed"], as_dict(item)["outcome"]) == (3, True)
+    assert "seed_assumed" not in as_dict(item)["metadata"]
     item = convert(v1([*START]))  # in memory, no instance id and no file name: the task is absent
     assert list(item.missing) == ["task_id", "outcome"] and "task_id" not in item.record
     assert settle(item).field == "instance_id" and "no file name to use" in settle(item).reason

@@ -15,6 +15,7 @@ import agentab
 from agentab import formats
 from agentab.formats import Item
 from agentab.formats._missing import settle
+from agentab.formats.decode import Prepared
 from agentab.formats.messages import ANTHROPIC, OPENAI
 from agentab.formats.openhands import FIELDS, FORMAT, history_steps, sniff
 
@@ -22,6 +23,15 @@ DATA = Path(__file__).parent / "data" / "openhands"
 OUTPUT = DATA / "multi_swe_bench_output.jsonl.gz"
 STREAM = DATA / "basic_gui_mode.json"
 NOT_STEPS = {"message", "finish", "system", "recall"}
+
+
+def as_dict(item: agentab.formats.Item) -> dict[str, Any]:
+    """The item's trace record as a dict: a run the reader built in columns gives its ``to_record()``, without the
+    fields it lacks (``Item.missing``)."""
+    rec = item.record
+    if isinstance(rec, Prepared):
+        rec = {key: value for key, value in rec.to_record().items() if key not in (item.missing or {})}
+    return rec
 
 
 def lines() -> list[dict[str, Any]]:
@@ -39,7 +49,7 @@ def evaluated(resolved: list[bool]) -> list[dict[str, Any]]:
 
 def load(items: list[Item]) -> agentab.Traces:
     assert all(item.record is not None for item in items), [(i.field, i.reason) for i in items if i.record is None]
-    return agentab.load_traces([item.record for item in items])
+    return agentab.load_traces([as_dict(item) for item in items])
 
 
 def hand_count(line: dict[str, Any]) -> dict[str, int]:
@@ -70,7 +80,7 @@ def hand_count(line: dict[str, Any]) -> dict[str, int]:
 def test_real_output_without_report_lacks_its_outcome_not_its_task():
     items = list(FORMAT.read_file(OUTPUT, FIELDS))
     assert len(items) == 3 and all(list(item.missing) == ["outcome"] for item in items)
-    assert [len(item.record["steps"]) for item in items] == [22, 32, 49]  # the record is whole but the outcome
+    assert [len(as_dict(item)["steps"]) for item in items] == [22, 32, 49]  # the record is whole but the outcome
     rejected = [settle(item) for item in items]
     assert all(item.record is None for item in rejected)
     assert {item.field for item in rejected} == {"test_result.report.resolved"}
@@ -96,7 +106,7 @@ def test_real_output_steps_errors_tokens_match_the_raw_file():
     # accumulated_cost is 0.0 with no priced call (metrics.costs empty): unknown, not free
     assert runs.cost_usd.isna().all()
     assert set(runs.model) == {"openai/openrouter-llama-4-maverick"} and set(runs.harness) == {"CodeActAgent"}
-    records = [item.record for item in items]
+    records = [as_dict(item) for item in items]
     assert [r["metadata"]["refused_calls"] for r in records] == [c["refused"] for c in counted] == [0, 1, 1]
     # one call per model response (no parallel group) and no cache counts in the usage (prompt_tokens_details null)
     assert all("parallel" not in s and "tokens_cached" not in s for r in records for s in r["steps"])
@@ -110,7 +120,7 @@ def test_real_output_steps_errors_tokens_match_the_raw_file():
 
 def test_real_output_first_steps_tools_args_and_observations():
     items = list(FORMAT.read_objects(evaluated([True, True, True]), "out", FIELDS))
-    steps = items[0].record["steps"]
+    steps = as_dict(items[0])["steps"]
     raw = lines()[0]["history"]
     first = next(e for e in raw if e.get("action") == "run")
     assert steps[0]["tool"] == "execute_bash" and steps[0]["args"] == first["args"]
@@ -139,7 +149,7 @@ def test_real_event_stream_steps_and_tokens():
     assert counts["events"] == {"change_agent_state": 1, "message": 2}
     # a stream records no verdict: the outcome is absent, saying so
     (item,) = FORMAT.read_file(STREAM, FIELDS)
-    assert len(item.record["steps"]) == 4 and list(item.missing) == ["outcome"]
+    assert len(as_dict(item)["steps"]) == 4 and list(item.missing) == ["outcome"]
     item = settle(item)
     assert item.record is None and "no outcome" in item.reason and "event stream" in item.reason
 
@@ -189,7 +199,7 @@ def line(history: list[Any], **top: Any) -> dict[str, Any]:
 def convert(obj: Any, **fields: str) -> dict[str, Any]:
     (item,) = FORMAT.read_objects([obj], "<test>", {**FIELDS, **fields})
     assert item.record is not None, (item.field, item.reason)
-    return item.record
+    return as_dict(item)
 
 
 def rejection(obj: Any, **fields: str) -> Item:
@@ -279,10 +289,10 @@ def test_an_unknown_action_with_tool_call_metadata_is_a_step():
 
 def test_run_fields_task_outcome_and_overrides():
     (item,) = FORMAT.read_objects([{"history": []}], "<test>", FIELDS)
-    assert list(item.missing) == ["task_id", "outcome"] and item.record["run_id"] == "<test>:1"
+    assert list(item.missing) == ["task_id", "outcome"] and as_dict(item)["run_id"] == "<test>:1"
     assert settle(item).field == "instance_id" and settle(item).reason.startswith("no task_id")
     (item,) = FORMAT.read_objects([line([], test_result={"git_patch": ""})], "<test>", FIELDS)
-    assert item.missing["outcome"][0] == "test_result.report.resolved" and item.record["task_id"] == "t1"
+    assert item.missing["outcome"][0] == "test_result.report.resolved" and as_dict(item)["task_id"] == "t1"
     assert convert({"instance_id": 3, "report": {"resolved": False}, "history": []})["outcome"] is False
     rec = convert(line([], score=0.5, run="a", attempt=2), outcome="score", run_id="run", seed="attempt")
     assert (rec["outcome"], rec["run_id"], rec["seed"]) == (0.5, "a", 2)
@@ -307,19 +317,19 @@ def test_files_json_lines_arrays_and_malformed_lines(tmp_path):
     assert items[1].reason.startswith("malformed JSON")
     array = tmp_path / "runs.json"
     array.write_text(json.dumps([good, good]))
-    assert [i.record["run_id"] for i in FORMAT.read_file(array, FIELDS)] == [f"{array}:t1"] * 2
+    assert [as_dict(i)["run_id"] for i in FORMAT.read_file(array, FIELDS)] == [f"{array}:t1"] * 2
     single = tmp_path / "one.json"
     single.write_text(json.dumps(good, indent=2))
-    assert [i.record["task_id"] for i in FORMAT.read_file(single, FIELDS)] == ["t1"]
+    assert [as_dict(i)["task_id"] for i in FORMAT.read_file(single, FIELDS)] == ["t1"]
     stream = tmp_path / "django-1.json"
     stream.write_text(json.dumps(good["history"]))
     (item,) = FORMAT.read_file(stream, FIELDS)
-    assert item.record["task_id"] == "django-1" and "event stream" in settle(item).reason
+    assert as_dict(item)["task_id"] == "django-1" and "event stream" in settle(item).reason
 
 
 def test_in_memory_event_stream_is_one_run():
     (item,) = FORMAT.read_objects(copy.deepcopy(json.loads(STREAM.read_text())), "gui", FIELDS)
-    assert item.record["run_id"] == "gui" and len(item.record["steps"]) == 4
+    assert as_dict(item)["run_id"] == "gui" and len(as_dict(item)["steps"]) == 4
     why = "no outcome: an OpenHands event stream records no verdict of an external check"
     assert item.missing == {"outcome": (None, why)}
 
@@ -361,11 +371,11 @@ def test_real_sdk_output_steps_errors_and_unknown_tokens():
     assert list(runs.n_steps) == calls and list(runs.n_errors) == errors
     assert runs.tokens_in.isna().all() and runs.tokens_out.isna().all() and runs.cost_usd.isna().all()
     assert set(runs.model) == {"litellm_proxy/neulab/gpt-4o-2024-08-06"}
-    first = items[0].record["steps"][0]
+    first = as_dict(items[0])["steps"][0]
     event = raw[0]["history"][0]
     assert first["tool"] == "execute_bash" and first["args"]["command"] == event["action"]["command"]
     assert "kind" not in first["args"] and first["observation"]["type"] == "ExecuteBashObservation"
-    assert items[0].record["metadata"]["events"] == {"finish": 1}
+    assert as_dict(items[0])["metadata"]["events"] == {"finish": 1}
     failed = [s for s in items[1].record["steps"] if s["observation"]["status"] == "error"]
     assert {s["observation"]["error"] for s in failed} == {"exit code 1"}
 

@@ -17,6 +17,7 @@ import pytest
 
 import agentab
 from agentab.formats._missing import settle
+from agentab.formats.decode import Prepared
 from agentab.formats.tau2 import FIELDS, FORMAT, sniff
 
 DATA = Path(__file__).parent / "data"
@@ -31,10 +32,19 @@ def read(path: Path, **fields: str) -> list[agentab.formats.Item]:
     return list(FORMAT.read_file(path, {**FIELDS, **fields}))
 
 
+def record(item: agentab.formats.Item) -> dict[str, Any]:
+    """The item's trace record as a dict: a run the reader built in columns gives its ``to_record()``, without the
+    fields it lacks (``Item.missing``)."""
+    rec = item.record
+    if isinstance(rec, Prepared):
+        rec = {key: value for key, value in rec.to_record().items() if key not in (item.missing or {})}
+    return rec
+
+
 def load(items: list[agentab.formats.Item]) -> agentab.Traces:
     """Decode the records with the record decoder, as load_traces does for a registered format."""
     assert all(item.record is not None for item in items), [(i.field, i.reason) for i in items if i.record is None]
-    return agentab.load_traces([item.record for item in items])
+    return agentab.load_traces([record(item) for item in items])
 
 
 def objects(objs: list[Any], **fields: str) -> list[agentab.formats.Item]:
@@ -204,8 +214,8 @@ def test_a_reward_that_is_not_0_or_1_stays_a_number():
     for sim, reward in zip(doc["simulations"], (0.5, 0.25, 1.0)):
         sim["reward_info"]["reward"] = reward
     items = objects([doc])
-    assert [item.record["outcome"] for item in items] == [0.5, 0.25, True]
-    assert [item.record["metadata"]["reward"] for item in items] == [0.5, 0.25, 1.0]
+    assert [record(item)["outcome"] for item in items] == [0.5, 0.25, True]
+    assert [record(item)["metadata"]["reward"] for item in items] == [0.5, 0.25, 1.0]
 
 
 @pytest.mark.parametrize("edit, key, field, words", [
@@ -220,8 +230,8 @@ def test_absent_run_fields_are_left_to_the_loader(edit, key, field, words):
     n_calls = sum(len(m.get("tool_calls") or ()) for m in sim["messages"] if m.get("role") == "assistant")
     edit(sim)
     item = objects([doc])[0]
-    assert list(item.missing) == [key] and key not in item.record
-    assert len(item.record["steps"]) == n_calls > 0
+    assert list(item.missing) == [key] and key not in record(item)
+    assert len(record(item)["steps"]) == n_calls > 0
     settled = settle(item)
     assert settled.record is None and settled.field == field and words in settled.reason
 
@@ -277,7 +287,7 @@ def test_multi_tool_message_answers_each_call():
             {"role": "tool", "id": "c1", "content": "Error: no user", "requestor": "assistant", "error": True}]},
     ]
     [item] = objects([sim])
-    steps = item.record["steps"]
+    steps = record(item)["steps"]
     assert [s["observation"]["status"] for s in steps] == ["ok", "error"]
     assert steps[0]["tokens_in"] == 10 and "tokens_in" not in steps[1]
     assert steps[1]["metadata"]["tokens_with_step"] == 0
@@ -288,7 +298,7 @@ def test_a_json_file_with_one_simulation(tmp_path):
     path = tmp_path / "sim.json"
     path.write_text(json.dumps(sim))
     [item] = read(path)
-    assert item.record["run_id"] == sim["id"] and item.record["outcome"] is bool(sim["reward_info"]["reward"])
+    assert record(item)["run_id"] == sim["id"] and record(item)["outcome"] is bool(sim["reward_info"]["reward"])
     assert sniff(path.read_bytes(), path.name)
 
 

@@ -106,7 +106,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -119,6 +119,7 @@ from agentab.formats._base import (
     lookup,
     token_count,
 )
+from agentab.formats._fast_b import untouched, whole_first
 from agentab.formats._missing import absent
 from agentab.formats.files import BOM, decode_json, open_trace_file
 
@@ -162,10 +163,57 @@ def sniff(head: bytes, name: str) -> bool:
 # --------------------------------------------------------------------------- #
 # Reading
 # --------------------------------------------------------------------------- #
+class _Entry(TypedDict, total=False):
+    action: Any
+    observation: Any
+    execution_time: Any
+
+
+class _HistoryItem(TypedDict, total=False):
+    role: Any
+    is_demo: Any
+    action: Any
+    tool_calls: Any
+
+
+class _Traj(msgspec.Struct, forbid_unknown_fields=True):
+    """A .traj with SWE-agent's keys (and a top-level seed and outcome, which the docs have users add), the entries
+    and history items without the keys the reader never reads (``query``, ``state``, ``content``...)."""
+
+    trajectory: list[_Entry]
+    history: list[_HistoryItem] | None = None
+    info: Any = msgspec.UNSET
+    replay_config: Any = msgspec.UNSET
+    environment: Any = msgspec.UNSET
+    attempts: Any = msgspec.UNSET
+    seed: Any = msgspec.UNSET
+    outcome: Any = msgspec.UNSET
+
+
+_TRAJ = msgspec.json.Decoder(_Traj)
+
+
+def _trimmed(raw: bytes, fields: FieldMap) -> dict[str, Any] | None:
+    """The document as dicts without the entry keys the reader never reads, or None (decode it whole)."""
+    if not untouched(fields, ("trajectory", "history"), ""):
+        return None
+    try:
+        doc = _TRAJ.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    return {key: value for key, value in zip(_Traj.__struct_fields__, msgspec.structs.astuple(doc))
+            if value is not msgspec.UNSET and (key != "history" or value is not None)}
+
+
 def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
     """The one run of a ``.traj`` file (or its rejection)."""
     with open_trace_file(path) as fh:
         raw = fh.read()
+    doc = _trimmed(raw, fields)
+    if doc is not None:
+        yield whole_first(_item(doc, 1, path.as_posix(), _stem(path.name), fields),
+                          lambda: _item(msgspec.json.decode(raw), 1, path.as_posix(), _stem(path.name), fields))
+        return
     try:
         doc = msgspec.json.decode(raw)
     except msgspec.DecodeError as err:

@@ -103,12 +103,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from agentab.formats import _fast_b as fast
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
 from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import (
@@ -426,19 +427,55 @@ def _plan(fields: FieldMap | None) -> dict[str, str]:
     return plan
 
 
+def _trimmed(fields: Mapping[str, str]) -> bool:
+    """Whether simulations may be decoded without the message keys the reader never reads (:mod:`._fast_b`)."""
+    return fields["messages"] == "messages" and fast.untouched(fields, ("messages",), "messages")
+
+
+def _convert_raw(raw: bytes | msgspec.Raw, doc: dict[str, Any] | None, fields: Mapping[str, str], where: str,
+                 line: int, trim: bool) -> tuple[Item, Callable[[], Item] | None]:
+    """One simulation's JSON -> ``(item, slow)`` for :func:`~._fast_b.timed`: built in columns when it is the plain
+    case (decoded without the unread message keys), else read whole (``slow`` None)."""
+    sim = fast.tau2_simulation(raw) if trim else None
+    if sim is None:
+        return _convert(_decode(raw), doc, fields, where, line), None
+    def slow() -> Item:
+        return _convert(_decode(raw), doc, fields, where, line)
+    try:
+        return _fast(sim, doc, fields, where, line), slow
+    except (fast.Slow, Reject, RecursionError):
+        return fast.whole_first(_convert(sim, doc, fields, where, line), slow), None
+
+
+def _fast(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[str, str], where: str, line: int) -> Item:
+    """The plain case in columns (:func:`~._fast_b.tau2_walk`); :class:`~._fast_b.Slow` otherwise."""
+    missing: dict[str, tuple[str | None, str]] = {}
+    out = _run_fields(sim, doc, fields, where, line, missing)
+    messages = sim.get("messages")
+    if missing or type(messages) is not list:  # a run the loader completes is given as a dict (Item.missing)
+        raise fast.Slow
+    steps, totals, user = fast.tau2_walk(messages)
+    out["metadata"].update(user)
+    return Item(line, record=fast.prepared(out, steps, totals), missing=missing or None)
+
+
 def _read_lines(data: bytes, fields: Mapping[str, str], where: str) -> Iterator[Item]:
+    yield from fast.timed(_line_entries(data, fields, where))
+
+
+def _line_entries(data: bytes, fields: Mapping[str, str], where: str
+                  ) -> Iterator[tuple[Item, Callable[[], Item] | None]]:
+    trim = _trimmed(fields)
     for number, raw in enumerate(data.splitlines(), start=1):
         if not raw.strip(JSON_SPACE):
             continue
         try:
-            sim = _decode(raw)
+            entry = _convert_raw(raw, None, fields, where, number, trim)
         except msgspec.DecodeError as err:
-            yield Item(number, reason=f"malformed JSON: {err}")
-            continue
+            entry = Item(number, reason=f"malformed JSON: {err}"), None
         except RecursionError:
-            yield Item(number, reason="JSON nested too deeply to read")
-            continue
-        yield _convert(sim, None, fields, where, number)
+            entry = Item(number, reason="JSON nested too deeply to read"), None
+        yield entry
 
 
 def _read_document(top: dict[str, msgspec.Raw], fields: Mapping[str, str], where: str) -> Iterator[Item]:
@@ -449,13 +486,18 @@ def _read_document(top: dict[str, msgspec.Raw], fields: Mapping[str, str], where
         yield Item(1, field="simulations", reason="`simulations` must be a list of simulation objects")
         return
     doc = {key: _decode(value) for key, value in top.items() if key in ("timestamp", "info")}
+    yield from fast.timed(_document_entries(sims, doc, fields, where))
+
+
+def _document_entries(sims: list[msgspec.Raw], doc: dict[str, Any], fields: Mapping[str, str], where: str
+                      ) -> Iterator[tuple[Item, Callable[[], Item] | None]]:
+    trim = _trimmed(fields)
     for position, raw in enumerate(sims, start=1):
         try:
-            sim = _decode(raw)
+            entry = _convert_raw(raw, doc, fields, where, position, trim)
         except RecursionError:
-            yield Item(position, reason="JSON nested too deeply to read")
-            continue
-        yield _convert(sim, doc, fields, where, position)
+            entry = Item(position, reason="JSON nested too deeply to read"), None
+        yield entry
 
 
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
@@ -466,6 +508,10 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
         data = fh.read().removeprefix(BOM)
     body = data.lstrip(JSON_SPACE)
     if not body:
+        return
+    plain = fast.tau2_document(body) if body[:1] == b"{" else None
+    if plain is not None:
+        yield from fast.timed(_document_entries(*plain, plan, where))
         return
     try:
         top = _decode(body, type=dict[str, msgspec.Raw] | list[msgspec.Raw])

@@ -102,8 +102,10 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
+from agentab.formats._fast_b import Slow, prepared, untouched, whole_first
 from agentab.formats._missing import absent
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.mini_swe_agent._fast import trajectory, walk
 from agentab.formats.mini_swe_agent._steps import Run, describe, walk_steps
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "sniff"]
@@ -242,6 +244,38 @@ def _convert(obj: Any, line: int, where: str, fields: FieldMap, named: bool) -> 
         return Item(line, reason="JSON nested too deeply to read")
 
 
+def _fast_item(obj: dict[str, Any], line: int, where: str, fields: FieldMap) -> Item:
+    """The plain case (:mod:`._fast`) in columns; :class:`~agentab.formats._fast_b.Slow` otherwise."""
+    messages, info = obj.get("messages"), obj.get("info")
+    if type(messages) is not list or (info is not None and type(info) is not dict):
+        raise Slow
+    missing: dict[str, tuple[str | None, str]] = {}
+    out = _identity(obj, fields, where, line, True, missing)
+    if missing:  # a run the loader completes is given as a dict (Item.missing)
+        raise Slow
+    _run_fields(obj, fields, out)
+    steps, totals, format_errors = walk(messages, Run(info or {}, messages))
+    meta = out["metadata"]
+    meta["format_errors"] = format_errors
+    if "reasoning_apart" in totals:
+        meta["tokens_reasoning_apart"] = totals.pop("reasoning_apart")
+    return Item(line, record=prepared(out, steps, totals), missing=missing or None)
+
+
+def _plain(body: bytes, line: int, where: str, fields: FieldMap) -> Item | None:
+    """The file's item read the fast way when it decodes without the unread keys, else None."""
+    if fields["messages"] != "messages" or not untouched(fields, ("messages",), "messages"):
+        return None
+    obj = trajectory(body)
+    if obj is None:
+        return None
+    try:
+        return _fast_item(obj, line, where, fields)
+    except (Slow, Reject, RecursionError):
+        return whole_first(_convert(obj, line, where, fields, True),
+                           lambda: _convert(msgspec.json.decode(body), line, where, fields, True))
+
+
 # --------------------------------------------------------------------------- #
 # Reading and detection
 # --------------------------------------------------------------------------- #
@@ -252,6 +286,10 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
         data = fh.read().removeprefix(BOM)
     body = data.lstrip(JSON_SPACE)
     line = data.count(b"\n", 0, len(data) - len(body)) + 1
+    item = _plain(body, line, str(path), plan)
+    if item is not None:
+        yield item
+        return
     try:
         obj = msgspec.json.decode(body)
     except msgspec.DecodeError as err:

@@ -120,15 +120,18 @@ The actions of one model response (one ``model_response.id``; the SDK's
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from agentab.formats._base import FieldMap, Format, Item, Reject
+from agentab.formats._fast_b import Slow, timed, untouched, whole_first
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.openhands._fast import line, run
 from agentab.formats.openhands._fields import FIELDS, convert, history_steps
+from agentab.formats.openhands._sdk import is_sdk
 
 __all__ = ["FIELDS", "FORMAT", "history_steps", "read_file", "read_objects", "sniff"]
 
@@ -170,21 +173,45 @@ def _stream_item(events: list[Any], task: str, where: str, fields: FieldMap) -> 
 
 
 def _lines(path: Path, where: str, plan: FieldMap) -> Iterator[Item]:
+    yield from timed(_line_entries(path, where, plan))
+
+
+def _line_entries(path: Path, where: str, plan: FieldMap) -> Iterator[tuple[Item, Callable[[], Item] | None]]:
+    """Each line's item, built in columns when it is the plain case (:mod:`._fast`), with the reader's usual
+    conversion of the line (for :func:`~agentab.formats._fast_b.timed`)."""
+    trim = plan["messages"] == FIELDS["messages"] and untouched(plan, (FIELDS["messages"],), "messages")
     with open_trace_file(path) as fh:
         for number, raw in enumerate(fh, start=1):
             if number == 1:
                 raw = raw.removeprefix(BOM)
             if not raw.strip(JSON_SPACE):
                 continue
+            rec = line(raw) if trim else None
+            if rec is not None:
+                yield _plain(rec, raw, number, where, plan)
+                continue
             try:
                 rec = _decode(raw)
             except msgspec.DecodeError as err:
-                yield Item(number, reason=f"malformed JSON: {err}")
+                yield Item(number, reason=f"malformed JSON: {err}"), None
                 continue
             except RecursionError:
-                yield Item(number, reason="JSON nested too deeply to read")
+                yield Item(number, reason="JSON nested too deeply to read"), None
                 continue
-            yield _item(rec, number, where, plan)
+            yield _item(rec, number, where, plan), None
+
+
+def _plain(rec: dict[str, Any], raw: bytes, number: int, where: str, plan: FieldMap
+           ) -> tuple[Item, Callable[[], Item] | None]:
+    def usual() -> Item:
+        return _item(_decode(raw), number, where, plan)
+    missing: dict[str, tuple[str | None, str]] = {}
+    try:
+        return Item(number, record=run(rec, where, plan, number, missing), missing=missing or None), usual
+    except (Slow, Reject, RecursionError):
+        if is_sdk(rec.get("history") or []):  # the SDK's events have keys the shapes leave out: read whole
+            return usual(), None
+        return whole_first(_item(rec, number, where, plan), usual), None
 
 
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
