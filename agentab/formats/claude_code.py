@@ -198,15 +198,20 @@ def _finals(lines: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, _Final]:
     """Each response's last ``usage`` (and its line) and ``costUSD`` (the streamed lines of one response repeat them)."""
     out: dict[str, _Final] = {}
     for number, line in lines:
-        message = line.get("message")
-        if line.get("type") == "assistant" and isinstance(message, dict) and not line.get("isApiErrorMessage"):
-            key = _response_key(line, message, number)
-            usage, where, cost = out.get(key, (None, number, None))
-            if message.get("usage") is not None:
-                usage, where = message["usage"], number
-            if line.get("costUSD") is not None:
-                cost = line["costUSD"]
-            out[key] = (usage, where, cost)
+        get = line.get
+        if get("type") != "assistant":
+            continue
+        message = get("message")
+        if type(message) is not dict and not isinstance(message, dict) or get("isApiErrorMessage"):
+            continue
+        key = message.get("id")
+        key = "m:" + key if type(key) is str and key else _response_key(line, message, number)
+        usage, where, cost = out.get(key, (None, number, None))
+        if message.get("usage") is not None:
+            usage, where = message["usage"], number
+        if get("costUSD") is not None:
+            cost = line["costUSD"]
+        out[key] = (usage, where, cost)
     return out
 
 
@@ -304,19 +309,7 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
     if mine and line.get("isApiErrorMessage"):
         state.api_errors += 1
     elif mine and key not in state.charged:
-        state.charged.add(key)
-        usage, where, cost = finals[key]
-        try:
-            counts = usage_anthropic(usage)[:3]
-            state.usage[key] = counts
-            state.totals.add(*counts)
-        except Reject as problem:
-            problem.field = f"message.{problem.field}"
-            raise _AtLine(where, problem) from None
-        costs[key] = cost
-        model = message.get("model")
-        if isinstance(model, str) and model and model != "<synthetic>" and model not in state.models:
-            state.models.append(model)
+        _charge(state, key, finals, costs, message)
     content = message.get("content")
     if type(content) is not list and not isinstance(content, list):
         return
@@ -329,11 +322,29 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
                 continue
             if kind in _USE_TYPES and mine:
                 _step(state, block, line, number, agent, key)
-            elif not mine and _is_result(kind):
+            elif not mine and (kind == "tool_result" or _is_result(kind)):
                 _answer(state, block, line)
         except Reject as problem:
             problem.field = f"message.content[{j}].{problem.field}" if problem.field else f"message.content[{j}]"
             raise
+
+
+def _charge(state: _Session, key: str, finals: dict[str, _Final], costs: dict[str, Any],
+            message: dict[str, Any]) -> None:
+    """Count a response's usage (from its last line), cost and model, once."""
+    state.charged.add(key)
+    usage, where, cost = finals[key]
+    try:
+        counts = usage_anthropic(usage)[:3]
+        state.usage[key] = counts
+        state.totals.add(*counts)
+    except Reject as problem:
+        problem.field = f"message.{problem.field}"
+        raise _AtLine(where, problem) from None
+    costs[key] = cost
+    model = message.get("model")
+    if isinstance(model, str) and model and model != "<synthetic>" and model not in state.models:
+        state.models.append(model)
 
 
 def _seconds(stamp: Any) -> float | None:
@@ -434,28 +445,47 @@ def _sub_agent(lines: Sequence[tuple[int, dict[str, Any]]]) -> str | None:
     return None
 
 
-def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
-             missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
-    state = _Session()
-    finals = _finals(lines)
-    costs: dict[str, Any] = {}
-    sessions: dict[str, None] = {}  # in order of first appearance
+#: :func:`_walk` could not tell a sub-agent's transcript in passing (an agentId no set holds): :func:`_sub_agent`.
+_UNSEEN: Any = object()
+
+
+def _walk(state: _Session, lines: list[tuple[int, dict[str, Any]]], finals: dict[str, _Final],
+          costs: dict[str, Any], sessions: dict[str, None]) -> tuple[dict[str, Any], Any]:
+    """Read the session's lines into ``state``; its first conversation line (else its first line), and the agentId
+    of a sub-agent's own transcript (:func:`_sub_agent`, found in the same pass)."""
+    line_types = state.line_types
+    uuids = state.uuids
+    stamps = state.stamps
+    first: dict[str, Any] | None = None
+    agent_ids: set[Any] = set()
+    sides = True
+    odd = False
     for number, line in lines:
-        kind = line.get("type")
+        get = line.get
+        kind = get("type")
         name = kind if isinstance(kind, str) else repr(kind)
-        state.line_types[name] = state.line_types.get(name, 0) + 1
+        line_types[name] = line_types.get(name, 0) + 1
         if kind not in _READ_TYPES:
             state.unread += 1
             continue
-        uuid = line.get("uuid")
+        if first is None:
+            first = line
+        try:
+            agent_ids.add(get("agentId"))
+        except TypeError:
+            odd = True
+        if sides and get("isSidechain") is not True:
+            sides = False
+        uuid = get("uuid")
         if isinstance(uuid, str):
-            if uuid in state.uuids:  # a line written twice (Claude Code has done so): read once
+            if uuid in uuids:  # a line written twice (Claude Code has done so): read once
                 state.unread += 1
                 continue
-            state.uuids.add(uuid)
-        if line.get("timestamp") is not None:
-            state.stamps.append(line["timestamp"])
-        session = line.get("sessionId")
+            uuids.add(uuid)
+        stamp = get("timestamp")
+        if stamp is not None:
+            stamps.append(stamp)
+        session = get("sessionId")
         if isinstance(session, str) and session not in sessions:
             sessions[session] = None
         try:
@@ -464,8 +494,23 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
             raise
         except Reject as problem:
             raise _AtLine(number, problem) from None
+    agent = None
+    if odd:
+        agent = _UNSEEN
+    elif sides and len(agent_ids) == 1:
+        (only,) = agent_ids
+        agent = only if isinstance(only, str) and only else None
+    return lines[0][1] if first is None else first, agent
+
+
+def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
+             missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    state = _Session()
+    finals = _finals(lines)
+    costs: dict[str, Any] = {}
+    sessions: dict[str, None] = {}  # in order of first appearance
+    first, agent = _walk(state, lines, finals, costs, sessions)
     steps, meta = _finish(state, costs)
-    first = next((line for _, line in lines if line.get("type") in _READ_TYPES), lines[0][1])
     for key, name in (("claude_code_version", "version"), ("cwd", "cwd"), ("gitBranch", "gitBranch")):
         if isinstance(first.get(name), str):
             meta[key] = first[name]
@@ -476,7 +521,8 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
         if key in out:
             meta[key] = out.pop(key)
             meta.pop("models", None)
-    agent = _sub_agent(lines)
+    if agent is _UNSEEN:
+        agent = _sub_agent(lines)
     if agent is not None and fields.get("run_id") == FIELDS["run_id"] and "run_id" in out:
         meta["parent_session"] = out["run_id"]
         meta["agent"] = agent
