@@ -224,19 +224,26 @@ def _agent(line: dict[str, Any]) -> str:
 
 def _step(state: _Session, block: dict[str, Any], line: dict[str, Any], number: int, agent: str,
           key: str) -> dict[str, Any] | None:
-    call_id = required_text(block.get("id"), "id", "tool use id")
+    call_id = block.get("id")
+    if type(call_id) is not str or not call_id:
+        call_id = required_text(call_id, "id", "tool use id")
     if call_id in state.open or call_id in state.answered:  # the same call written again: one step
         state.repeated += 1
         return None
-    name = required_text(block.get("name"), "name", "tool name")
+    name = block.get("name")
+    if type(name) is not str or not name:
+        name = required_text(name, "name", "tool name")
     meta: dict[str, Any] = {"line": number, "call_id": call_id}
-    args = call_arguments(block.get("input"), "input")
+    args = block.get("input")
+    if type(args) is not dict:
+        args = call_arguments(args, "input")
     step: dict[str, Any] = {"index": len(state.steps), "tool": name, "args": args, "observation": None, "metadata": meta}
     if agent:
         step["agent"] = agent
         state.agents.setdefault(agent)
-    if line.get("timestamp") is not None:
-        step["started_at"] = line["timestamp"]
+    stamp = line.get("timestamp")
+    if stamp is not None:
+        step["started_at"] = stamp
     first = state.first_of.get(key)
     if first is None:
         state.first_of[key] = step
@@ -304,12 +311,14 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
         raise Reject("message", f"expected a message object, got {describe(message)}")
     agent = _agent(line) if line.get("isSidechain") is True else ""
     mine = line.get("type") == "assistant"
-    key = message.get("id")
-    key = "m:" + key if type(key) is str and key else _response_key(line, message, number)
-    if mine and line.get("isApiErrorMessage"):
-        state.api_errors += 1
-    elif mine and key not in state.charged:
-        _charge(state, key, finals, costs, message)
+    key = ""  # the response's key: only an assistant line's is used
+    if mine:
+        key = message.get("id")
+        key = "m:" + key if type(key) is str and key else _response_key(line, message, number)
+        if line.get("isApiErrorMessage"):
+            state.api_errors += 1
+        elif key not in state.charged:
+            _charge(state, key, finals, costs, message)
     content = message.get("content")
     if type(content) is not list and not isinstance(content, list):
         return
@@ -329,13 +338,35 @@ def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[
             raise
 
 
+def _usage(usage: Any) -> tuple[int | None, int | None, dict[str, int] | None]:
+    """``usage_anthropic(usage)[:3]``, without its per-key calls when every count present is a plain integer."""
+    if type(usage) is dict:
+        get = usage.get
+        tin, tout = get("input_tokens"), get("output_tokens")
+        made, read = get("cache_creation_input_tokens"), get("cache_read_input_tokens")
+        if ((tin is None or type(tin) is int and tin >= 0) and (tout is None or type(tout) is int and tout >= 0)
+                and (made is None or type(made) is int and made >= 0)
+                and (read is None or type(read) is int and read >= 0)):
+            if made is None and read is None:
+                return tin, tout, None
+            cache: dict[str, int] = {}
+            if made is not None:
+                cache["cache_creation_input_tokens"] = made
+                tin = made if tin is None else tin + made
+            if read is not None:
+                cache["cache_read_input_tokens"] = read
+                tin = read if tin is None else tin + read
+            return tin, tout, cache
+    return usage_anthropic(usage)[:3]
+
+
 def _charge(state: _Session, key: str, finals: dict[str, _Final], costs: dict[str, Any],
             message: dict[str, Any]) -> None:
     """Count a response's usage (from its last line), cost and model, once."""
     state.charged.add(key)
     usage, where, cost = finals[key]
     try:
-        counts = usage_anthropic(usage)[:3]
+        counts = _usage(usage)
         state.usage[key] = counts
         state.totals.add(*counts)
     except Reject as problem:
