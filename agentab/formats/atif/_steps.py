@@ -92,6 +92,15 @@ class Walk:
         if observation is None:
             return own, loose
         results = observation.get("results") if type(observation) is dict else None
+        if type(results) is list and len(results) == 1 and type(results[0]) is dict:  # the common case
+            result = results[0]
+            if "subagent_trajectory_ref" in result:
+                self.subagent_refs(result, f"{label}steps[{i}]")
+            if result.get("source_call_id") is not None:
+                own.append(result)
+            elif "content" in result:
+                loose.append(result)
+            return own, loose
         if type(results) is not list or not all(type(result) is dict for result in results):
             results = _results(observation, f"{label}steps[{i}]")  # raises, unless the objects are dict subclasses
         for result in results:
