@@ -19,9 +19,8 @@ from agentab.formats.record import TOKENS_WITH_STEP
 __all__ = ["READ_TYPES", "UNSEEN", "AtLine", "Final", "Session", "final_usages", "is_int", "walk"]
 
 
+#: The content blocks that are tool calls, and the line types read (the others are counted, not read).
 _USE_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
-
-
 READ_TYPES = frozenset({"user", "assistant"})
 
 
@@ -189,8 +188,6 @@ def _answer(state: Session, block: dict[str, Any], line: dict[str, Any]) -> None
 
 #: The tools that start a sub-agent (a sidechain).
 _SUB_AGENT_TOOLS = frozenset({"Task", "Agent"})
-
-
 #: ``toolUseResult`` totals of a sub-agent call -> the step's metadata key.
 _SUB_AGENT_TOTALS = {"totalToolUseCount": "sub_agent_tool_calls", "totalTokens": "sub_agent_tokens",
                      "totalDurationMs": "sub_agent_duration_ms"}
@@ -287,14 +284,15 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-#: :func:`walk` could not tell a sub-agent's transcript in passing (an agentId no set holds): :func:`_sub_agent`.
+#: :func:`walk` could not tell a sub-agent's transcript in passing (an agentId no set holds): the caller's own test.
 UNSEEN: Any = object()
 
 
 def walk(state: Session, lines: list[tuple[int, dict[str, Any]]], finals: dict[str, Final],
-          costs: dict[str, Any], sessions: dict[str, None]) -> tuple[dict[str, Any], Any]:
+         costs: dict[str, Any], sessions: dict[str, None]) -> tuple[dict[str, Any], Any]:
     """Read the session's lines into ``state``; its first conversation line (else its first line), and the agentId
-    of a sub-agent's own transcript (:func:`_sub_agent`, found in the same pass)."""
+    of a sub-agent's own transcript (every conversation line a sidechain of one agent; None if not; :data:`UNSEEN`
+    when an agentId cannot be put in a set), found in the same pass."""
     line_types = state.line_types
     uuids = state.uuids
     stamps = state.stamps
