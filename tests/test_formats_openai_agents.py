@@ -289,3 +289,63 @@ def test_load_traces_detects_and_reads_the_file(tmp_path: Path, monkeypatch: pyt
     (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress(FIXTURE.read_bytes()))
     again = agentab.load_traces(tmp_path / "t.jsonl.gz", format="openai-agents", strict=False)
     assert len(again.runs) == 1
+
+
+def _exported(n_traces: int, bad_line_at: int | None = None) -> str:
+    """JSON Lines of ``n_traces`` copies of the fixture's first trace (new ids), each written in one stretch."""
+    items = [x for x in raw() if x.get("id") == traces()[0]["id"] or x.get("trace_id") == traces()[0]["id"]]
+    lines = []
+    for k in range(n_traces):
+        for item in items:
+            copy = dict(item)
+            copy["id" if item["object"] == "trace" else "trace_id"] = f"trace_{k:04d}"
+            if item["object"] == "trace.span":
+                copy["id"] = f"{item['id']}_{k}"
+                if item.get("parent_id"):
+                    copy["parent_id"] = f"{item['parent_id']}_{k}"
+            lines.append(json.dumps(copy))
+    if bad_line_at is not None:
+        lines.insert(bad_line_at, "{not json")
+    return "".join(line + "\n" for line in lines)
+
+
+def _parts(path: Path, cuts: list[int]) -> list[Any]:
+    """The parts of ``path`` cut at the starts of the given lines (0-based), as the parallel loader reads them."""
+    from agentab.formats.openai_agents import read_part
+
+    data = path.read_bytes()
+    starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 10][:-1]
+    bounds = [0, *(starts[c] for c in cuts), len(data)]
+    return [read_part(path, a, b, data.count(b"\n", 0, a) + 1) for a, b in zip(bounds, bounds[1:])]
+
+
+def test_parts_read_as_the_whole_file(tmp_path: Path) -> None:
+    """Cut anywhere, the parts move their edges to a trace's first line: their traces are the whole file's, in order,
+    with the same lines; a cut inside a trace's stretch is moved, so the parts share no trace."""
+    from agentab.formats.openai_agents import read_file, splits
+
+    path = tmp_path / "export.jsonl"
+    path.write_text(_exported(6), encoding="utf-8")
+    assert splits(path)
+    whole = [(i.line, record(i)) for i in read_file(path)]
+    n_lines = len(path.read_text().splitlines())
+    for cuts in ([n_lines // 2], [3, n_lines // 3, n_lines - 2], [1]):
+        parts = _parts(path, cuts)
+        keys = [p.keys for p in parts]
+        assert all(a.isdisjoint(b) for i, a in enumerate(keys) for b in keys[i + 1:]), cuts
+        assert [(i.line, record(i)) for p in parts for i in p.items] == whole
+
+
+def test_a_later_part_with_a_line_of_its_own_sends_the_file_whole(tmp_path: Path) -> None:
+    """A malformed line is a rejection a serial read gives before every run: a later part holding one shares a key
+    with the first part, so the loader reads the file in one piece (and a JSON array is never read in parts)."""
+    from agentab.formats.openai_agents import splits
+
+    path = tmp_path / "export.jsonl"
+    text = _exported(6, bad_line_at=None)
+    n_lines = len(text.splitlines())
+    path.write_text(_exported(6, bad_line_at=n_lines - 3), encoding="utf-8")
+    first, last = _parts(path, [n_lines // 2])
+    assert not first.keys.isdisjoint(last.keys)
+    (tmp_path / "array.json").write_text(json.dumps(raw()), encoding="utf-8")
+    assert not splits(tmp_path / "array.json")

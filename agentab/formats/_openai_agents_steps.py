@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
+from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -162,11 +163,19 @@ class _Totals:
         return {name: value for name, value in values if value is not None} or None
 
 
+_MISS: Any = object()
+
+
 def _agent_of(span_id: Any, spans: dict[Any, Span], memo: dict[Any, str | None]) -> str | None:
     """The name of the nearest ``agent`` span at or above ``span_id`` (iterative, cycle-safe)."""
+    if span_id is None:
+        return None
+    found = memo.get(span_id, _MISS)
+    if found is not _MISS:  # the common case: a parent whose agent is known
+        return found
     chain: list[Any] = []
     seen: set[Any] = set()
-    found: str | None = None
+    found = None
     current = span_id
     while current is not None and current not in seen:
         if current in memo:
@@ -300,14 +309,13 @@ def _order(spans: list[tuple[int, Span]], meta: dict[str, Any]
         if end is not None and (last is None or end > last):
             last = end
         out.append((_NEVER if start is None else start, line, span, start, end))
-    out.sort(key=_start_and_line)
+    out.sort(key=_START_AND_LINE)
     if first is not None and last is not None and last >= first:
         meta["_wall"] = (last - first).total_seconds()
     return out
 
 
-def _start_and_line(entry: tuple[Any, ...]) -> tuple[Any, Any]:
-    return entry[0], entry[1]
+_START_AND_LINE = itemgetter(0, 1)
 
 
 def _times(line: int, start: datetime | None, end: datetime | None) -> tuple[int | None, int | None]:

@@ -91,13 +91,16 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
-from agentab.formats._message_fields import describe
-from agentab.formats._message_parts import (
-    call_arguments,
-    observation_of,
-    required_text,
-    usage_anthropic,
+from agentab.formats._claude_code_lines import (
+    READ_TYPES,
+    UNSEEN,
+    AtLine,
+    Session,
+    final_usages,
+    is_int,
+    walk,
 )
+from agentab.formats._message_fields import describe
 from agentab.formats._missing import absent
 from agentab.formats.files import (
     BOM,
@@ -106,7 +109,6 @@ from agentab.formats.files import (
     is_record_keys,
     open_trace_file,
 )
-from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "session_items", "sniff"]
 
@@ -114,226 +116,9 @@ __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "session_items", "sn
 #: are read from an ``agentab`` object a line may carry (the names OpenTelemetry runs use), or mapped.
 FIELDS: dict[str, str] = {"run_id": "sessionId", "task_id": "agentab.task_id", "seed": "agentab.seed",
                           "outcome": "agentab.outcome"}
-_USE_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
-_READ_TYPES = frozenset({"user", "assistant"})
 _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict"}
 _decode = msgspec.json.decode
 _lines_decoder = msgspec.json.Decoder()
-
-
-class _AtLine(Reject):
-    """A rejection at a given line of the session (the item's line is then that line, not the session's first)."""
-
-    def __init__(self, line: int, problem: Reject) -> None:
-        super().__init__(problem.field, problem.reason)
-        self.line = line
-
-
-def _is_result(kind: Any) -> bool:
-    return kind == "tool_result" or (isinstance(kind, str) and kind.endswith("_tool_result"))
-
-
-class _Session:
-    """What one pass over a session's lines collects (linear in its size)."""
-
-    def __init__(self) -> None:
-        self.steps: list[dict[str, Any]] = []
-        self.open: dict[str, dict[str, Any]] = {}
-        self.answered: set[str] = set()
-        self.usage: dict[str, tuple[int | None, int | None, dict[str, int] | None]] = {}  # per response
-        self.totals = _Totals()
-        self.agents: dict[str, None] = {}  # sub-agents, in order of first appearance
-        self.first_of: dict[str, dict[str, Any]] = {}
-        self.parallel: dict[str, int] = {}  # response -> its steps
-        self.charged: set[str] = set()
-        self.line_types: dict[str, int] = {}
-        self.unread = 0
-        self.unmatched = 0
-        self.api_errors = 0
-        self.repeated = 0
-        self.uuids: set[str] = set()
-        self.models: list[str] = []
-        self.stamps: list[Any] = []
-
-
-
-class _Totals:
-    """A session's token totals over its responses (None: a response did not report that count)."""
-
-    __slots__ = ("cached", "n", "tin", "tout")
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.tin: int | None = 0
-        self.tout: int | None = 0
-        self.cached: int | None = 0
-
-    def add(self, tin: int | None, tout: int | None, cache: dict[str, int] | None) -> None:
-        self.n += 1
-        read = None if cache is None else cache.get("cache_read_input_tokens")
-        self.tin = None if self.tin is None or tin is None else self.tin + tin
-        self.tout = None if self.tout is None or tout is None else self.tout + tout
-        self.cached = None if self.cached is None or read is None else self.cached + read
-
-    def into(self, out: dict[str, Any]) -> None:
-        if self.n:
-            for name, value in (("tokens_in", self.tin), ("tokens_out", self.tout), ("tokens_cached", self.cached)):
-                if value is not None:
-                    out[name] = value
-
-
-def _response_key(line: dict[str, Any], message: dict[str, Any], number: int) -> str:
-    key = message.get("id")
-    if isinstance(key, str) and key:
-        return "m:" + key
-    key = line.get("requestId")
-    return "r:" + key if isinstance(key, str) and key else f"l:{number}"
-
-
-#: A response's last ``usage``, the line it is on, and its last ``costUSD``.
-_Final = tuple[Any, int, Any]
-
-
-def _finals(lines: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, _Final]:
-    """Each response's last ``usage`` (and its line) and ``costUSD`` (the streamed lines of one response repeat them)."""
-    out: dict[str, _Final] = {}
-    for number, line in lines:
-        message = line.get("message")
-        if line.get("type") == "assistant" and isinstance(message, dict) and not line.get("isApiErrorMessage"):
-            key = _response_key(line, message, number)
-            usage, where, cost = out.get(key, (None, number, None))
-            if message.get("usage") is not None:
-                usage, where = message["usage"], number
-            if line.get("costUSD") is not None:
-                cost = line["costUSD"]
-            out[key] = (usage, where, cost)
-    return out
-
-
-def _agent(line: dict[str, Any]) -> str:
-    if line.get("isSidechain") is True:
-        agent = line.get("agentId")
-        return agent if isinstance(agent, str) and agent else "sidechain"
-    return ""
-
-
-def _step(state: _Session, block: dict[str, Any], line: dict[str, Any], number: int, agent: str,
-          key: str) -> dict[str, Any] | None:
-    call_id = required_text(block.get("id"), "id", "tool use id")
-    if call_id in state.open or call_id in state.answered:  # the same call written again: one step
-        state.repeated += 1
-        return None
-    name = required_text(block.get("name"), "name", "tool name")
-    meta: dict[str, Any] = {"line": number, "call_id": call_id}
-    args = call_arguments(block.get("input"), "input")
-    step: dict[str, Any] = {"index": len(state.steps), "tool": name, "args": args, "observation": None, "metadata": meta}
-    if agent:
-        step["agent"] = agent
-        state.agents.setdefault(agent)
-    if line.get("timestamp") is not None:
-        step["started_at"] = line["timestamp"]
-    first = state.first_of.get(key)
-    if first is None:
-        state.first_of[key] = step
-        tin, tout, cache = state.usage.get(key, (None, None, None))
-        if tin is not None:
-            step["tokens_in"] = tin
-        if tout is not None:
-            step["tokens_out"] = tout
-        if cache:
-            meta.update(cache)
-            if "cache_read_input_tokens" in cache:
-                step["tokens_cached"] = cache["cache_read_input_tokens"]
-    elif "tokens_in" in first or "tokens_out" in first:
-        meta[TOKENS_WITH_STEP] = first["index"]
-    step["parallel"] = key
-    state.parallel[key] = state.parallel.get(key, 0) + 1
-    state.steps.append(step)
-    state.open[call_id] = step
-    return step
-
-
-def _answer(state: _Session, block: dict[str, Any], line: dict[str, Any]) -> None:
-    call_id = block.get("tool_use_id")
-    if not isinstance(call_id, str) or not call_id:
-        raise Reject("tool_use_id", "a tool result without the id of its call" if call_id is None
-                     else f"expected a call id (text), got {describe(call_id)}")
-    step = state.open.pop(call_id, None)
-    if step is None:
-        if call_id in state.answered:
-            raise Reject("tool_use_id", f"call {call_id!r} was already answered")
-        state.unmatched += 1
-        return
-    state.answered.add(call_id)
-    step["observation"] = observation_of(block, block.get("content"))
-    if line.get("timestamp") is not None:
-        step["ended_at"] = line["timestamp"]
-    if step["tool"] in _SUB_AGENT_TOOLS:
-        _sub_agent_totals(step["metadata"], line)
-
-
-#: The tools that start a sub-agent (a sidechain).
-_SUB_AGENT_TOOLS = frozenset({"Task", "Agent"})
-#: ``toolUseResult`` totals of a sub-agent call -> the step's metadata key.
-_SUB_AGENT_TOTALS = {"totalToolUseCount": "sub_agent_tool_calls", "totalTokens": "sub_agent_tokens",
-                     "totalDurationMs": "sub_agent_duration_ms"}
-
-
-def _sub_agent_totals(meta: dict[str, Any], line: dict[str, Any]) -> None:
-    """The sub-agent a Task / Agent call started (its ``agentId``) and the totals Claude Code reports for it."""
-    result = line.get("toolUseResult")
-    result = result if isinstance(result, dict) else {}
-    agent = result.get("agentId", line.get("agentId") if line.get("isSidechain") is not True else None)
-    if isinstance(agent, str) and agent:
-        meta["sub_agent"] = agent
-    for key, name in _SUB_AGENT_TOTALS.items():
-        value = result.get(key)
-        if _is_int(value) and value >= 0:
-            meta[name] = value
-
-
-def _read_line(state: _Session, line: dict[str, Any], number: int, finals: dict[str, _Final],
-               costs: dict[str, Any]) -> None:
-    message = line.get("message")
-    if type(message) is not dict and not isinstance(message, dict):
-        raise Reject("message", f"expected a message object, got {describe(message)}")
-    agent = _agent(line) if line.get("isSidechain") is True else ""
-    mine = line.get("type") == "assistant"
-    key = message.get("id")
-    key = "m:" + key if type(key) is str and key else _response_key(line, message, number)
-    if mine and line.get("isApiErrorMessage"):
-        state.api_errors += 1
-    elif mine and key not in state.charged:
-        state.charged.add(key)
-        usage, where, cost = finals[key]
-        try:
-            counts = usage_anthropic(usage)[:3]
-            state.usage[key] = counts
-            state.totals.add(*counts)
-        except Reject as problem:
-            problem.field = f"message.{problem.field}"
-            raise _AtLine(where, problem) from None
-        costs[key] = cost
-        model = message.get("model")
-        if isinstance(model, str) and model and model != "<synthetic>" and model not in state.models:
-            state.models.append(model)
-    content = message.get("content")
-    if type(content) is not list and not isinstance(content, list):
-        return
-    for j, block in enumerate(content):
-        try:
-            if type(block) is not dict and not isinstance(block, dict):
-                raise Reject(None, f"expected a content block object, got {describe(block)}")
-            kind = block.get("type")
-            if kind == "text" or kind == "thinking":
-                continue
-            if kind in _USE_TYPES and mine:
-                _step(state, block, line, number, agent, key)
-            elif not mine and _is_result(kind):
-                _answer(state, block, line)
-        except Reject as problem:
-            problem.field = f"message.content[{j}].{problem.field}" if problem.field else f"message.content[{j}]"
-            raise
 
 
 def _seconds(stamp: Any) -> float | None:
@@ -347,7 +132,7 @@ def _seconds(stamp: Any) -> float | None:
     return None
 
 
-def _finish(state: _Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _finish(state: Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The steps with every agent's leftover tokens placed, and the session-derived metadata."""
     meta: dict[str, Any] = {"harness": "claude-code"}
     for step in state.steps:  # a parallel id only where one response made two calls or more
@@ -403,9 +188,9 @@ def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap,
                                                   f"fields={{{key!r}: <a key of its lines>}}")
             continue
         name, value = found[key]
-        ok = {"run_id": lambda v: (isinstance(v, str) and v) or _is_int(v),
-              "task_id": lambda v: (isinstance(v, str) and v) or _is_int(v),
-              "seed": _is_int, "outcome": lambda v: isinstance(v, (bool, int, float))}[key](value)
+        ok = {"run_id": lambda v: (isinstance(v, str) and v) or is_int(v),
+              "task_id": lambda v: (isinstance(v, str) and v) or is_int(v),
+              "seed": is_int, "outcome": lambda v: isinstance(v, (bool, int, float))}[key](value)
         if not ok:
             raise Reject(name, f"{key} has the wrong type: {describe(value)}")
         out[key] = value
@@ -420,14 +205,10 @@ def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap,
     return out
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _sub_agent(lines: Sequence[tuple[int, dict[str, Any]]]) -> str | None:
     """The agentId of a sub-agent's own transcript (every conversation line a sidechain of one agent), else None."""
-    agents = {line.get("agentId") for _, line in lines if line.get("type") in _READ_TYPES}
-    sides = all(line.get("isSidechain") is True for _, line in lines if line.get("type") in _READ_TYPES)
+    agents = {line.get("agentId") for _, line in lines if line.get("type") in READ_TYPES}
+    sides = all(line.get("isSidechain") is True for _, line in lines if line.get("type") in READ_TYPES)
     if sides and len(agents) == 1:
         (agent,) = agents
         return agent if isinstance(agent, str) and agent else None
@@ -436,36 +217,12 @@ def _sub_agent(lines: Sequence[tuple[int, dict[str, Any]]]) -> str | None:
 
 def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
              missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
-    state = _Session()
-    finals = _finals(lines)
+    state = Session()
+    finals = final_usages(lines)
     costs: dict[str, Any] = {}
     sessions: dict[str, None] = {}  # in order of first appearance
-    for number, line in lines:
-        kind = line.get("type")
-        name = kind if isinstance(kind, str) else repr(kind)
-        state.line_types[name] = state.line_types.get(name, 0) + 1
-        if kind not in _READ_TYPES:
-            state.unread += 1
-            continue
-        uuid = line.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in state.uuids:  # a line written twice (Claude Code has done so): read once
-                state.unread += 1
-                continue
-            state.uuids.add(uuid)
-        if line.get("timestamp") is not None:
-            state.stamps.append(line["timestamp"])
-        session = line.get("sessionId")
-        if isinstance(session, str) and session not in sessions:
-            sessions[session] = None
-        try:
-            _read_line(state, line, number, finals, costs)
-        except _AtLine:
-            raise
-        except Reject as problem:
-            raise _AtLine(number, problem) from None
+    first, agent = walk(state, lines, finals, costs, sessions)
     steps, meta = _finish(state, costs)
-    first = next((line for _, line in lines if line.get("type") in _READ_TYPES), lines[0][1])
     for key, name in (("claude_code_version", "version"), ("cwd", "cwd"), ("gitBranch", "gitBranch")):
         if isinstance(first.get(name), str):
             meta[key] = first[name]
@@ -476,7 +233,8 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
         if key in out:
             meta[key] = out.pop(key)
             meta.pop("models", None)
-    agent = _sub_agent(lines)
+    if agent is UNSEEN:
+        agent = _sub_agent(lines)
     if agent is not None and fields.get("run_id") == FIELDS["run_id"] and "run_id" in out:
         meta["parent_session"] = out["run_id"]
         meta["agent"] = agent
@@ -506,7 +264,7 @@ def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: Field
     missing: dict[str, tuple[str | None, str]] = {}
     try:
         return Item(lines[0][0], record=_convert(lines, plan, missing), missing=missing or None)
-    except _AtLine as problem:
+    except AtLine as problem:
         return Item(problem.line, field=problem.field, reason=problem.reason)
     except Reject as problem:
         return Item(lines[0][0], field=problem.field, reason=problem.reason)

@@ -72,6 +72,7 @@ a rejection of its run naming the field.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -79,7 +80,7 @@ from typing import Any
 
 import msgspec
 
-from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
+from agentab.formats._base import MISSING, FieldMap, Format, Item, Part, Reject, lookup
 from agentab.formats._message_fields import describe
 from agentab.formats._missing import absent
 from agentab.formats._openai_agents_steps import (
@@ -99,7 +100,8 @@ from agentab.formats.files import (
     open_trace_file,
 )
 
-__all__ = ["FIELDS", "FORMAT", "SPAN_TYPES", "handoff_tool", "read_file", "read_objects", "sniff", "trace_items"]
+__all__ = ["FIELDS", "FORMAT", "SPAN_TYPES", "handoff_tool", "read_file", "read_objects", "read_part", "sniff", "splits",
+           "trace_items"]
 
 #: Default run-level mapping (looked up in the trace object, then in its ``metadata``).
 FIELDS: dict[str, str] = {"run_id": "id", "task_id": "agentab.task_id", "seed": "agentab.seed",
@@ -274,8 +276,13 @@ def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
         if opener == b"[":
             yield 1, None, f"malformed JSON array: {whole.reason}"
             return
+    yield from _lines(body, 1)
+
+
+def _lines(body: bytes, first: int) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line, object, problem)`` of JSON Lines (``body``, whole lines; its first is line ``first``)."""
     lines = body.split(b"\n")
-    numbers = [number for number, raw in enumerate(lines, start=1) if raw.strip(JSON_SPACE)]
+    numbers = [first + k for k, raw in enumerate(lines) if raw.strip(JSON_SPACE)]
     try:  # every line at once; a malformed line (or a count that differs) is found line by line below
         objects = span_decoder.decode_lines(body)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
@@ -283,16 +290,16 @@ def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
     if objects is not None and len(objects) == len(numbers):
         pairs: Iterator[tuple[int, Any]] = zip(numbers, objects)
     else:
-        pairs = ((number, _line(lines[number - 1], number)) for number in numbers)
+        pairs = ((number, _line(lines[number - first], number)) for number in numbers)
     for number, obj in pairs:
         if type(obj) is _Bad:
             yield number, None, obj.reason
         elif type(obj) is not Span:
             yield number, obj, None
         elif obj.object == "trace":
-            yield number, _decode(lines[number - 1]), None
+            yield number, _decode(lines[number - first]), None
         elif obj.object is None and type(obj.data) is list:  # one ingest payload per line
-            yield from ((number, _typed(item), None) for item in _decode(lines[number - 1])["data"])
+            yield from ((number, _typed(item), None) for item in _decode(lines[number - first])["data"])
         else:
             yield number, obj, None
 
@@ -324,6 +331,91 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     with open_trace_file(Path(path)) as fh:
         numbered = list(_numbered(fh))
     yield from trace_items(iter(numbered), fields)
+
+
+#: How far past a part's end (and its next part's start) a trace's first line is looked for.
+_REACH = 8 * 2**20
+_TRACE_LINE = re.compile(rb'"object"\s*:\s*"trace"')
+
+
+def splits(path: Path) -> bool:
+    """Whether :func:`read_part` can read ``path`` in parts: JSON Lines whose first line is one exported item (not
+    a JSON array, an ingest payload, or one object spread over lines), without a byte-order mark."""
+    with open_trace_file(Path(path)) as fh:
+        head = fh.read(_REACH)
+    body = head.lstrip(JSON_SPACE)
+    line, newline, rest = body.partition(b"\n")
+    if not newline or not rest.strip(JSON_SPACE) or body[:1] != b"{":
+        return False
+    try:
+        first = span_decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return False
+    return first.object in ("trace", "trace.span")
+
+
+def _boundary(data: bytes, at: int, rest: int) -> int:
+    """The first line at or after offset ``at`` (a line start) that is a ``trace`` item, within :data:`_REACH`
+    bytes: where a part ends and the next begins, found alike by both (``rest``: the bytes from ``data``'s start
+    to the end of the file). ``at`` when there is no such line that near; the end of the file when it comes
+    first."""
+    limit = min(len(data), at + _REACH)
+    ends = limit >= rest  # the lines looked at run to the end of the file
+    position = at
+    while position < limit:
+        stop = data.find(b"\n", position, limit)
+        if stop < 0:  # a line running past the limit (or, at the end of the file, without a newline)
+            return rest if ends else at
+        line = data[position:stop]
+        if _TRACE_LINE.search(line) is not None:
+            try:
+                if span_decoder.decode(line).object == "trace":
+                    return position
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                pass
+        position = stop + 1
+    return rest if ends else at
+
+
+def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMap | None = None) -> Part:
+    """The traces of the lines in bytes ``[start, end)`` of a JSON Lines export (see
+    :attr:`~agentab.formats._base.Format.read_part`), the part's edges moved to the next ``trace`` item's line
+    (:func:`_boundary`) so that a trace written in one stretch is read whole by one part. Its keys are its trace
+    ids; and ``"\\0"`` in the first part and in any later part with a line that is no trace's (a rejection of
+    its own, which a serial read gives before every run): two parts then share a key, and the file is read in one
+    piece."""
+    with open_trace_file(Path(path)) as fh:
+        rest = os.fstat(fh.fileno()).st_size - start
+        fh.seek(start)
+        data = fh.read(end - start + _REACH)
+    lo = _boundary(data, 0, rest) if start > 0 else 0
+    hi = _boundary(data, end - start, rest)
+    if hi <= lo:
+        return Part([], frozenset())
+    numbered = list(_lines(data[lo:hi], first_line + data.count(b"\n", 0, lo)))
+    keys, odd = _trace_ids(numbered)
+    if start == 0 or odd:
+        keys.add("\0")
+    return Part(list(trace_items(iter(numbered), fields)), frozenset(keys))
+
+
+def _trace_ids(numbered: list[tuple[int, Any, str | None]]) -> tuple[set[str], bool]:
+    """The trace ids of a part's items, and whether an item belongs to no trace (:func:`trace_items` rejects it
+    by itself)."""
+    keys: set[str] = set()
+    odd = False
+    for _, obj, problem in numbered:
+        key = None
+        if problem is None and type(obj) is Span and obj.object == "trace.span":
+            key = obj.trace_id
+        elif problem is None and type(obj) is dict:
+            key = obj.get("id") if obj.get("object") == "trace" else \
+                obj.get("trace_id") if obj.get("object") == "trace.span" else None
+        if type(key) is str and key:
+            keys.add(key)
+        else:
+            odd = True
+    return keys, odd
 
 
 def read_objects(objects: Sequence[Any], name: str, fields: FieldMap | None = None) -> Iterator[Item]:
@@ -361,4 +453,6 @@ FORMAT = Format(
     sniff=sniff,
     read_file=read_file,
     read_objects=read_objects,
+    read_part=read_part,
+    splits=splits,
 )

@@ -228,6 +228,7 @@ class _Reader:
         self.fields = fields
         self.overlay = Overlay() if overlay is None else overlay
         self.chosen: list[tuple[str, str]] = []  # (source, format) in reading order
+        self._named: dict[str, formats.Format] = {}  # the format asked for, looked up once per load
 
     def feed(self, source: Any, arm: str | None) -> None:
         if isinstance(source, (str, os.PathLike)):
@@ -288,7 +289,7 @@ class _Reader:
     def _file_format(self, path: Path) -> formats.Format:
         """The format of a file: the one asked for, or detected from its first bytes."""
         if self.format != "auto":
-            fmt = formats.get(self.format)
+            fmt = self._named.get(self.format) or self._named.setdefault(self.format, formats.get(self.format))
         else:
             with open_trace_file(path) as fh:
                 head = fh.read(formats.HEAD_BYTES)
@@ -426,7 +427,7 @@ def _files(path: Path) -> list[Path]:
     except OSError as err:
         raise TraceError(f"cannot read this path: {err.strerror or err}", source=str(path)) from err
     if stat.S_ISDIR(mode):
-        found = sorted(_walk(path))
+        found = sorted(_walk(path), key=_sort_key)
         if not found:
             raise TraceError(f"no {', '.join(SUFFIXES)} files in this directory", source=str(path))
         return found
@@ -435,6 +436,11 @@ def _files(path: Path) -> list[Path]:
     if not stat.S_ISREG(mode):
         raise TraceError(_NOT_REGULAR, source=str(path))
     return [path]
+
+
+def _sort_key(path: Path) -> Any:
+    """Paths sort part by part: on POSIX their parts as text do, without a Path comparison per pair."""
+    return path.parts if os.name == "posix" else path
 
 
 def _walk(folder: Path) -> Iterator[Path]:

@@ -80,14 +80,18 @@ Rejected
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from agentab.formats._base import FieldMap, Format, Item, Reject
 from agentab.formats.atif._run import DEFAULTS, run_fields, trial_result
 from agentab.formats.atif._steps import VERSIONS, Walk, beside, load
+from agentab.formats.files import decode_json, open_trace_file
 
 __all__ = ["DEFAULTS", "FORMAT", "VERSIONS"]
 
@@ -114,10 +118,17 @@ def _sniff(head: bytes, name: str) -> bool:
 
 def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
     """The run of one ``trajectory.json`` (none for a part of another trajectory or Harbor's bookkeeping)."""
-    part = _PART_FILE.search(path.name)
-    if part is not None and (path.parent / f"{path.name[:part.start()]}.json").is_file():
-        return  # read with the trajectory it is part of (``trajectory.cont-1.json`` -> ``trajectory.json``)
-    doc, problem = load(path)
+    name = path.name
+    if name == "trajectory.json":
+        raw = _bytes(path)
+    else:
+        part = _PART_FILE.search(name)
+        if part is not None and os.path.isfile(os.path.join(os.path.dirname(path), f"{name[:part.start()]}.json")):
+            return  # read with the trajectory it is part of (``trajectory.cont-1.json`` -> ``trajectory.json``)
+        raw = _bytes(path)
+        if name.lower() in _BOOKKEEPING and _quiet(raw) and _has_trajectory(path.parent):
+            return  # a trial's bookkeeping beside its trajectory: no run of its own (as below, without parsing it)
+    doc, problem = decode_json(raw)
     if problem is not None:
         yield Item(line=problem[0], reason=f"malformed JSON: {problem[1]}")
         return
@@ -158,8 +169,32 @@ def _is_trial_result(doc: Any) -> bool:
     return isinstance(doc, Mapping) and {"task_name", "trial_name", "task_checksum"} <= doc.keys()
 
 
+def _bytes(path: Path) -> bytes:
+    with open_trace_file(path) as fh:
+        return fh.read()
+
+
+class _Nothing(msgspec.Struct):
+    """A JSON object whose members are all skipped: decoding into it only checks the JSON."""
+
+
+_check_object = msgspec.json.Decoder(_Nothing).decode
+
+
+def _quiet(raw: bytes) -> bool:
+    """Whether ``raw`` is a JSON object that is surely no ATIF trajectory (it names no ``schema_version``), so a
+    bookkeeping file beside a trajectory can be passed over unread: it gives no run and no rejection."""
+    if b"schema_version" in raw or b"\\u" in raw:  # an escaped key could spell it
+        return False
+    try:
+        _check_object(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return False  # not JSON msgspec reads (or not an object): read as below, which says what is wrong
+    return True
+
+
 def _has_trajectory(trial: Path) -> bool:
-    if (trial / "agent" / "trajectory.json").is_file():
+    if os.path.isfile(os.path.join(trial, "agent", "trajectory.json")):
         return True
     steps = trial / "steps"
     return steps.is_dir() and any((step / "agent" / "trajectory.json").is_file() for step in steps.iterdir())

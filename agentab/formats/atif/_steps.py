@@ -59,37 +59,62 @@ class Walk:
         for i, step in enumerate(segment["steps"]):
             if type(step) is not dict:
                 raise Reject(f"{label}steps[{i}]", f"a step must be an object, got {type(step).__name__}")
-            if step.get("is_copied_context") is True:
+            get = step.get
+            if get("is_copied_context") is True:
                 continue
-            source = step.get("source")
+            source = get("source")
             if source not in _SOURCES:
                 raise Reject(f"{label}steps[{i}].source", f"expected one of {', '.join(_SOURCES)}, got {source!r}")
-            stamp = step.get("timestamp")
+            stamp = get("timestamp")
             if stamp is not None and type(stamp) is not str:
                 raise Reject(f"{label}steps[{i}].timestamp", f"expected ISO-8601 text, got {stamp!r}")
-            calls = _calls(step.get("tool_calls"), f"{label}steps[{i}]") if source == "agent" else None
-            if source == "agent" and step.get("llm_call_count") != 0:
-                self.model_call(step.get("metrics"), f"{label}steps[{i}].metrics")
-            observation = step.get("observation")
+            agent = source == "agent"
+            calls = None
+            if agent:
+                calls = get("tool_calls")
+                if calls is not None and (type(calls) is not list or len(calls) != 1 or not _plain_call(calls[0])):
+                    calls = _calls(calls, f"{label}steps[{i}]")  # checked one by one, the problem named
+                if get("llm_call_count") != 0:
+                    self.model_call(get("metrics"), label, i)
+            observation = get("observation")
             if observation is None and not calls:
                 continue
-            where = f"{label}steps[{i}]"
-            own: list[dict[str, Any]] = []
-            loose: list[dict[str, Any]] = []
-            for result in _results(observation, where):
-                if "subagent_trajectory_ref" in result:
-                    self.subagent_refs(result, where)
-                if result.get("source_call_id") is not None:
-                    own.append(result)
-                elif "content" in result:
-                    loose.append(result)
-            if source == "agent" and not calls and loose:
-                self.untooled.append(where)
+            own, loose = self.results(observation, label, i)
+            if agent and not calls and loose:
+                self.untooled.append(f"{label}steps[{i}]")
             if calls:
-                self.add_calls(calls, own, loose, step, stamp, where)
+                self.add_calls(calls, own, loose, step, stamp, label, i)
 
-    def model_call(self, metrics: Any, where: str) -> None:
-        """Carry one model call's counts (unknown without ``metrics``) to the next tool call."""
+    def results(self, observation: Any, label: str, i: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """A step's results answering a call (``source_call_id``) and those answering none (with ``content``)."""
+        own: list[dict[str, Any]] = []
+        loose: list[dict[str, Any]] = []
+        if observation is None:
+            return own, loose
+        results = observation.get("results") if type(observation) is dict else None
+        if type(results) is list and len(results) == 1 and type(results[0]) is dict:  # the common case
+            result = results[0]
+            if "subagent_trajectory_ref" in result:
+                self.subagent_refs(result, f"{label}steps[{i}]")
+            if result.get("source_call_id") is not None:
+                own.append(result)
+            elif "content" in result:
+                loose.append(result)
+            return own, loose
+        if type(results) is not list or not all(type(result) is dict for result in results):
+            results = _results(observation, f"{label}steps[{i}]")  # raises, unless the objects are dict subclasses
+        for result in results:
+            if "subagent_trajectory_ref" in result:
+                self.subagent_refs(result, f"{label}steps[{i}]")
+            if result.get("source_call_id") is not None:
+                own.append(result)
+            elif "content" in result:
+                loose.append(result)
+        return own, loose
+
+    def model_call(self, metrics: Any, label: str, i: int | None = None) -> None:
+        """Carry one model call's counts (unknown without ``metrics``) to the next tool call; ``label`` with step
+        ``i`` (or ``label`` alone when ``i`` is None) names its ``metrics`` in a rejection."""
         self.n_calls += 1
         if type(metrics) is not dict:
             metrics = {}
@@ -97,6 +122,7 @@ class Walk:
         cached, cost = metrics.get("cached_tokens"), metrics.get("cost_usd")
         if not (type(tin) is int and tin >= 0 and type(tout) is int and tout >= 0
                 and (cached is None or type(cached) is int and cached >= 0)):
+            where = label if i is None else f"{label}steps[{i}].metrics"
             tin, tout = _count(metrics, "prompt_tokens", where), _count(metrics, "completion_tokens", where)
             cached = _count(metrics, "cached_tokens", where)
         if cost is not None and not (type(cost) is float and cost >= 0 and cost != math.inf):
@@ -123,7 +149,7 @@ class Walk:
                 continue  # one sub-agent referred to twice is counted once
             self.visited.add(name)
             if sub is None:
-                self.model_call(None, where)  # its tokens are unknown, not 0
+                self.model_call(None, where)  # its tokens are unknown, not 0 (no metrics: no rejection to name)
                 continue
             for step in sub.get("steps") or []:
                 if (isinstance(step, dict) and step.get("source") == "agent" and step.get("is_copied_context") is not True
@@ -146,8 +172,32 @@ class Walk:
         return None, str(tpath if tpath is not None else tid)
 
     def add_calls(self, calls: list[dict[str, Any]], own: list[dict[str, Any]], loose: list[dict[str, Any]],
-                  step: dict[str, Any], stamp: Any, where: str) -> None:
+                  step: dict[str, Any], stamp: Any, label: str, i: int) -> None:
         first = len(self.steps)
+        if len(calls) == 1 and len(own) <= 1:  # one call (the common case): answered by its one result, if any
+            call = calls[0]
+            call_id = call["tool_call_id"]
+            if own and own[0]["source_call_id"] != call_id:
+                raise Reject(f"{label}steps[{i}].observation.results[0].source_call_id",
+                             f"{own[0]['source_call_id']!r} names no tool call of this step")
+            out = {"index": first, "tool": call["function_name"], "args": call["arguments"],
+                   "observation": _observation(own or loose) if own or loose else None,
+                   "metadata": {"tool_call_id": call_id, "step_id": step.get("step_id")}}
+            if stamp is not None:
+                out["started_at"] = stamp
+            pending = self.pending
+            if pending[0] is not None:
+                out["tokens_in"] = pending[0]
+            if pending[1] is not None:
+                out["tokens_out"] = pending[1]
+            if pending[2] is not None:
+                out["tokens_cached"] = pending[2]
+            if pending[3] is not None:
+                out["cost_usd"] = pending[3]
+            self.steps.append(out)
+            self.pending = [0, 0, 0, 0]
+            return
+        where = f"{label}steps[{i}]"
         by_id: dict[str, list[dict[str, Any]]] = {}
         ids = {call["tool_call_id"] for call in calls}
         for k, result in enumerate(own):
@@ -200,6 +250,15 @@ class Walk:
         if not self.n_calls:
             return {}
         return {key: value for key, value in zip(_COUNTS, self.totals) if value is not None}
+
+
+def _plain_call(call: Any) -> bool:
+    """Whether a tool call is one :func:`_calls` takes as it is (an id, a name, an arguments object)."""
+    if type(call) is not dict:
+        return False
+    call_id, name = call.get("tool_call_id"), call.get("function_name")
+    return (type(call_id) is str and call_id != "" and type(name) is str and name != ""
+            and type(call.get("arguments")) is dict)
 
 
 def _calls(value: Any, where: str) -> list[dict[str, Any]]:
