@@ -88,6 +88,7 @@ class Env:
         self.params = job.instance.params
         self.recorder = recorder
         self.reported: dict[str, Any] = {}
+        self.guard: WriteGuard | None = None
         self._report_path = report_path
 
     def report(self, outcome: bool | float | None = None, **fields: Any) -> None:
@@ -101,7 +102,15 @@ class Env:
         if outcome is not None:
             self.reported["outcome"] = outcome
         self.reported.update(jsonable(fields))
-        _write_json(self._report_path, self.reported)
+        guard = self.guard
+        paused = guard is not None and guard.active
+        if paused:  # the harness's own write, outside the sandbox
+            guard.active = False
+        try:
+            _write_json(self._report_path, self.reported)
+        finally:
+            if paused:
+                guard.active = True
 
     def retry(self, n: int = 1) -> None:
         """The agent retried after an error."""
@@ -240,6 +249,7 @@ def execute(job: Job) -> None:
     with _services(job) as (server, policy, usage):
         recorder = Recorder(_tools(job), step_cap=job.step_cap, usage=usage, sink=sink)
         env = Env(job, recorder, server.url if server is not None else None, report_path)
+        env.guard = guard
         start = time.time()
         if isinstance(job.agent, (str, list, tuple)):
             from agentab.harness._command import run_command
