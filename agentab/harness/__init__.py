@@ -32,6 +32,7 @@ from agentab.harness.fixtures import Draw, Instance, Task, instance_rng, write_d
 from agentab.harness.recorder import Recorder, StopRun
 from agentab.harness._worker import Env
 from agentab.harness.run import run, run_id
+from agentab.harness._objects import load_object
 
-__all__ = ["Draw", "Env", "Instance", "Recorder", "StopRun", "Task", "instance_rng", "run", "run_id",
-           "write_database"]
+__all__ = ["Draw", "Env", "Instance", "Recorder", "StopRun", "Task", "instance_rng", "load_object", "run",
+           "run_id", "write_database"]
