@@ -261,3 +261,43 @@ def test_a_broken_fixture_is_an_error_not_a_record(tmp_path):
         run(_upper, [Task("broken", fixture=broken)], seeds=1, out=tmp_path / "o.jsonl", root=tmp_path,
             progress=False)
     assert not (tmp_path / "o.jsonl").exists() and not list(tmp_path.glob("agentab-run-*"))
+
+
+_FETCH = """
+import json, os, urllib.request
+with urllib.request.urlopen(os.environ["AGENTAB_API_URL"] + "/price") as answer:
+    price = json.load(answer)["price"]
+with open(os.environ["AGENTAB_REPORT"], "w") as f:
+    json.dump({"outcome": price == json.loads(os.environ["AGENTAB_PARAMS"])["price"]}, f)
+"""
+
+
+def test_a_command_agent_reaches_the_mock_api_even_without_network(tmp_path):
+    task = Task("api", randomise=lambda d: {"price": d.integer(1, 99)},
+                endpoints=lambda inst: {"GET /price": {"price": inst["price"]}})
+    (record,) = _records(run([sys.executable, "-c", _FETCH], [task], seeds=1, out=tmp_path / "o.jsonl", root=tmp_path,
+                             progress=False, time_limit=60))
+    assert record["outcome"] is True, record["metadata"]
+    assert [r["path"] for r in record["terminal_state"]["api_requests"]] == ["/price"]
+
+
+def _model_agent(env):
+    import httpx
+
+    body = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-test", "choices": [],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}}
+    client = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=body)))
+    for _ in range(2):
+        client.post("https://api.openai.example/v1/chat/completions", json={"model": "gpt-test"})
+        env.tools["read"](path=env.params["name"])
+    client.post("https://api.openai.example/v1/chat/completions", json={"model": "gpt-test"})
+    env.report(outcome=True)
+
+
+def test_model_tokens_are_captured_at_the_transport_and_land_on_the_next_step(tmp_path):
+    (record,) = _records(run(_model_agent, [Task("m", fixture={"a.txt": "a"}, randomise=lambda d: {"name": "a.txt"})],
+                             seeds=1, out=tmp_path / "o.jsonl", tools=TOOLS, root=tmp_path, progress=False))
+    assert [(s["tokens_in"], s["tokens_out"]) for s in record["steps"]] == [(120, 30), (120, 30)]
+    assert (record["tokens_in"], record["tokens_out"]) == (360, 90)  # the last call made no step: the run's
+    assert record["metadata"]["model"] == "gpt-test" and record["terminal_state"]["external_calls"] == []
+    assert int(agentab.load_traces(tmp_path / "o.jsonl").runs["tokens_in"].iloc[0]) == 360

@@ -11,7 +11,7 @@ these environment variables:
 ``AGENTAB_TASK_ID``      the task's id
 ``AGENTAB_PARAMS``       the instance's randomised parameters, as JSON
 ``AGENTAB_API_URL``      the mock server's URL (empty without endpoints; under bubblewrap without
-                         network it is not reachable: the sandbox has its own loopback)
+                         network it is still reached at the same address, through a port bridge)
 ``AGENTAB_STEPS``        a file to append steps to: one JSON object per line, ``{"tool": ..., "args": {...},
                          "observation": {...}}`` plus any step field of the record (``started_at``,
                          ``tokens_in``, ...; other keys go into the step's ``metadata``). The harness
@@ -30,12 +30,14 @@ group killed) when it writes more steps than the cap or outlives the time limit;
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
 import subprocess
 import time
+import urllib.parse
 from typing import Any
 
 import msgspec
@@ -110,20 +112,25 @@ def _wait(proc: subprocess.Popen, steps: str, job: Any) -> str | None:
 
 def run_command(job: Any, recorder: Recorder, env: Any) -> dict[str, Any]:
     """Run the command agent of ``job``; its steps go to ``recorder``, its report to ``env``; the status."""
+    from agentab.harness._bridge import PortBridge
     from agentab.harness.network import sandbox_command
 
     argv = shlex.split(job.agent) if isinstance(job.agent, str) else [str(a) for a in job.agent]
     harness = job.work / ".agentab"
     steps, report = str(harness / "steps.jsonl"), str(harness / "report.json")
-    command = sandbox_command(argv, job.work, network=job.network)
-    status: dict[str, Any] = {"sandbox": command.enforced, "command": argv}
-    try:
-        proc = subprocess.Popen(list(command.argv), cwd=job.work, env=_environment(job, env, steps, report),
-                                start_new_session=True)
-    except OSError as err:
-        return {**status, "status": "error", "stop_reason": "error", "terminated": True,
-                "error": f"{type(err).__name__}: {err}"}
-    stopped = _wait(proc, steps, job)
+    with contextlib.ExitStack() as stack:
+        bridge = None
+        if env.api_url and job.network != "allow":  # the mock server, reachable from a sandbox without network
+            bridge = stack.enter_context(PortBridge([urllib.parse.urlsplit(env.api_url).port]))
+        command = sandbox_command(argv, job.work, network=job.network, bridge=bridge)
+        status: dict[str, Any] = {"sandbox": command.enforced, "command": argv}
+        try:
+            proc = subprocess.Popen(list(command.argv), cwd=job.work, env=_environment(job, env, steps, report),
+                                    start_new_session=True)
+        except OSError as err:
+            return {**status, "status": "error", "stop_reason": "error", "terminated": True,
+                    "error": f"{type(err).__name__}: {err}"}
+        stopped = _wait(proc, steps, job)
     try:
         text = open(steps, encoding="utf-8", errors="replace").read()
     except OSError:

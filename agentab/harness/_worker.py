@@ -231,8 +231,9 @@ def _call_agent(job: Job, env: Env, guard: WriteGuard) -> dict[str, Any]:
 def execute(job: Job) -> None:
     """The worker's whole run: sandbox, services, agent, record (written to ``record.json``)."""
     sys.dont_write_bytecode = True  # no __pycache__ in the sandbox, nor refused writes outside it
-    tempfile.tempdir = str(job.run_dir / "tmp")
-    os.environ["TMPDIR"] = tempfile.tempdir
+    if not isinstance(job.agent, (str, list, tuple)):  # an in-process agent's temporary files: allowed, not diffed
+        tempfile.tempdir = str(job.run_dir / "tmp")
+        os.environ["TMPDIR"] = tempfile.tempdir
     try:
         before = prepare(job)
     except Exception as err:  # a broken fixture is the task's bug, not the agent's: the parent raises it
