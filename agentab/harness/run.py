@@ -230,6 +230,16 @@ def _schedule(jobs: list[Job], workers: int, grace: float) -> Iterable[dict[str,
             process.join()
 
 
+def _warm() -> None:
+    """Import what every worker needs (httpx for the usage capture, ...) once here, so forks inherit it."""
+    from agentab.harness.mock_server import MockServer  # noqa: F401
+    from agentab.harness.network import NetworkPolicy
+    from agentab.harness.usage import capture_usage
+
+    with capture_usage(), NetworkPolicy("allow"):
+        pass
+
+
 def _progress(total: int, show: bool) -> Any:
     from tqdm.auto import tqdm
 
@@ -302,6 +312,8 @@ def run(agent: Callable[[Any], Any] | Sequence[str] | str, tasks: Task | Iterabl
                 run_dir=Path(tempfile.mkdtemp(prefix="agentab-run-", dir=base)), agent=agent, tools=tools, arm=arm,
                 metadata=meta, time_limit=time_limit, step_cap=step_cap, network=network, allow=tuple(allow))
             for t, s in todo]
+    if jobs:
+        _warm()
     unjudged = 0
     bar = _progress(len(jobs), progress)
     try:
