@@ -34,7 +34,6 @@ reports them has them absent (unknown). Call ``rec.retry(0)`` to say "counted, n
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import inspect
 import math
 import os
@@ -68,12 +67,21 @@ class StopRun(BaseException):
 
 def timestamp(seconds: float) -> str:
     """Epoch seconds as ISO-8601 UTC text with microseconds: ``2026-12-01T22:00:00.000000Z``."""
-    return _dt.datetime.fromtimestamp(seconds, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    whole = math.floor(seconds)
+    micros = min(int(round((seconds - whole) * 1e6)), 999_999)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
 
 
 def jsonable(value: Any, depth: int = 0) -> Any:
     """``value`` as JSON data (see the module docstring for the conversions)."""
-    if value is None or isinstance(value, (bool, str)):
+    kind = type(value)
+    if kind is str or kind is bool or value is None or (kind is float and math.isfinite(value)):
+        return value
+    if kind is int and abs(value) < 2**63:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
         return value if abs(value) < 2**63 else str(value)

@@ -48,20 +48,27 @@ __all__ = ["Entry", "WriteGuard", "database_changes", "diff", "is_sqlite", "snap
 SQLITE_HEADER = b"SQLite format 3\x00"
 _CHUNK = 1 << 20
 
-#: An entry of a snapshot: (kind, sha256 hex or None, size, permission bits). Kinds: file, link, other.
+#: An entry of a snapshot: (kind, sha256 hex or None, size, permission bits). Kinds: file, sqlite (a file with
+#: SQLite's header), link, other.
 Entry = tuple[str, Any, int, int]
 
 
-def _digest(path: str) -> str:
+def _digest(path: str) -> tuple[str, bool]:
+    """SHA-256 of the file, and whether it starts with SQLite's header (read once, for both)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
+        first = chunk = f.read(_CHUNK)
+        while chunk:
             h.update(chunk)
-    return h.hexdigest()
+            chunk = f.read(_CHUNK)
+    return h.hexdigest(), first[:16] == SQLITE_HEADER
 
 
 def snapshot(root: str | os.PathLike[str], exclude: Iterable[str] = ()) -> dict[str, Entry]:
     """Every file and link under ``root``: relative POSIX path -> (kind, sha256, size, mode); links not followed.
+
+    Kinds: ``file``, ``sqlite`` (a file starting with SQLite's header), ``link`` (the hash is of its target's
+    text), ``other`` (FIFOs, sockets, devices: never opened).
 
     ``exclude`` names top-level entries to leave out.
 
@@ -90,7 +97,8 @@ def snapshot(root: str | os.PathLike[str], exclude: Iterable[str] = ()) -> dict[
                 elif stat.S_ISDIR(info.st_mode):
                     stack.append((entry.path, rel + "/"))
                 elif stat.S_ISREG(info.st_mode):
-                    out[rel] = ("file", _digest(entry.path), info.st_size, mode)
+                    digest, database = _digest(entry.path)
+                    out[rel] = ("sqlite" if database else "file", digest, info.st_size, mode)
                 else:  # FIFOs, sockets, devices: never opened
                     out[rel] = ("other", None, 0, mode)
     return out
@@ -121,7 +129,7 @@ def copy_databases(root: str | os.PathLike[str], entries: Mapping[str, Entry], i
     found = []
     for rel, (kind, *_rest) in sorted(entries.items()):
         source = os.path.join(root, rel)
-        if kind != "file" or rel.endswith(("-wal", "-shm", "-journal")) or not is_sqlite(source):
+        if kind != "sqlite" or rel.endswith(("-wal", "-shm", "-journal")) or not is_sqlite(source):
             continue
         target = os.path.join(into, rel)
         os.makedirs(os.path.dirname(target), exist_ok=True)
