@@ -21,7 +21,7 @@ Run: ``python benchmarks/bench_harness.py [--files 1000] [--runs 10] [--calls 20
 
 Last run
 --------
-2026-12-01, commit after 3f0c1a2 (branch h-harness), 2 shared cores under heavy load from the lead's and other
+2026-12-01, commit 5b5a480 (branch h-harness), 2 shared cores under heavy load from the lead's and other
 helpers' jobs (load average 16-18: the copy of the fixture took 181-389 ms between runs, so read these as
 orders of magnitude). ``python benchmarks/bench_harness.py``::
 
