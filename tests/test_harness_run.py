@@ -301,3 +301,17 @@ def test_model_tokens_are_captured_at_the_transport_and_land_on_the_next_step(tm
     assert (record["tokens_in"], record["tokens_out"]) == (360, 90)  # the last call made no step: the run's
     assert record["metadata"]["model"] == "gpt-test" and record["terminal_state"]["external_calls"] == []
     assert int(agentab.load_traces(tmp_path / "o.jsonl").runs["tokens_in"].iloc[0]) == 360
+
+
+def test_a_bad_reported_value_is_noted_and_the_run_still_recorded(tmp_path):
+    def agent(env):
+        with pytest.raises(TypeError, match="finite"):
+            env.report(outcome=float("nan"))
+        env.report(outcome=True, cost_usd=-3)
+        os.makedirs(".agentab")  # an in-process agent's own folder of that name is seen (only commands' is not)
+        open(".agentab/x", "w").write("x")
+
+    (record,) = _records(run(agent, [Task("t")], seeds=1, out=tmp_path / "o.jsonl", root=tmp_path, progress=False))
+    assert record["outcome"] is True and "cost_usd" not in record and "report_error" in record["metadata"]
+    assert record["terminal_state"]["files_created"] == [".agentab/x"]
+    agentab.load_traces(tmp_path / "o.jsonl")

@@ -512,7 +512,7 @@ def run_harness(args: argparse.Namespace) -> int:
         tasks = agentab.harness.load_object(args.tasks, "--tasks")
         tasks = tasks() if callable(tasks) and not isinstance(tasks, agentab.harness.Task) else tasks
         tools = agentab.harness.load_object(args.tools, "--tools") if args.tools else None
-        before = sum(1 for _ in open(args.out, "rb")) if args.out.is_file() else 0
+        before = args.out.read_bytes().count(b"\n") if args.out.is_file() else 0  # whole lines only
         out = agentab.harness.run(agent, tasks, seeds=args.seeds, out=args.out, workers=args.workers,
                                   time_limit=args.time_limit, step_cap=args.step_cap, network=args.network,
                                   tools=tools, arm=args.arm, allow=_allowed(args.allow), keep=args.keep,

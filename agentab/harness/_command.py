@@ -142,8 +142,10 @@ def run_command(job: Any, recorder: Recorder, env: Any) -> dict[str, Any]:
         status["protocol_errors"] = {"count": len(problems), "first": problems[0]}
     reported = _report(report)
     if isinstance(reported, dict):
-        outcome = reported.pop("outcome", None)
-        env.report(outcome if isinstance(outcome, (bool, int, float)) else None, **reported)
+        try:
+            env.report(reported.pop("outcome", None), **reported)
+        except (TypeError, ValueError) as err:
+            status["protocol_errors"] = {**status.get("protocol_errors", {}), "report": str(err)}
     elif reported is not None:
         status["protocol_errors"] = {**status.get("protocol_errors", {}), "report": "not a JSON object"}
     status["exit_code"] = proc.returncode

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -97,8 +98,8 @@ class Env:
         With an ``expected_state`` on the task, the check decides the outcome and a reported one is kept as
         ``metadata.claimed_success``; without one, the reported outcome is the record's outcome.
         """
-        if outcome is not None and (isinstance(outcome, str) or not isinstance(outcome, (bool, int, float))):
-            raise TypeError(f"`outcome` must be True/False or a number, got {outcome!r}")
+        if outcome is not None and (not isinstance(outcome, (bool, int, float)) or not math.isfinite(outcome)):
+            raise TypeError(f"`outcome` must be True/False or a finite number, got {outcome!r}")
         if outcome is not None:
             self.reported["outcome"] = outcome
         self.reported.update(jsonable(fields))
@@ -151,15 +152,26 @@ def read_steps(path: Path) -> list[dict[str, Any]]:
     return [steps[i] for i in sorted(steps)]
 
 
+def is_command(agent: Any) -> bool:
+    """Whether the agent is a command (a list of arguments or a string) rather than a callable."""
+    return isinstance(agent, (str, list, tuple))
+
+
+def _excluded(job: Job) -> tuple[str, ...]:
+    """What snapshots leave out: the harness's own folder, which only command agents have."""
+    return (HARNESS_DIR,) if is_command(job.agent) else ()
+
+
 def prepare(job: Job) -> dict[str, Any]:
     """Build the sandbox and write its first snapshot (``before.json``, ``db-before/``); the snapshot."""
     job.task.build(job.work, job.instance)
     for name in ("tmp", "db-before"):
         (job.run_dir / name).mkdir(exist_ok=True)
-    before = snapshot(job.work, exclude=(HARNESS_DIR,))
+    before = snapshot(job.work, exclude=_excluded(job))
     copy_databases(job.work, before, job.run_dir / "db-before")
     _write_json(job.run_dir / "before.json", before)
-    (job.work / HARNESS_DIR).mkdir(exist_ok=True)
+    if is_command(job.agent):
+        (job.work / HARNESS_DIR).mkdir(exist_ok=True)
     return before
 
 
@@ -231,7 +243,7 @@ def _call_agent(job: Job, env: Env, guard: WriteGuard) -> dict[str, Any]:
 def execute(job: Job) -> None:
     """The worker's whole run: sandbox, services, agent, record (written to ``record.json``)."""
     sys.dont_write_bytecode = True  # no __pycache__ in the sandbox, nor refused writes outside it
-    if not isinstance(job.agent, (str, list, tuple)):  # an in-process agent's temporary files: allowed, not diffed
+    if not is_command(job.agent):  # an in-process agent's temporary files: allowed, not diffed
         tempfile.tempdir = str(job.run_dir / "tmp")
         os.environ["TMPDIR"] = tempfile.tempdir
     try:
@@ -252,7 +264,7 @@ def execute(job: Job) -> None:
         env = Env(job, recorder, server.url if server is not None else None, report_path)
         env.guard = guard
         start = time.time()
-        if isinstance(job.agent, (str, list, tuple)):
+        if is_command(job.agent):
             from agentab.harness._command import run_command
 
             status = run_command(job, recorder, env)
@@ -321,7 +333,7 @@ def terminal_state(job: Job, before: Mapping[str, Any] | None, external_calls: l
     if before is None or not job.work.is_dir():
         return None
     before = {k: tuple(v) for k, v in before.items()}
-    after = snapshot(job.work, exclude=(HARNESS_DIR,))
+    after = snapshot(job.work, exclude=_excluded(job))
     state: dict[str, Any] = diff(before, after)
     databases = databases_diff(str(job.work), str(job.run_dir / "db-before"), before, after)
     if databases:
@@ -351,5 +363,11 @@ def assemble(job: Job, *, before: Mapping[str, Any] | None, steps: list[dict[str
     meta.update(extra)
     outcome = _outcome(job, state, reported, meta)
     fields = {"latency_s": None if latency_s is None else round(max(latency_s, 0.0), 6), "cost_usd": cost}
-    return rec.record(run_id=job.run_id, task_id=job.task.task_id, seed=job.seed, outcome=outcome, arm=job.arm,
-                      terminal_state=state, metadata=meta, **fields)
+    try:
+        return rec.record(run_id=job.run_id, task_id=job.task.task_id, seed=job.seed, outcome=outcome, arm=job.arm,
+                          terminal_state=state, metadata=meta, **fields)
+    except ValueError as err:  # a reported value the record cannot hold (a negative cost, an outcome of None)
+        meta["report_error"] = str(err)
+        fields["cost_usd"] = None
+        return rec.record(run_id=job.run_id, task_id=job.task.task_id, seed=job.seed, outcome=outcome, arm=job.arm,
+                          terminal_state=state, metadata=meta, **fields)

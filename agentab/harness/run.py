@@ -178,7 +178,10 @@ def remove(folder: Path) -> None:
         function(path)
 
     try:
-        shutil.rmtree(folder, onerror=writable)
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(folder, onexc=writable)
+        else:
+            shutil.rmtree(folder, onerror=writable)
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -207,7 +210,7 @@ def _schedule(jobs: list[Job], workers: int, grace: float) -> Iterable[dict[str,
         while pending or running:
             while pending and len(running) < workers:
                 job = pending.pop(0)
-                process = context.Process(target=execute, args=(job,), daemon=True)
+                process = context.Process(target=execute, args=(job,))  # not a daemon: an agent may start processes
                 process.start()
                 deadline = None if job.time_limit is None else time.monotonic() + job.time_limit + grace
                 running[process.sentinel] = (process, job, deadline)
