@@ -182,6 +182,28 @@ def test_allowed_listener_is_reached_and_not_recorded(listener):
     assert policy.calls == []
 
 
+def test_localhost_reaches_an_allowed_127_0_0_1_without_a_blocked_ipv6_attempt(listener):
+    port = port_of(listener)
+    with NetworkPolicy("block", allow=[("127.0.0.1", port)]) as policy:
+        socket.create_connection(("localhost", port), timeout=5).close()  # may try ::1 first: also loopback
+    listener.accept()[0].close()
+    assert policy.calls == []
+
+
+def test_gethostbyname_of_a_name_not_allowed_is_refused(monkeypatch):
+    asked = []
+    monkeypatch.setattr(socket, "gethostbyname", lambda host: asked.append(host) or "127.0.0.1")
+    monkeypatch.setattr(socket, "gethostbyname_ex", lambda host: asked.append(host) or (host, [], ["127.0.0.1"]))
+    with NetworkPolicy() as policy:
+        with pytest.raises(NetworkBlocked):
+            socket.gethostbyname("api.example.test")
+        with pytest.raises(NetworkBlocked):
+            socket.gethostbyname_ex("api.example.test")
+        assert socket.gethostbyname("127.0.0.1") == "127.0.0.1"  # a literal asks no server
+    assert asked == ["127.0.0.1"]
+    assert policy.calls == [blocked_entry(None, "api.example.test")] * 2
+
+
 def test_allow_added_while_active(listener):
     port = port_of(listener)
     with NetworkPolicy() as policy:

@@ -212,7 +212,7 @@ def test_openai_chat_stream_with_usage_passes_every_chunk(http_name):
     with capture_usage() as usage:
         stream = client.chat.completions.create(model="o4-mini", messages=[], stream=True,
                                                 stream_options={"include_usage": True})
-        assert usage.calls[0]["ended_at"] is None  # the body has not been read yet
+        assert usage.calls == []  # the answer has not been read yet
         chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "Hello!" and chunks[-1].usage.completion_tokens == 210
@@ -348,17 +348,29 @@ def test_gzip_encoded_stream_is_read_and_passed_on_encoded():
     assert decoded == body and usage.calls[0]["tokens_in"] == 19
 
 
-def test_stream_closed_early_ends_the_entry_with_what_it_saw():
-    routes = {"/v1/messages": (200, sse(message_events(), named=True), "text/event-stream")}
-    client = httpx.Client(transport=httpx.MockTransport(handler_for(httpx, routes)))
+def test_stream_closed_early_keeps_only_what_it_saw():
+    body = sse(message_events(), named=True)
+    first_event = body.index(b"\n\n") + 2
+    pieces = [body[:10], body[10:first_event], body[first_event:]]
+
+    def handler(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Chunks(httpx, pieces))
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
     with capture_usage() as usage:
         with client.stream("POST", "https://api.anthropic.com/v1/messages", json={}) as response:
-            next(response.iter_raw())  # the first 37 bytes: not even message_start complete
+            next(response.iter_raw())  # 10 bytes: not even message_start: no model answer seen
+        assert usage.calls == [] and usage.failed == []
+        with client.stream("POST", "https://api.anthropic.com/v1/messages", json={}) as response:
+            raw = response.iter_raw()
+            next(raw), next(raw)  # message_start, then closed before its message_delta
     call = usage.calls[0]
-    assert call["ended_at"] is not None and call["tokens_in"] is None and call["model"] is None
+    # the input count of message_start is known; its output count is a placeholder, so unknown
+    assert (call["tokens_in"], call["tokens_out"], call["model"]) == (472 + 1024, None, MESSAGE["model"])
+    assert call["ended_at"] is not None
 
 
-def test_other_requests_make_no_entry_and_errors_are_unknown_counts():
+def test_errors_and_other_requests_are_not_model_calls():
     seen: list = []
     routes = {"/v1/models": (200, {"object": "list", "data": []}, "json"),
               "/v1/chat/completions": (429, {"error": {"message": "Rate limit", "type": "requests"}}, "json")}
@@ -368,11 +380,20 @@ def test_other_requests_make_no_entry_and_errors_are_unknown_counts():
         client.models.list()
         with pytest.raises(openai.RateLimitError):
             client.chat.completions.create(model="gpt-4o", messages=[])
-    assert len(seen) == 2
-    assert [entry(c) for c in usage.calls] == [("openai", "chat.completions", "gpt-4o", None, None, None, None, 429)]
+    assert len(seen) == 2 and usage.calls == []
+    assert [entry(c) for c in usage.failed] == [("openai", "chat.completions", "gpt-4o", None, None, None, None, 429)]
 
 
-def test_a_call_without_response_is_listed_with_no_status():
+def test_another_apis_messages_endpoint_is_not_a_model_call():
+    """A mock API's ``POST /v1/messages`` (send a chat message) answers JSON that is no model's answer."""
+    client = httpx.Client(transport=httpx.MockTransport(
+        lambda request: httpx.Response(200, json={"id": 7, "sent": True, "usage": {"input_tokens": 3}})))
+    with capture_usage() as usage:
+        client.post("http://127.0.0.1:9/v1/messages", json={"to": "ops", "text": "done"})
+    assert usage.calls == [] and usage.failed == []
+
+
+def test_a_call_without_response_is_failed_with_no_status():
     def handler(request):
         raise httpx.ConnectError("refused", request=request)
 
@@ -380,7 +401,8 @@ def test_a_call_without_response_is_listed_with_no_status():
         transport=httpx.MockTransport(handler)))
     with capture_usage() as usage, pytest.raises(openai.APIConnectionError):
         client.chat.completions.create(model="gpt-4o", messages=[])
-    call = usage.calls[0]
+    assert usage.calls == []
+    call = usage.failed[0]
     assert (call["status"], call["tokens_in"], call["model"]) == (None, None, "gpt-4o") and call["ended_at"]
 
 

@@ -67,6 +67,8 @@ _INET = (socket.AF_INET, socket.AF_INET6)
 _REQUEST_LINE_BYTES = 8192
 _REQUEST_LINE = re.compile(rb"^([A-Z][A-Z-]{1,15}) (\S+) HTTP/\d(?:\.\d)?\r?\n")
 _LOCAL_NAMES = ("localhost", "localhost.", "ip6-localhost")
+#: Names of this machine's loopback: allowing one (the mock server's 127.0.0.1) allows the others.
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def _check_mode(mode: Any, what: str = "mode") -> str:
@@ -133,7 +135,9 @@ class NetworkPolicy:
         speaks plain HTTP/1 (null over TLS). "allow": nothing is patched, nothing recorded.
     allow : sequence of str or (str, int)
         Hosts (any port) or ``(host, port)`` pairs always let through and never recorded. A name allows
-        the addresses it resolves to while the policy is active. Add more with :meth:`allow`.
+        the addresses it resolves to while the policy is active; ``127.0.0.1``, ``::1`` and ``localhost``
+        are one host (allowing the mock server at ``127.0.0.1:PORT`` lets ``localhost:PORT`` through on
+        either address family). Add more with :meth:`allow`.
 
     Notes
     -----
@@ -146,8 +150,8 @@ class NetworkPolicy:
 
     Examples
     --------
-    >>> with NetworkPolicy("block", allow=[("127.0.0.1", 8080), "localhost"]) as policy:
-    ...     policy.allowed("127.0.0.1", 8080), policy.allowed("127.0.0.1", 9), policy.allowed("localhost", 9)
+    >>> with NetworkPolicy("block", allow=[("127.0.0.1", 8080), "mock.internal"]) as policy:
+    ...     policy.allowed("127.0.0.1", 8080), policy.allowed("127.0.0.1", 9), policy.allowed("mock.internal", 9)
     (True, False, True)
     >>> NetworkPolicy("deny")
     Traceback (most recent call last):
@@ -181,18 +185,22 @@ class NetworkPolicy:
 
         Examples
         --------
-        >>> NetworkPolicy().allow("127.0.0.1", 8000).allowed("127.0.0.1", 8000)
-        True
+        >>> policy = NetworkPolicy().allow("127.0.0.1", 8000)
+        >>> policy.allowed("127.0.0.1", 8000), policy.allowed("localhost", 8000), policy.allowed("::1", 8001)
+        (True, True, False)
         """
         if not isinstance(host, str) or not host.strip():
             raise HarnessError(f"an allowed host must be non-empty text, got {host!r}")
         if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
             raise HarnessError(f"an allowed port must be an integer in 1..65535, got {port!r}")
+        name = _norm_host(host)
+        names = _LOOPBACK if name in _LOOPBACK else (name,)  # the loopback is one host, however it is named
         with self._lock:
-            if port is None:
-                self._hosts.add(_norm_host(host))
-            else:
-                self._pairs.add((_norm_host(host), port))
+            for name in names:
+                if port is None:
+                    self._hosts.add(name)
+                else:
+                    self._pairs.add((name, port))
         return self
 
     def allowed(self, host: str, port: int | None) -> bool:

@@ -105,17 +105,27 @@ def _counts(api: str, usage: dict) -> dict[str, int | None]:
     return {"tokens_in": tin, "tokens_out": tout, "tokens_cached": cached, "tokens_reasoning": reasoning}
 
 
+def _is_model_body(value: dict) -> bool:
+    """Whether a JSON object is a model's answer (a whole body or a streamed event), not any API's JSON."""
+    kind, obj = value.get("type"), value.get("object")
+    return (obj in ("chat.completion", "chat.completion.chunk", "text_completion", "response")
+            or kind in ("message", "message_start", "message_delta")
+            or (isinstance(kind, str) and kind.startswith("response.") and isinstance(value.get("response"), dict)))
+
+
 class _Call:
     """One model call: its entry, and the reading of its response body (whole, or streamed past)."""
 
-    def __init__(self, entry: dict[str, Any], api: str, lock: threading.Lock, headers: Any) -> None:
-        self.entry, self.api, self._lock = entry, api, lock
+    def __init__(self, entry: dict[str, Any], api: str, headers: Any, settle: Callable[["_Call"], None]) -> None:
+        self.entry, self.api, self._settle = entry, api, settle
         self.usage: dict[str, Any] = {}
         self.model: str | None = None
+        self.confirmed = False  # a model's answer was seen (not an error body, not another API's JSON)
         self._sse = "text/event-stream" in headers.get("content-type", "")
         self._decoder = _decoder(headers.get("content-encoding", ""))
         self._text = b""
         self._body = bytearray()
+        self._final_out = False  # Anthropic streams: message_start's output count is a placeholder
         self._done = False
 
     # -- the body, whole or in chunks -------------------------------------------------------------------
@@ -154,7 +164,8 @@ class _Call:
             value = json.loads(payload)
         except ValueError:
             return
-        if isinstance(value, dict):
+        if isinstance(value, dict) and _is_model_body(value):
+            self.confirmed = True
             self._object(value)
 
     def _object(self, value: dict) -> None:
@@ -164,6 +175,8 @@ class _Call:
             value = value["message"]
         elif kind in _FINAL_RESPONSE_EVENTS + ("response.created",) and isinstance(value.get("response"), dict):
             value = value["response"]
+        elif kind in ("message", "message_delta") or not self._sse:
+            self._final_out = True
         if isinstance(value.get("model"), str) and value["model"]:
             self.model = value["model"]
         usage = value.get("usage")
@@ -171,7 +184,7 @@ class _Call:
             self.usage.update({k: v for k, v in usage.items() if v is not None})
 
     def finish(self) -> None:
-        """Fill the entry (once): the counts read, the model, the end time."""
+        """Fill the entry (once): the counts read, the model, the end time; then settle it."""
         if self._done:
             return
         self._done = True
@@ -181,11 +194,13 @@ class _Call:
             self._read(bytes(self._body))
         counts = _counts(self.api, self.usage) if self.usage else dict.fromkeys(
             ("tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning"))
-        with self._lock:
-            self.entry.update(counts)
-            if self.model:
-                self.entry["model"] = self.model
-            self.entry["ended_at"] = _now()
+        if self.api == "messages" and self._sse and not self._final_out:
+            counts["tokens_out"] = counts["tokens_reasoning"] = None  # the stream ended before its message_delta
+        self.entry.update(counts)
+        if self.model:
+            self.entry["model"] = self.model
+        self.entry["ended_at"] = _now()
+        self._settle(self)
 
 
 def _decoder(encoding: str) -> Any:
@@ -244,12 +259,16 @@ class UsageCapture:
     Attributes
     ----------
     calls : list of dict
-        One entry per model call, in the order they were sent: ``{"provider", "model", "tokens_in",
+        One entry per model call answered (a model's answer was read: a whole body or a stream, once it
+        ended or was closed), in the order the answers ended: ``{"provider", "model", "tokens_in",
         "tokens_out", "tokens_cached", "tokens_reasoning", "started_at", "ended_at", "url"}`` plus ``"api"``
         (``"chat.completions"``, ``"completions"``, ``"responses"``, ``"messages"``) and ``"status"`` (the HTTP
-        status; None when no response came: a connection error or a timeout; an error response's counts
-        are None). Times are ISO 8601 in UTC; ``ended_at`` is when the
-        body ended (None while a stream is still open).
+        status). Times are ISO 8601 in UTC. A count the answer did not report is None.
+    failed : list of dict
+        Calls to a model API's path that got an error status (a 429, a 500) or no response at all (status
+        None): the same keys, every count None. They cost no tokens as far as anyone knows; they are kept
+        apart so that the sums over ``calls`` stay known. A 2xx answer on such a path that is not a
+        model's (another API's ``POST /v1/messages``, say the mock server's) is in neither.
     modules : tuple of str
         The HTTP client packages patched (those of :data:`HTTP_MODULES` installed).
     """
@@ -257,15 +276,22 @@ class UsageCapture:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: list[dict[str, Any]] = []
+        self._failures: list[dict[str, Any]] = []
         self._patches: Patches | None = None
         self._depth = 0
         self.modules: tuple[str, ...] = ()
 
     @property
     def calls(self) -> list[dict[str, Any]]:
-        """Every model call so far (copies)."""
+        """Every model call answered so far, in the order their answers ended (copies)."""
         with self._lock:
             return [dict(call) for call in self._calls]
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        """Calls to a model API that got an error status or no response, in the order they ended (copies)."""
+        with self._lock:
+            return [dict(call) for call in self._failures]
 
     def __enter__(self) -> "UsageCapture":
         with self._lock:
@@ -322,34 +348,40 @@ class UsageCapture:
         return send
 
     def _start(self, request: Any) -> dict[str, Any] | None:
-        """The entry of a model call, made (and listed) as it is sent; None for any other request."""
+        """The entry of a call to a model API's path, made as it is sent; None for any other request."""
         try:
             api = _api(request.method, request.url.path)
         except Exception:  # noqa: BLE001 - not a request we understand: not a model call
             return None
         if api is None:
             return None
-        entry = {"provider": "anthropic" if api == "messages" else "openai", "model": _request_model(request),
-                 "tokens_in": None, "tokens_out": None, "tokens_cached": None, "tokens_reasoning": None,
-                 "started_at": _now(), "ended_at": None, "url": str(request.url), "api": api, "status": None}
-        with self._lock:
-            self._calls.append(entry)
-        return entry
+        return {"provider": "anthropic" if api == "messages" else "openai", "model": _request_model(request),
+                "tokens_in": None, "tokens_out": None, "tokens_cached": None, "tokens_reasoning": None,
+                "started_at": _now(), "ended_at": None, "url": str(request.url), "api": api, "status": None}
 
     def _failed(self, entry: dict[str, Any]) -> None:
-        """A call that got no response (a connection error, a timeout): no counts, its end time."""
+        """A call that got no response (a connection error, a timeout): listed in ``failed``."""
+        entry["ended_at"] = _now()
         with self._lock:
-            entry["ended_at"] = _now()
+            self._failures.append(entry)
 
     def _observe(self, response: Any, entry: dict[str, Any], tap: type) -> None:
         """Read the call's body now (already read by the client) or as it streams past (through ``tap``)."""
-        with self._lock:
-            entry["status"] = response.status_code
-        call = _Call(entry, entry["api"], self._lock, response.headers)
+        entry["status"] = response.status_code
+        call = _Call(entry, entry["api"], response.headers, self._settle)
         if hasattr(response, "_content"):  # read by the client already (send without stream=True)
             call.whole(response.content)
         else:
             response.stream = tap(response.stream, call)
+
+    def _settle(self, call: _Call) -> None:
+        """A finished call: a model's answer goes to ``calls``; an error status to ``failed``; else nowhere."""
+        status = call.entry["status"]
+        with self._lock:
+            if call.confirmed and status is not None and status < 400:
+                self._calls.append(call.entry)
+            elif status is None or status >= 400:
+                self._failures.append(call.entry)
 
 
 def _request_model(request: Any) -> str | None:
