@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Any
 
+from agentab.harness._errors import HarnessError
+
 __all__ = ["load_object"]
 
 
@@ -19,7 +21,7 @@ def load_object(text: str, what: str) -> Any:
     """
     module_name, sep, attribute = text.rpartition(":")
     if not sep or not module_name or not attribute:
-        raise ValueError(f"{what}: {text!r} must be MODULE:NAME (e.g. my_agents:agent, or agents.py:agent)")
+        raise HarnessError(f"{what}: {text!r} must be MODULE:NAME (e.g. my_agents:agent, or agents.py:agent)")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
@@ -32,10 +34,10 @@ def load_object(text: str, what: str) -> Any:
         else:
             module = importlib.import_module(module_name)
     except ImportError as err:
-        raise ValueError(f"{what}: cannot import {module_name!r}: {err}") from None
+        raise HarnessError(f"{what}: cannot import {module_name!r}: {err}") from None
     value: Any = module
     for part in attribute.split("."):
         if not hasattr(value, part):
-            raise ValueError(f"{what}: {module_name!r} has no {attribute!r}")
+            raise HarnessError(f"{what}: {module_name!r} has no {attribute!r}")
         value = getattr(value, part)
     return value

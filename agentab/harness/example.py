@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agentab.harness.fixtures import Draw, Instance, Task, instance_rng
+from agentab.harness._errors import HarnessError
 from agentab.harness.run import run
 from agentab.scoring import TrajectorySpec
 
@@ -65,7 +66,7 @@ def edit_file(path: str, old: str, new: str) -> str:
     """Replace the one occurrence of ``old`` in ``path`` by ``new`` (a ValueError when ``old`` is not there)."""
     text = read_file(path)
     if old not in text:
-        raise ValueError(f"{old!r} not found in {path}")
+        raise HarnessError(f"{old!r} not found in {path}")
     write_file(path, text.replace(old, new, 1))
     return "edited"
 
@@ -131,7 +132,7 @@ def _expected(inst: Instance) -> dict[str, Any]:
 def example_tasks(n_tasks: int = 6) -> list[Task]:
     """``n_tasks`` "fix the failing test" tasks, ``fix-0`` .. (difficulty rising from 0.2 to 0.8)."""
     if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or n_tasks < 1:
-        raise ValueError(f"`n_tasks` must be a positive integer, got {n_tasks!r}")
+        raise HarnessError(f"`n_tasks` must be a positive integer, got {n_tasks!r}")
     return [Task(f"fix-{i}", fixture=_fixture, expected_state=_expected,
                  randomise=_randomise(round(0.2 + 0.6 * i / max(n_tasks - 1, 1), 3))) for i in range(n_tasks)]
 

@@ -50,6 +50,8 @@ from typing import Any, Union
 
 import numpy as np
 
+from agentab.harness._errors import HarnessError
+
 __all__ = ["Draw", "Instance", "Task", "instance_rng", "write_database", "STATE_CHECKS"]
 
 #: The keys an ``expected_state`` mapping may have.
@@ -93,7 +95,7 @@ class Draw:
     def choice(self, options: Sequence[Any]) -> Any:
         """One of ``options``."""
         if not len(options):
-            raise ValueError("choice() needs at least one option")
+            raise HarnessError("choice() needs at least one option")
         return options[int(self.rng.integers(len(options)))]
 
     def shuffle(self, items: Sequence[Any]) -> list[Any]:
@@ -159,7 +161,7 @@ def _check_task_id(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
         raise TypeError(f"`task_id` must be non-empty text or an integer, got {value!r}")
     if isinstance(value, str) and ("/" in value or "\n" in value):
-        raise ValueError(f"`task_id` {value!r} may not contain '/' or a newline (it is part of the run id)")
+        raise HarnessError(f"`task_id` {value!r} may not contain '/' or a newline (it is part of the run id)")
     return str(value)
 
 
@@ -194,7 +196,7 @@ class Task:
             raise TypeError(f"task {self.task_id!r}: `fixture` must be None, a folder, a mapping of path -> "
                             f"content or a callable, got {type(fixture).__name__}")
         if isinstance(fixture, (str, os.PathLike)) and not Path(fixture).is_dir():
-            raise ValueError(f"task {self.task_id!r}: the fixture folder {os.fspath(fixture)!r} does not exist")
+            raise HarnessError(f"task {self.task_id!r}: the fixture folder {os.fspath(fixture)!r} does not exist")
         if isinstance(fixture, Mapping):
             for path, content in fixture.items():
                 _relative(path, f"task {self.task_id!r}: fixture")
@@ -251,7 +253,7 @@ class Task:
 def _relative(path: Any, where: str) -> PurePosixPath:
     pure = PurePosixPath(str(path))
     if not str(path) or pure.is_absolute() or ".." in pure.parts:
-        raise ValueError(f"{where}: {path!r} must be a relative path inside the sandbox (no '..')")
+        raise HarnessError(f"{where}: {path!r} must be a relative path inside the sandbox (no '..')")
     return pure
 
 
@@ -274,7 +276,7 @@ def check_expected_state(value: Any, task_id: str = "?") -> Mapping[str, Any]:
         raise TypeError(f"task {task_id!r}: `expected_state` must be a mapping, got {type(value).__name__}")
     unknown = sorted(set(value) - set(STATE_CHECKS))
     if unknown:
-        raise ValueError(f"task {task_id!r}: `expected_state` has unknown keys {unknown}; known: {', '.join(STATE_CHECKS)}")
+        raise HarnessError(f"task {task_id!r}: `expected_state` has unknown keys {unknown}; known: {', '.join(STATE_CHECKS)}")
     for key in ("files_created", "files_modified", "files_deleted"):
         if key in value and (isinstance(value[key], (str, bytes)) or not isinstance(value[key], Sequence)):
             raise TypeError(f"task {task_id!r}: `expected_state[{key!r}]` must be a list of paths")
@@ -296,7 +298,7 @@ def write_database(path: str | os.PathLike[str], tables: Mapping[str, Sequence[M
     with sqlite3.connect(path) as db:
         for table, rows in tables.items():
             if not rows:
-                raise ValueError(f"write_database: table {table!r} needs at least one row (its columns)")
+                raise HarnessError(f"write_database: table {table!r} needs at least one row (its columns)")
             columns = list(rows[0])
             key = keys.get(table)
             key_cols = [key] if isinstance(key, str) else list(key or [])

@@ -47,6 +47,7 @@ from typing import Any
 import msgspec
 
 from agentab.formats.record import Record
+from agentab.harness._errors import HarnessError
 
 __all__ = ["Recorder", "StopRun", "jsonable", "timestamp", "TOKEN_KEYS"]
 
@@ -177,9 +178,9 @@ class Recorder:
     def __init__(self, tools: Mapping[str, Callable[..., Any]] | None = None, *, errors: str = "raise",
                  step_cap: int | None = None, usage: Any = None, sink: Callable[[dict], None] | None = None) -> None:
         if errors not in ("raise", "return"):
-            raise ValueError(f"`errors` must be 'raise' or 'return', got {errors!r}")
+            raise HarnessError(f"`errors` must be 'raise' or 'return', got {errors!r}")
         if step_cap is not None and (isinstance(step_cap, bool) or not isinstance(step_cap, int) or step_cap < 1):
-            raise ValueError(f"`step_cap` must be a positive integer or None, got {step_cap!r}")
+            raise HarnessError(f"`step_cap` must be a positive integer or None, got {step_cap!r}")
         self.errors, self.step_cap, self.usage, self.sink = errors, step_cap, usage, sink
         self.steps: list[dict[str, Any]] = []
         self.retries: int | None = None
@@ -211,7 +212,7 @@ class Recorder:
         if not callable(fn):
             raise TypeError(f"tool {name!r} must be callable, got {type(fn).__name__}")
         if name in self._tools:
-            raise ValueError(f"a tool named {name!r} is already registered")
+            raise HarnessError(f"a tool named {name!r} is already registered")
         sig = _signature(fn)
 
         def recorded(*args: Any, **kwargs: Any) -> Any:
@@ -327,5 +328,5 @@ class Recorder:
         try:
             msgspec.convert(record, Record)
         except msgspec.ValidationError as err:
-            raise ValueError(f"run {run_id!r}: the record is not valid: {err}") from None
+            raise HarnessError(f"run {run_id!r}: the record is not valid: {err}") from None
         return record

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from agentab.errors import TraceWarning
+from agentab.harness._errors import HarnessError
 from agentab.harness._worker import Job, assemble, execute, read_steps
 from agentab.harness.fixtures import Task
 
@@ -81,26 +82,26 @@ def _seeds(seeds: Any) -> list[int]:
         raise TypeError(f"`seeds` must be a count or a list of integers, got {seeds!r}")
     if isinstance(seeds, int):
         if seeds < 1:
-            raise ValueError(f"`seeds` must be at least 1, got {seeds}")
+            raise HarnessError(f"`seeds` must be at least 1, got {seeds}")
         return list(range(seeds))
     values = list(seeds)
     if not values or any(isinstance(s, bool) or not isinstance(s, int) for s in values):
         raise TypeError(f"`seeds` must be a count or a non-empty list of integers, got {seeds!r}")
     if len(set(values)) != len(values):
-        raise ValueError("`seeds` has repeated values")
+        raise HarnessError("`seeds` has repeated values")
     return values
 
 
 def _tasks(tasks: Any) -> list[Task]:
     items = [tasks] if isinstance(tasks, Task) else list(tasks.values() if isinstance(tasks, Mapping) else tasks)
     if not items:
-        raise ValueError("`tasks` is empty")
+        raise HarnessError("`tasks` is empty")
     for item in items:
         if not isinstance(item, Task):
             raise TypeError(f"`tasks` must hold agentab.harness.Task objects, got {type(item).__name__}")
     ids = [t.task_id for t in items]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"task ids are repeated: {sorted({i for i in ids if ids.count(i) > 1})}")
+        raise HarnessError(f"task ids are repeated: {sorted({i for i in ids if ids.count(i) > 1})}")
     return items
 
 
@@ -109,18 +110,18 @@ def _check(agent: Any, workers: Any, time_limit: Any, step_cap: Any, network: An
         raise TypeError(f"`agent` must be a callable agent(env) or a command (a list of arguments or a string), "
                         f"got {type(agent).__name__}")
     if isinstance(agent, (list, tuple, str)) and not agent:
-        raise ValueError("`agent` is an empty command")
+        raise HarnessError("`agent` is an empty command")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"`workers` must be a positive integer, got {workers!r}")
+        raise HarnessError(f"`workers` must be a positive integer, got {workers!r}")
     if step_cap is not None and (isinstance(step_cap, bool) or not isinstance(step_cap, int) or step_cap < 1):
-        raise ValueError(f"`step_cap` must be a positive integer or None, got {step_cap!r}")
+        raise HarnessError(f"`step_cap` must be a positive integer or None, got {step_cap!r}")
     if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                    or not time_limit > 0 or time_limit == float("inf")):
-        raise ValueError(f"`time_limit` must be a positive number of seconds or None, got {time_limit!r}")
+        raise HarnessError(f"`time_limit` must be a positive number of seconds or None, got {time_limit!r}")
     if network not in _NETWORK:
-        raise ValueError(f"`network` must be one of {', '.join(_NETWORK)}, got {network!r}")
+        raise HarnessError(f"`network` must be one of {', '.join(_NETWORK)}, got {network!r}")
     if arm is not None and (not isinstance(arm, str) or not arm or "/" in arm):
-        raise ValueError(f"`arm` must be non-empty text without '/', got {arm!r}")
+        raise HarnessError(f"`arm` must be non-empty text without '/', got {arm!r}")
 
 
 def recorded_ids(out: Path) -> set[str]:
@@ -139,7 +140,7 @@ def recorded_ids(out: Path) -> set[str]:
         try:
             ids.add(str(json.loads(line)["run_id"]))
         except (ValueError, KeyError, TypeError):
-            raise ValueError(f"{out}, line {number}: not a trace record the harness wrote (cannot resume into it)") \
+            raise HarnessError(f"{out}, line {number}: not a trace record the harness wrote (cannot resume into it)") \
                 from None
     return ids
 
@@ -196,7 +197,7 @@ def _load(path: Path) -> Any:
 def _result(job: Job, exit_code: int | None, killed: bool) -> dict[str, Any]:
     setup = job.run_dir / "setup_error.txt"
     if setup.exists():
-        raise ValueError(f"task {job.task.task_id!r}, seed {job.seed}: the fixture could not be built: "
+        raise HarnessError(f"task {job.task.task_id!r}, seed {job.seed}: the fixture could not be built: "
                          f"{setup.read_text(encoding='utf-8')}")
     record = None if killed else _load(job.run_dir / "record.json")
     return record if isinstance(record, dict) else _fallback(job, exit_code, killed)
