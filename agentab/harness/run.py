@@ -149,7 +149,9 @@ def _append(out: Path, record: Mapping[str, Any]) -> None:
     line = (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
     fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)
+        view = memoryview(line)
+        while view:  # one O_APPEND write per call; a short write continues where it stopped
+            view = view[os.write(fd, view):]
         os.fsync(fd)
     finally:
         os.close(fd)
