@@ -516,3 +516,39 @@ def test_bridge_closes_cleanly(listener):
     assert set(threading.enumerate()) - before == set() and not Path(path).exists()
     with pytest.raises(ValueError, match="bridged ports must be"):
         PortBridge([0])
+
+
+def _processes_with(marker: str) -> list[str]:
+    """Pids whose command line holds ``marker`` (bwrap's own process left out)."""
+    found = []
+    for pid in filter(str.isdigit, __import__("os").listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in argv and not argv[0].endswith(b"bwrap"):
+            found.append(pid)
+    return found
+
+
+@needs_bwrap
+def test_killing_the_sandbox_kills_the_agent_and_its_children(tmp_path):
+    import time
+
+    marker = f"{61 + (id(tmp_path) % 1000) / 1000:.3f}"  # a sleep length no other process here uses
+    cmd = sandbox_command(["sh", "-c", f"sleep {marker} & sleep {marker}; wait"], tmp_path)
+    proc = subprocess.Popen(cmd.argv)
+    try:
+        for _ in range(200):  # until both sleeps run (bounded; not a timing assertion)
+            if len(_processes_with(marker)) >= 2:
+                break
+            time.sleep(0.05)
+        assert len(_processes_with(marker)) >= 2
+    finally:
+        proc.kill()
+        proc.wait()
+    for _ in range(200):  # the kernel tears the pid namespace down: wait for it, bounded
+        if not _processes_with(marker):
+            break
+        time.sleep(0.05)
+    assert _processes_with(marker) == []

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -254,7 +255,7 @@ class MockServer:
             raise HarnessError("the mock server is already running")
         server = _Server((self.host, 0), _handler(self))
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
                                         name=f"agentab-mock-{self.port}", daemon=True)
         self._thread.start()
         return self
@@ -320,6 +321,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = False
     block_on_close = True
     request_queue_size = 128
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer is no error of the server's; anything else is reported."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
 
 
 def _handler(mock: MockServer) -> type[BaseHTTPRequestHandler]:

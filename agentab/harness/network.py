@@ -346,6 +346,11 @@ class SandboxCommand:
         One line saying what is enforced (for the record's metadata).
     tool : str or None
         ``"bwrap"``, or None when nothing is enforced.
+
+    Examples
+    --------
+    >>> SandboxCommand(("agent",), "nothing enforced: bubblewrap (bwrap) is not installed", None).tool is None
+    True
     """
 
     argv: tuple[str, ...]
@@ -437,7 +442,7 @@ def sandbox_command(argv: Sequence[str], workdir: str | Path, *,
     reach = ""
     if bridge is not None and bridge.ports:
         wrapped += ["--bind", str(Path(bridge.socket_path(bridge.ports[0])).parent), BRIDGE_INSIDE]
-        argv = (sys.executable, "-c", RELAY, BRIDGE_INSIDE, ",".join(map(str, bridge.ports)), "--") + argv
+        argv = (sys.executable, "-I", "-S", "-c", RELAY, BRIDGE_INSIDE, ",".join(map(str, bridge.ports)), "--") + argv
         reach = " except 127.0.0.1:" + ",".join(map(str, bridge.ports)) + " (bridged)"
     enforced = f"bwrap: no network{reach} (own network namespace){note}; {files}"
     return SandboxCommand(tuple(wrapped) + ("--",) + argv, enforced, "bwrap")

@@ -271,6 +271,15 @@ class UsageCapture:
         model's (another API's ``POST /v1/messages``, say the mock server's) is in neither.
     modules : tuple of str
         The HTTP client packages patched (those of :data:`HTTP_MODULES` installed).
+
+    Examples
+    --------
+    >>> import httpx
+    >>> client = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(429, json={})))
+    >>> with capture_usage() as usage:
+    ...     _ = client.post("https://api.example.test/v1/messages", json={"model": "claude-x"})
+    >>> usage.calls, [(call["model"], call["status"], call["tokens_in"]) for call in usage.failed]
+    ([], [('claude-x', 429, None)])
     """
 
     def __init__(self) -> None:
