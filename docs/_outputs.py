@@ -140,6 +140,23 @@ print(sample_size("binary", 0.1, design="paired", discordant=0.3))
                           "--baseline-arm claude-4-sonnet --field outcome=is_resolved --metric outcome --effect 0.1"),
     "table-summary": Example("shell", f"agentab summary {TABLE} --arm-column submission --field outcome=is_resolved "
                              "--field harness=agent"),
+    # docs/harness.md
+    "harness-python": Example("python", '''\
+import agentab
+from agentab.harness.example import example_spec, run_example
+
+out = run_example("harness", n_tasks=6, n_seeds=4)   # both arms, 6 tasks x 4 seeds each
+scores = agentab.score(agentab.load_traces(out), example_spec())
+columns = ["outcome", "n_steps", "loop", "non_terminated", "accidental_recovery", "forbidden_side_effects"]
+print(scores.groupby("arm")[columns].mean().round(2).to_string())
+lucky = scores[(scores["arm"] == "baseline") & scores["accidental_recovery"].fillna(False) & scores["loop"]]
+print(f"\\nlucky recoveries in the baseline (right result after errors and a loop): {len(lucky)}")
+result = agentab.compare(scores, baseline="baseline", metrics=["outcome", "loop", "non_terminated", "n_steps"])
+print(result.verdict)
+'''),
+    "harness-cli": Example("shell", "agentab run agentab.harness.example:baseline_agent --tasks "
+                           "agentab.harness.example:example_tasks --tools agentab.harness.example:TOOLS --seeds 3 "
+                           "--arm baseline --step-cap 12 --out harness-cli/runs.jsonl -q"),
 }
 
 

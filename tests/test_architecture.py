@@ -28,6 +28,7 @@ ALLOWED = {
     "comparison": {"formats", "traces", "scoring", "stats", "power"},
     "reporting": {"formats", "traces", "scoring", "stats", "power", "comparison"},
     "datasets": {"formats", "traces", "scoring"},
+    "harness": {"formats", "traces", "scoring"},
     "cli": {"formats", "traces", "scoring", "stats", "power", "comparison", "reporting", "datasets", "agentab"},
 }
 #: Modules no larger than this many lines (ARCHITECTURE.md: "small rooms").

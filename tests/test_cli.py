@@ -80,6 +80,8 @@ def test_the_commands_and_their_flags_are_frozen():
                  "--debug", "--design", "--effect", "--field", "--format", "--help", "--heterogeneity", "--kind",
                  "--lenient", "--max-tasks", "--metric", "--n-boot", "--outcomes", "--power", "--quantile",
                  "--quiet", "--seed", "--seeds", "--simulate", "--spec", "--where", "-h", "-q"],
+        "run": ["--allow", "--arm", "--command", "--debug", "--help", "--keep", "--network", "--out", "--quiet",
+                "--seeds", "--step-cap", "--tasks", "--time-limit", "--tools", "--workers", "-h", "-q"],
     }
 
 

@@ -485,3 +485,38 @@ def _many_result(args: argparse.Namespace, result: MultiComparison, empty: list[
         note(args, f"not compared, no values in an arm: {', '.join(empty)}")
     codes = {exit_code(args.fail_on, v) for v in result.verdicts.values()}
     return next((code for code in (EXIT_DONT_SHIP, EXIT_INCONCLUSIVE) if code in codes), EXIT_OK)
+
+
+def _allowed(values: list[str] | None) -> list:
+    """--allow HOST[:PORT] values as the network policy takes them."""
+    out: list = []
+    for value in values or []:
+        host, sep, port = value.rpartition(":")
+        out.append((host, int(port)) if sep and port.isdigit() else value)
+    return out
+
+
+def run_harness(args: argparse.Namespace) -> int:
+    """``agentab run``: :func:`agentab.harness.run` on the named agent and tasks; one line saying what it wrote."""
+    import agentab.harness
+
+    try:
+        agent = args.agent if args.command else agentab.harness.load_object(args.agent, "AGENT")
+        tasks = agentab.harness.load_object(args.tasks, "--tasks")
+        tasks = tasks() if callable(tasks) and not isinstance(tasks, agentab.harness.Task) else tasks
+        tools = agentab.harness.load_object(args.tools, "--tools") if args.tools else None
+        before = args.out.read_bytes().count(b"\n") if args.out.is_file() else 0  # whole lines only
+        out = agentab.harness.run(agent, tasks, seeds=args.seeds, out=args.out, workers=args.workers,
+                                  time_limit=args.time_limit, step_cap=args.step_cap, network=args.network,
+                                  tools=tools, arm=args.arm, allow=_allowed(args.allow), keep=args.keep,
+                                  progress=not args.quiet)
+    except (TypeError, ValueError) as err:
+        raise InputError(str(err)) from None
+    records = [json.loads(line) for line in open(out, encoding="utf-8") if line.strip()]
+    new = records[before:]
+    stopped = sum(1 for r in new if r.get("metadata", {}).get("terminated") is False)
+    errors = sum(1 for r in new if r.get("metadata", {}).get("status") in ("error", "died"))
+    passed = sum(1 for r in new if r.get("outcome") is True)
+    say(f"{out}: {len(new)} runs recorded ({len(records) - len(new)} already there): {passed} succeeded, "
+        f"{errors} crashed, {stopped} stopped by the step cap or time limit")
+    return EXIT_OK

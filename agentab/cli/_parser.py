@@ -49,6 +49,8 @@ examples:
                                        power curve of a 0-3 rubric at an odds ratio of 1.5
   agentab plan pilot/ --metric rubric --effect 1.5 --spec spec.json
                                        tasks x seeds options from pilot runs, the cheapest recommended
+  agentab run my_agents:agent --tasks my_tasks:TASKS --seeds 5 --out runs.jsonl --workers 2
+                                       run an agent over tasks x seeds in fresh sandboxes, one record per run
 
 exit codes:
   0  success (any verdict, unless --fail-on)
@@ -223,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     for add in (_add_demo, _add_example, _add_formats, _add_summary, _add_score, _add_diagnose, _add_compare,
-                _add_power, _add_plan):
+                _add_power, _add_plan, _add_run):
         add(commands)
     return parser
 
@@ -465,3 +467,41 @@ def _add_plan(commands: Any) -> None:
     add_lenient(plan, "load valid runs, report rejected records")
     add_format(plan)
     add_power_settings(plan)
+
+
+def _add_run(commands: Any) -> None:
+    """``agentab run``: the recording harness (:func:`agentab.harness.run`)."""
+    cmd = _command(
+        commands, "run", run.run_harness, quiet=True,
+        help="run an agent over tasks x seeds in fresh sandboxes and record one trace per run",
+        description="Run AGENT once per task x seed, each run in its own worker process and fresh sandbox (the "
+        "task's fixture, randomised per seed), with a mock API server when the task declares endpoints and the "
+        "network blocked or recorded; append one trace record per run to --out (JSON Lines, ready for agentab "
+        "compare). Runs already in --out are skipped, so the same command resumes an interrupted experiment. "
+        "A run stopped at --step-cap or --time-limit is recorded as non-terminated (metadata.terminated false), "
+        "a crashed one with its error.",
+    )
+    cmd.add_argument("agent", metavar="AGENT",
+                     help="MODULE:NAME of an agent(env) callable (or path/to/file.py:NAME); with --command, the "
+                     "agent's command line, run in the sandbox")
+    cmd.add_argument("--command", action="store_true",
+                     help="AGENT is a command line (split as a shell would), run as a subprocess in the sandbox; "
+                     "it reports steps through $AGENTAB_STEPS and its outcome through $AGENTAB_REPORT")
+    cmd.add_argument("--tasks", required=True, metavar="MODULE:NAME",
+                     help="the tasks: a Task, a list or mapping of them, or a function returning one")
+    cmd.add_argument("--tools", metavar="MODULE:NAME",
+                     help="the agent's tools, recorded: a mapping name -> function, or a function (workdir, "
+                     "instance) returning one")
+    cmd.add_argument("--seeds", required=True, type=positive_int, metavar="N", help="seeds 0 .. N-1 per task")
+    cmd.add_argument("--out", required=True, type=Path, metavar="FILE",
+                     help="JSON Lines file of trace records (appended to; runs already in it are skipped)")
+    cmd.add_argument("--arm", metavar="NAME", help="the arm of every record (part of its run id: task/seed/arm)")
+    cmd.add_argument("--workers", type=positive_int, default=1, metavar="N", help="runs at once (default 1)")
+    cmd.add_argument("--time-limit", type=float, metavar="S", help="seconds per run (default: none)")
+    cmd.add_argument("--step-cap", type=positive_int, metavar="N", help="most tool calls per run (default: none)")
+    cmd.add_argument("--network", choices=["block", "record", "allow"], default="block",
+                     help="outbound connections other than the mock API: block (default; refused and recorded), "
+                     "record (let through and recorded), allow (let through, not recorded)")
+    cmd.add_argument("--allow", action="append", metavar="HOST[:PORT]",
+                     help="a host (or host:port) the network policy lets through (repeatable)")
+    cmd.add_argument("--keep", action="store_true", help="keep every run's sandbox folder instead of removing it")
