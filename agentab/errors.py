@@ -7,9 +7,11 @@ CLI turns these into one line on stderr and a non-zero exit code.
 
 from __future__ import annotations
 
+import errno
+
 __all__ = [
     "TraceError", "TraceWarning", "SpecError", "SpecWarning", "CompareError", "StatsWarning", "PowerError", "ReportError",
-    "where",
+    "HarnessError", "NetworkBlocked", "where",
 ]
 
 
@@ -107,3 +109,27 @@ class PowerError(ValueError):
 
 class ReportError(ValueError):
     """A report cannot be written as asked (unknown format, a path that is not a file, not a comparison)."""
+
+
+class HarnessError(ValueError):
+    """A harness argument (a network mode, a mock server's endpoints, ...) is invalid."""
+
+
+class NetworkBlocked(ConnectionRefusedError, PermissionError):
+    """An outbound connection (or name lookup) refused by a :class:`~agentab.harness.network.NetworkPolicy`.
+
+    Parameters
+    ----------
+    host : str
+        The host (name or address) the agent tried to reach.
+    port : int or None
+        Its port (None for a name lookup without one).
+    """
+
+    def __init__(self, host: str, port: int | None) -> None:
+        self.host, self.port = host, port
+        where = host if port is None else f"{host}:{port}"
+        super().__init__(errno.ECONNREFUSED, f"network blocked: {where} is not on the allow list")
+
+    def __reduce__(self):  # rebuilt from (host, port), not from OSError's (errno, text)
+        return (type(self), (self.host, self.port))

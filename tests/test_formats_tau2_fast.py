@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import agentab
-from agentab.formats import _fast_b, tau2
+from agentab.formats import _fast_path, tau2
 from agentab.formats.decode import Prepared
 
 TAU2 = Path(__file__).parent / "data" / "tau2"
@@ -26,8 +26,8 @@ def frames(source: Path) -> list[pd.DataFrame]:
 
 def usual(monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn the fast path off: every simulation read the reader's usual way."""
-    monkeypatch.setattr(_fast_b, "tau2_document", lambda body: None)
-    monkeypatch.setattr(_fast_b, "tau2_simulation", lambda raw: None)
+    monkeypatch.setattr(_fast_path, "tau2_document", lambda body: None)
+    monkeypatch.setattr(_fast_path, "tau2_simulation", lambda raw: None)
 
 
 def assert_same(source: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,6 +27,7 @@ PUBLIC_MODULES = (
     "agentab",
     "agentab.errors",
     "agentab.formats",
+    "agentab.harness",
     "agentab.traces",
     "agentab.scoring",
     "agentab.stats",

@@ -119,7 +119,7 @@ from agentab.formats._base import (
     lookup,
     token_count,
 )
-from agentab.formats._fast_b import untouched, whole_first
+from agentab.formats._fast_path import untouched, whole_first
 from agentab.formats._missing import absent
 from agentab.formats.files import BOM, decode_json, open_trace_file
 

@@ -109,7 +109,7 @@ from typing import Any
 
 import msgspec
 
-from agentab.formats import _fast_b as fast
+from agentab.formats import _fast_path as fast
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
 from agentab.formats._message_fields import describe
 from agentab.formats._message_parts import (
@@ -428,13 +428,13 @@ def _plan(fields: FieldMap | None) -> dict[str, str]:
 
 
 def _trimmed(fields: Mapping[str, str]) -> bool:
-    """Whether simulations may be decoded without the message keys the reader never reads (:mod:`._fast_b`)."""
+    """Whether simulations may be decoded without the message keys the reader never reads (:mod:`._fast_path`)."""
     return fields["messages"] == "messages" and fast.untouched(fields, ("messages",), "messages")
 
 
 def _convert_raw(raw: bytes | msgspec.Raw, doc: dict[str, Any] | None, fields: Mapping[str, str], where: str,
                  line: int, trim: bool) -> tuple[Item, Callable[[], Item] | None]:
-    """One simulation's JSON -> ``(item, slow)`` for :func:`~._fast_b.timed`: built in columns when it is the plain
+    """One simulation's JSON -> ``(item, slow)`` for :func:`~._fast_path.timed`: built in columns when it is the plain
     case (decoded without the unread message keys), else read whole (``slow`` None)."""
     sim = fast.tau2_simulation(raw) if trim else None
     if sim is None:
@@ -448,7 +448,7 @@ def _convert_raw(raw: bytes | msgspec.Raw, doc: dict[str, Any] | None, fields: M
 
 
 def _fast(sim: dict[str, Any], doc: dict[str, Any] | None, fields: Mapping[str, str], where: str, line: int) -> Item:
-    """The plain case in columns (:func:`~._fast_b.tau2_walk`); :class:`~._fast_b.Slow` otherwise."""
+    """The plain case in columns (:func:`~._fast_path.tau2_walk`); :class:`~._fast_path.Slow` otherwise."""
     missing: dict[str, tuple[str | None, str]] = {}
     out = _run_fields(sim, doc, fields, where, line, missing)
     messages = sim.get("messages")

@@ -33,7 +33,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from agentab.harness._errors import HarnessError
+from agentab.errors import HarnessError
 
 __all__ = ["PortBridge", "RELAY", "INSIDE"]
 

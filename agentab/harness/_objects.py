@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from agentab.harness._errors import HarnessError
+from agentab.errors import HarnessError
 
 __all__ = ["load_object"]
 

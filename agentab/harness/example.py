@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agentab.harness.fixtures import Draw, Instance, Task, instance_rng
-from agentab.harness._errors import HarnessError
+from agentab.errors import HarnessError
 from agentab.harness.run import run
 from agentab.scoring import TrajectorySpec
 

@@ -50,7 +50,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from agentab.harness._errors import HarnessError
+from agentab.errors import HarnessError
 
 __all__ = ["Draw", "Instance", "Task", "instance_rng", "write_database", "STATE_CHECKS"]
 

@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping, Union
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from agentab.harness._errors import HarnessError
+from agentab.errors import HarnessError
 
 __all__ = ["MockServer", "Response", "Request", "METHODS"]
 
@@ -198,7 +198,7 @@ class MockServer:
         ``"METHOD /path"`` to a JSON value (served as JSON with status 200), a :class:`Response`, or a
         callable ``(request, seed)`` returning either (an error raised by it is a 500 with a JSON body).
         Unknown routes answer 404 with a JSON body. Checked when the server is made: a bad key or value
-        is a one-line :class:`~agentab.harness._errors.HarnessError` naming the key.
+        is a one-line :class:`~agentab.errors.HarnessError` naming the key.
     seed : int
         Passed to every callable endpoint.
 
@@ -214,7 +214,7 @@ class MockServer:
     >>> MockServer({"GET v1/items": []})
     Traceback (most recent call last):
     ...
-    agentab.harness._errors.HarnessError: endpoint key 'GET v1/items' must be 'METHOD /path', e.g. 'GET /v1/items'
+    agentab.errors.HarnessError: endpoint key 'GET v1/items' must be 'METHOD /path', e.g. 'GET /v1/items'
     """
 
     def __init__(self, endpoints: Mapping[str, Endpoint], *, seed: int = 0) -> None:

@@ -54,7 +54,7 @@ from typing import Any, Callable, Literal, Sequence
 
 from agentab.harness._bridge import INSIDE as BRIDGE_INSIDE
 from agentab.harness._bridge import RELAY, PortBridge
-from agentab.harness._errors import HarnessError, NetworkBlocked
+from agentab.errors import HarnessError, NetworkBlocked
 from agentab.harness._patch import Patches
 
 __all__ = ["NetworkPolicy", "NetworkBlocked", "SandboxCommand", "sandbox_command", "sandbox_available", "PortBridge",
@@ -156,7 +156,7 @@ class NetworkPolicy:
     >>> NetworkPolicy("deny")
     Traceback (most recent call last):
     ...
-    agentab.harness._errors.HarnessError: `mode` must be one of 'block', 'record', 'allow', got 'deny'
+    agentab.errors.HarnessError: `mode` must be one of 'block', 'record', 'allow', got 'deny'
     """
 
     def __init__(self, mode: Literal["block", "record", "allow"] = "block",

@@ -47,7 +47,7 @@ from typing import Any
 import msgspec
 
 from agentab.formats.record import Record
-from agentab.harness._errors import HarnessError
+from agentab.errors import HarnessError
 
 __all__ = ["Recorder", "StopRun", "jsonable", "timestamp", "TOKEN_KEYS"]
 

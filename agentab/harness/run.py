@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from agentab.errors import TraceWarning
-from agentab.harness._errors import HarnessError
+from agentab.errors import HarnessError
 from agentab.harness._worker import Job, assemble, execute, read_steps
 from agentab.harness.fixtures import Task
 

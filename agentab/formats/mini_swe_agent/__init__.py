@@ -102,7 +102,7 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
-from agentab.formats._fast_b import Slow, prepared, untouched, whole_first
+from agentab.formats._fast_path import Slow, prepared, untouched, whole_first
 from agentab.formats._missing import absent
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 from agentab.formats.mini_swe_agent._fast import trajectory, walk
@@ -245,7 +245,7 @@ def _convert(obj: Any, line: int, where: str, fields: FieldMap, named: bool) -> 
 
 
 def _fast_item(obj: dict[str, Any], line: int, where: str, fields: FieldMap) -> Item:
-    """The plain case (:mod:`._fast`) in columns; :class:`~agentab.formats._fast_b.Slow` otherwise."""
+    """The plain case (:mod:`._fast`) in columns; :class:`~agentab.formats._fast_path.Slow` otherwise."""
     messages, info = obj.get("messages"), obj.get("info")
     if type(messages) is not list or (info is not None and type(info) is not dict):
         raise Slow

@@ -2,7 +2,7 @@
 (a model response's ``choices``...), its steps built in columns.
 
 What is not the plain case (tool mode, v2's ``extra.actions``, a timeout, the submission as a reply, a value of
-another type) raises :class:`~agentab.formats._fast_b.Slow` and is read by the reader's own walk
+another type) raises :class:`~agentab.formats._fast_path.Slow` and is read by the reader's own walk
 (:mod:`._steps`), which these rules copy: "Steps" and "Tokens and cost" in :mod:`agentab.formats.mini_swe_agent`.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, TypedDict
 
 import msgspec
 
-from agentab.formats._fast_b import (
+from agentab.formats._fast_path import (
     CACHED,
     COST,
     OBSERVATION,
@@ -147,7 +147,7 @@ def walk(messages: list[dict[str, Any]], run: Run) -> tuple[PreparedSteps, dict[
             if len(found) != 1:
                 format_errors += 1
                 continue
-            # a new step takes the calls not given to a step yet (its row: see _fast_b.TOOL ... COST)
+            # a new step takes the calls not given to a step yet (its row: see _fast_path.TOOL ... COST)
             row = ["bash", {"command": found[0]}, None, pending[0], pending[1], None, None, {"message": i}, None,
                    pending[2], pending[3], pending[4]]
             pending = None

@@ -127,7 +127,7 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import FieldMap, Format, Item, Reject
-from agentab.formats._fast_b import Slow, timed, untouched, whole_first
+from agentab.formats._fast_path import Slow, timed, untouched, whole_first
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 from agentab.formats.openhands._fast import line, run
 from agentab.formats.openhands._fields import FIELDS, convert, history_steps
@@ -178,7 +178,7 @@ def _lines(path: Path, where: str, plan: FieldMap) -> Iterator[Item]:
 
 def _line_entries(path: Path, where: str, plan: FieldMap) -> Iterator[tuple[Item, Callable[[], Item] | None]]:
     """Each line's item, built in columns when it is the plain case (:mod:`._fast`), with the reader's usual
-    conversion of the line (for :func:`~agentab.formats._fast_b.timed`)."""
+    conversion of the line (for :func:`~agentab.formats._fast_path.timed`)."""
     trim = plan["messages"] == FIELDS["messages"] and untouched(plan, (FIELDS["messages"],), "messages")
     with open_trace_file(path) as fh:
         for number, raw in enumerate(fh, start=1):

@@ -2,7 +2,7 @@
 ``message``, ``llm_metrics``, a model response's ``choices``...), its event history built in columns.
 
 What is not the plain case (the SDK's events, an unknown event, an observation answering nothing, tokens the
-events do not account for) raises :class:`~agentab.formats._fast_b.Slow` and is read by the reader's own walk
+events do not account for) raises :class:`~agentab.formats._fast_path.Slow` and is read by the reader's own walk
 (:mod:`._events`), whose rules ("Steps", "Tokens" in :mod:`agentab.formats.openhands`) these copy.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, TypedDict
 
 import msgspec
 
-from agentab.formats._fast_b import (
+from agentab.formats._fast_path import (
     CACHED,
     ENDED,
     METADATA,

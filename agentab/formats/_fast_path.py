@@ -295,7 +295,7 @@ def tau2_walk(messages: list[dict[str, Any]]) -> tuple[PreparedSteps, dict[str, 
 # tau2 (agentab.formats.tau2)
 # --------------------------------------------------------------------------- #
 class _Tau2Message(TypedDict, total=False):
-    """The keys of a message the reader reads (:mod:`._fast_b`: ``raw_data``, ``turn_idx``... are not decoded)."""
+    """The keys of a message the reader reads (:mod:`._fast_path`: ``raw_data``, ``turn_idx``... are not decoded)."""
 
     role: Any
     content: Any
