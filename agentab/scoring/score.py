@@ -185,15 +185,26 @@ def _score_batched(traces: Traces, spec: SpecLike, default: TrajectorySpec | Non
     the per-run tables concatenated in run order; the specs resolved, and every warning given, once for all
     runs, with the counts and words of an in-memory score."""
     tasks = traces.task_ids()
-    specs, run_spec = _resolve_specs(pd.DataFrame({"task_id": tasks}), spec, default)
+    specs, run_spec = _warned_at_caller(_resolve_specs, pd.DataFrame({"task_id": tasks}), spec, default)
     task_spec = np.full(len(tasks.cat.categories), -1, dtype=np.int64)
     task_spec[tasks.cat.codes.to_numpy()] = run_spec
     by_task = dict(zip((str(c) for c in tasks.cat.categories), task_spec.tolist()))
     parts = traces.map_batches(partial(_score_batch, specs=specs, by_task=by_task))
     called = set().union(*(tools for _, tools, _ in parts))
-    _warn_unseen_tools(specs, _Called(sorted(called)))
+    _warned_at_caller(_warn_unseen_tools, specs, _Called(sorted(called)))
     _warn_notes([note for _, _, notes in parts for note in notes], len(tasks))
     return _concat_scores([table for table, _, _ in parts])
+
+
+def _warned_at_caller(function: Any, *args: Any) -> Any:
+    """``function(*args)`` (of :mod:`._resolve`, warning for the in-memory path), its warnings shown at the
+    line that called :func:`score`."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = function(*args)
+    for warning in caught:
+        warnings.warn(warning.message, stacklevel=4)  # _warned_at_caller, _score_batched, score, the caller
+    return out
 
 
 class _Called:
