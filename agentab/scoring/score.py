@@ -225,7 +225,9 @@ def _score_batch(batch: Traces, specs: list[TrajectorySpec], by_task: dict[str, 
     steps = _Steps.build(batch.runs, tool_calls(batch.steps))
     notes: list[Any] = []
     table = _score_frame(batch.runs, steps, specs, run_spec, notes)
-    return table, {steps.tools[c] for c in np.unique(steps.tool)}, notes
+    attrs, table.attrs = table.attrs, {}  # (pandas copies attrs deeply with every column taken)
+    columns = {name: table[name].array for name in table.columns}
+    return (columns, attrs), {steps.tools[c] for c in np.unique(steps.tool)}, notes
 
 
 def _warn_notes(notes: list[Any], n_runs: int) -> None:
@@ -246,26 +248,27 @@ def _warn_notes(notes: list[Any], n_runs: int) -> None:
                       SpecWarning, stacklevel=4)
 
 
-def _concat_scores(tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """The batches' score tables as one, column by column (categories in order of first appearance, as one
-    table's); ``attrs`` merged (``outcome`` is continuous if any batch found it so)."""
-    columns: dict[str, Any] = {}
-    for name in tables[0].columns:
-        parts = [table[name] for table in tables]
+def _concat_scores(tables: list[tuple[dict[str, Any], dict[str, Any]]]) -> pd.DataFrame:
+    """The batches' score tables (each as its columns and attrs) as one, column by column, each batch's column
+    freed once copied (categories in order of first appearance, as one table's); ``attrs`` merged
+    (``outcome`` is continuous if any batch found it so)."""
+    names = list(tables[0][0])
+    n_rows = sum(len(columns[names[0]]) for columns, _ in tables)
+    out = pd.DataFrame(index=pd.RangeIndex(n_rows))
+    for name in names:
+        parts = [columns.pop(name) for columns, _ in tables]
         if isinstance(parts[0].dtype, pd.CategoricalDtype):
-            columns[name] = pd.api.types.union_categoricals(parts)
+            out[name] = pd.api.types.union_categoricals(parts)
         else:
-            columns[name] = pd.concat(parts, ignore_index=True)
-        for table in tables:
-            del table[name]  # each column freed once copied
-    out = pd.DataFrame(columns, index=pd.RangeIndex(len(next(iter(columns.values())))))
-    metrics = dict(tables[0].attrs["metrics"])
-    for table in tables:
-        if table.attrs["metrics"].get("outcome", {}).get("kind") == "continuous":
-            metrics["outcome"] = table.attrs["metrics"]["outcome"]
+            out[name] = parts[0]._concat_same_type(parts) if len(parts) > 1 else parts[0]
+        del parts
+    metrics = dict(tables[0][1]["metrics"])
+    for _, attrs in tables:
+        if attrs["metrics"].get("outcome", {}).get("kind") == "continuous":
+            metrics["outcome"] = attrs["metrics"]["outcome"]
     out.attrs["metrics"] = metrics
-    out.attrs["scoring"] = {"matching_fallback_runs": sum(t.attrs["scoring"]["matching_fallback_runs"]
-                                                          for t in tables)}
+    out.attrs["scoring"] = {"matching_fallback_runs": sum(attrs["scoring"]["matching_fallback_runs"]
+                                                          for _, attrs in tables)}
     return out
 
 
