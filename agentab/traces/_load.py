@@ -35,7 +35,7 @@ from agentab.traces._parallel import (
     read_parallel,
 )
 from agentab.traces._results import is_results_table
-from agentab.traces._stream import LocalRunner, Planner, Settings, check_engine, load_batched
+from agentab.traces._stream import LocalRunner, PathRules, Planner, Settings, check_engine, load_batched
 from agentab.traces._tables import PathLike, Traces, _frames, _rejected_frame
 
 __all__ = ["SUFFIXES", "load_traces"]
@@ -204,14 +204,18 @@ def _load_batched(reader: _Reader, source: Any, engine: str, batch_bytes: int, s
         runner: Any = DaskRunner(scheduler)
     else:
         runner = LocalRunner()
-    planner = Planner(reader, batch_bytes)
+    planner = Planner(reader, batch_bytes, PathRules(_files, _Unreadable, _kind))
     if isinstance(source, Mapping):
         for arm_name, part in source.items():
             planner.feed(part, arm_name)
     else:
         planner.feed(source, load_args["arm"])
-    settings = Settings(reader.fields, reader.overlay)
-    return load_batched(planner, settings, runner, reader.decoder.strict, engine, load_args, reader.progress)
+    settings = Settings(reader.fields, reader.overlay, _Reader)
+    traces = load_batched(planner, settings, runner, reader.decoder.strict, engine, load_traces, load_args,
+                          reader.progress)
+    if traces.n_read == 0:
+        raise TraceError(f"no trace records found in {_describe(reader.sources, source)}")
+    return traces
 
 
 def _load_traces_iv(source: Any, arm: Any, strict: Any, workers: Any) -> None:

@@ -74,10 +74,22 @@ class Block:
 
 @dataclass(frozen=True)
 class Settings:
-    """What every block is read with: the user's ``fields`` (without ``path``) and the path template."""
+    """What every block is read with: the user's ``fields`` (without ``path``), the path template, and the
+    loader's file reader (``_load._Reader``, given by the loader: this module does not import it)."""
 
     fields: dict[str, str] | None
     overlay: Overlay
+    reader: type
+
+
+@dataclass(frozen=True)
+class PathRules:
+    """The loader's rules for paths (given by :mod:`agentab.traces._load`): ``files(path)`` lists a source's
+    files, ``unreadable`` is the type of those that cannot be read, ``kind(path)`` a file's kind by its name."""
+
+    files: Callable[[Path], list[Path]]
+    unreadable: type
+    kind: Callable[[Path], str | None]
 
 
 @dataclass
@@ -94,8 +106,6 @@ class BlockInfo:
 # --------------------------------------------------------------------------- #
 def decode_block(block: Block, settings: Settings) -> tuple[DecodedPart, frozenset[str]]:
     """Every record of ``block``, decoded leniently (the load pass raises a strict load's earliest problem)."""
-    from agentab.traces._load import _Reader  # the loader imports this module
-
     decoder = RecordDecoder(strict=False, first_ordinal=block.first_ordinal)
     if block.reason is not None:
         decoder.reject(block.path, 1, None, block.reason)
@@ -103,7 +113,7 @@ def decode_block(block: Block, settings: Settings) -> tuple[DecodedPart, frozens
     path = Path(block.path)
     fmt = formats.get(block.format)
     if block.end is None:
-        reader = _Reader(decoder, 1, None, block.format, settings.fields, settings.overlay)
+        reader = settings.reader(decoder, 1, None, block.format, settings.fields, settings.overlay)
         reader.read_file(path, block.arm, None if block.root is None else Path(block.root))
         return decoder.export(), frozenset()
     if fmt.name == "record":
@@ -166,19 +176,18 @@ def line_blocks(path: Path, size: int) -> list[tuple[int, int, int]]:
 class Planner:
     """Walks a source as :func:`agentab.load_traces` does and cuts it into :class:`Block`\\ s."""
 
-    def __init__(self, reader: Any, batch_size: int) -> None:
+    def __init__(self, reader: Any, batch_size: int, rules: PathRules) -> None:
         self.reader = reader  # a _Reader: the format detection, fields and overlay of the load
         self.batch_size = batch_size
+        self.rules = rules
         self.blocks: list[Block] = []
 
     def feed(self, source: Any, arm: str | None) -> None:
-        from agentab.traces._load import _files, _Unreadable
-
         if isinstance(source, (str, os.PathLike)):
             root = str(source) if os.path.isdir(source) else None
-            for path in _files(Path(source)):
+            for path in self.rules.files(Path(source)):
                 self.reader.sources.append(str(path))
-                if isinstance(path, _Unreadable):
+                if isinstance(path, self.rules.unreadable):
                     if self.reader.decoder.strict:
                         raise TraceError(path.reason, source=str(path))
                     self._add(str(path), arm, root, "record", reason=path.reason)
@@ -200,8 +209,6 @@ class Planner:
         self.blocks.append(Block(len(self.blocks), path, arm, root, fmt, **where))
 
     def _plan_file(self, path: Path, arm: str | None, root: str | None) -> None:
-        from agentab.traces._load import _kind
-
         reader = self.reader
         try:
             fmt = reader._file_format(path)
@@ -210,7 +217,7 @@ class Planner:
                                  "outcomes= apply to converted formats only", source=str(path))
             plain = not path.name.lower().endswith(".gz") and path.stat().st_size > self.batch_size
             if fmt.name == "record":
-                split = plain and _kind(path) == "lines"
+                split = plain and self.rules.kind(path) == "lines"
             else:
                 split = (plain and not reader.overlay.active and fmt.read_part is not None
                          and fmt.splits is not None and fmt.splits(path))
@@ -258,10 +265,10 @@ def merge_keyed(blocks: list[Block], infos: list[BlockInfo]) -> tuple[list[Block
 # The load pass
 # --------------------------------------------------------------------------- #
 def load_batched(planner: Planner, settings: Settings, runner: Any, strict: bool, engine: str,
-                 load_args: dict[str, Any], progress: Callable[[str, int, int], None] | None) -> BatchedTraces:
-    """The load pass over the planned blocks: a :class:`BatchedTraces`, or the load's error."""
-    from agentab.traces._load import _describe
-
+                 load: Callable[..., Traces], load_args: dict[str, Any],
+                 progress: Callable[[str, int, int], None] | None) -> BatchedTraces:
+    """The load pass over the planned blocks: a :class:`BatchedTraces` (``load(**load_args)`` loads the same
+    source in memory), or the load's error (``n_read`` 0: the caller says there were no records)."""
     blocks = planner.blocks
     infos = runner.map(info_block, blocks, settings)
     if any(info.keys for info in infos):
@@ -275,8 +282,6 @@ def load_batched(planner: Planner, settings: Settings, runner: Any, strict: bool
         decoder.merge(info.part)  # cross-block duplicates; a strict load raises its earliest problem
         if progress is not None:
             progress(block.path, done, len(blocks))
-    if decoder.n_read == 0:
-        raise TraceError(f"no trace records found in {_describe(planner.reader.sources, load_args['source'])}")
     rejected = sorted(decoder.rejected, key=lambda r: r.ordinal)
     extra = _cross_duplicates(rejected, infos)
     index = _run_index(blocks, infos, extra)
@@ -286,7 +291,7 @@ def load_batched(planner: Planner, settings: Settings, runner: Any, strict: bool
         engine=engine, blocks=tuple(blocks), settings=settings, runner=runner, extra=extra,
         all_bool=n_bool == len(index), index=index.drop(columns=["_outcome_is_bool"]),
         rejected=_rejected_frame(rejected), n_read=decoder.n_read, sources=tuple(planner.reader.sources),
-        formats=tuple(planner.reader.chosen), load_args=load_args,
+        formats=tuple(planner.reader.chosen), load=load, load_args=load_args,
     )
 
 
@@ -358,11 +363,12 @@ class BatchedTraces(Traces):
     def __init__(self, *, engine: str, blocks: tuple[Block, ...], settings: Settings, runner: Any,
                  extra: dict[int, list[Rejection]], all_bool: bool, index: pd.DataFrame, rejected: pd.DataFrame,
                  n_read: int, sources: tuple[str, ...], formats: tuple[tuple[str, str], ...],
-                 load_args: dict[str, Any]) -> None:
+                 load: Callable[..., Traces], load_args: dict[str, Any]) -> None:
         for name, value in (("_engine", engine), ("_blocks", blocks), ("_settings", settings), ("_runner", runner),
                             ("_extra", extra), ("_all_bool", all_bool), ("_index", index), ("rejected", rejected),
                             ("n_read", n_read), ("sources", sources), ("formats", formats),
-                            ("unmatched_outcomes", None), ("_load_args", load_args), ("_memory", [])):
+                            ("unmatched_outcomes", None), ("_load", load), ("_load_args", load_args),
+                            ("_memory", [])):
             object.__setattr__(self, name, value)
 
     __eq__ = object.__eq__
@@ -424,9 +430,7 @@ class BatchedTraces(Traces):
     def in_memory(self) -> Traces:
         """These traces loaded into memory on this machine (``engine="memory"``), once: the same tables."""
         if not self._memory:
-            from agentab.traces._load import load_traces
-
-            self._memory.append(load_traces(**self._load_args))
+            self._memory.append(self._load(**self._load_args))
         return self._memory[0]
 
     def metadata_values(self, key: str) -> pd.Series:
