@@ -215,3 +215,18 @@ def test_an_empty_source_is_the_same_error(tmp_path):
     with pytest.raises(TraceError) as streamed:
         load_traces(path, engine="stream")
     assert str(streamed.value) == str(in_memory.value)
+
+
+def test_the_command_line_engine_flags(tmp_path, capsys):
+    from agentab.cli import EXIT_BAD_INPUT, main
+
+    out = tmp_path / "example"
+    assert main(["example", "--out", str(out), "--tasks", "6", "--seeds", "2"]) == 0
+    spec = str(out / "spec.json")
+    assert main(["score", str(out), "--spec", spec, "-o", str(tmp_path / "memory.csv"), "-q"]) == 0
+    assert main(["score", str(out), "--spec", spec, "--engine", "stream", "-o", str(tmp_path / "stream.csv"),
+                 "-q"]) == 0
+    assert (tmp_path / "memory.csv").read_bytes() == (tmp_path / "stream.csv").read_bytes()
+    capsys.readouterr()
+    assert main(["score", str(out), "--scheduler", "tcp://127.0.0.1:1", "-q"]) == EXIT_BAD_INPUT
+    assert "--scheduler names a Dask scheduler: give it with --engine dask" in capsys.readouterr().err

@@ -123,7 +123,8 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
         :func:`agentab.score` is computed batch by batch and equals the
         in-memory one exactly; the rejections, ``n_read`` and the duplicate
         run ids are those of an in-memory load. Files only (not records in
-        memory), and not with ``outcomes=``. See ``docs/scale.md``.
+        memory), and not with ``outcomes=``; ``workers`` is not used (a
+        block is read by one process). See ``docs/scale.md``.
     batch_size : int, optional
         Bytes of input per block (default 64 MiB); giving it alone means
         ``engine="stream"``.
