@@ -50,6 +50,7 @@ DEFAULT_BATCH_BYTES = 64 * 2**20
 ENGINES = ("memory", "stream", "dask")
 _COUNT_BLOCK = 8 * 2**20
 _INDEX_COLUMNS = ("_ordinal", "_outcome_is_bool", "task_id", "arm", "n_steps", "n_handoffs")
+_TEXT = pd.Index(["text"]).dtype  # the text dtype of a load's categories
 
 
 @dataclass(frozen=True)
@@ -306,24 +307,27 @@ def _cross_duplicates(rejected: list[Rejection], infos: list[BlockInfo]) -> dict
 
 
 def _run_index(blocks: list[Block], infos: list[BlockInfo], extra: dict[int, list[Rejection]]) -> pd.DataFrame:
-    """One row per accepted run, in run order: task, arm, steps (tool calls and handoffs), true/false outcome."""
-    frames = []
+    """One row per accepted run, in run order: task, arm, steps (tool calls and handoffs), true/false outcome.
+
+    Task and arm are categoricals whose categories come in order of first appearance, as a load's."""
+    parts: dict[str, list[Any]] = {"task_id": [], "arm": [], "steps": [], "_outcome_is_bool": []}
     for block, info in zip(blocks, infos):
         table = info.index
         if block.index in extra:
             table = _keep(table, pa.array([r.ordinal for r in extra[block.index]], pa.int64()))
-        frames.append(pd.DataFrame({
-            "task_id": table["task_id"].to_pandas().astype(object),
-            "arm": table["arm"].to_pandas().astype(object),
-            "steps": pc.add(table["n_steps"], table["n_handoffs"]).to_numpy(zero_copy_only=False),
-            "_outcome_is_bool": table["_outcome_is_bool"].to_numpy(zero_copy_only=False),
-        }))
-    index = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["task_id", "arm", "steps", "_outcome_is_bool"])
+        for column in ("task_id", "arm"):
+            encoded = table[column].combine_chunks().cast(pa.string()).dictionary_encode()
+            codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+            categories = pd.Index(encoded.dictionary.to_pylist(), dtype=object)
+            parts[column].append(pd.Categorical.from_codes(codes, categories=categories))
+        parts["steps"].append(pc.add(table["n_steps"], table["n_handoffs"]).to_numpy(zero_copy_only=False))
+        parts["_outcome_is_bool"].append(table["_outcome_is_bool"].to_numpy(zero_copy_only=False))
+    index = pd.DataFrame({"steps": np.concatenate(parts["steps"]).astype(np.int64),
+                          "_outcome_is_bool": np.concatenate(parts["_outcome_is_bool"]).astype(bool)})
     for column in ("task_id", "arm"):
-        codes, uniques = pd.factorize(index[column])  # categories in order of first appearance, as a load's
-        index[column] = pd.Categorical.from_codes(codes, categories=pd.Index(
-            [str(u) for u in uniques], dtype=pd.Index(["text"]).dtype))
+        joined = pd.api.types.union_categoricals(parts[column])
+        index.insert(len(index.columns) - 2, column, pd.Categorical.from_codes(
+            joined.codes, categories=pd.Index([str(c) for c in joined.categories], dtype=_TEXT)))
     return index
 
 
