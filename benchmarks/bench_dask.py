@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="best of this many rounds")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         print(f"LocalCluster of 2 worker processes started in {time.perf_counter() - start:.1f} s")
         print(f"\n{'runs':>8} {'MB':>7} {'memory s':>9} {'dask s':>8} {'overhead s':>10} {'dask / memory':>13} "

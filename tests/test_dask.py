@@ -17,7 +17,7 @@ METRICS = ["outcome", "tokens", "rubric", "n_steps"]
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   memory_limit="1GiB") as cluster, distributed.Client(cluster) as connected:
         yield connected
 
