@@ -11,20 +11,25 @@ are compared by a hash of every value, their dtypes and ``attrs``.
 Run: ``python benchmarks/bench_stream.py --dir /tmp/agentab-stream-bench --keep`` (about 10 min on two idle
 cores; 5.5 GB of disk).
 
-Last run (2026-12-01, commit 63424fd; the 2-core development machine shared with seven other jobs, load
-average about 9: the times are those of a busy machine)::
+Last run (2026-12-01, commit 4bd3e94; the 2-core development machine shared with seven other jobs, load
+average 15-18: the times are those of a very busy machine)::
 
       engine  file GB       runs   load s  score s  total s  peak RSS MB  workers MB RSS / file
-      memory     0.50    144,000     29.0      2.1     31.2        1,011         368       2.10
-      stream     0.50    144,000     32.6     16.0     48.6          435           0       0.90
-      stream     5.01  1,428,000    439.6   1244.3   1683.9        1,794           0       0.38
+      memory     0.50    144,000     51.3      4.3     55.6        1,002         367       2.08
+      stream     0.50    144,000    112.5    140.3    252.9          403           0       0.84
+      stream     5.01  1,428,000   1342.9   1049.1   2391.9        1,577           0       0.33
 
-    score tables of the 0.50 GB file identical (memory vs stream): True; stream / memory time on it: 1.56
+    score tables of the 0.50 GB file identical (memory vs stream): True; stream / memory time on it: 4.55
 
-The 5 GB file is scored with a peak RSS of 1.8 GB (the target: under 2 GB): the per-run score table of
+The run before (commit 63424fd, load average about 9; the run index then held a Python string per run):
+memory 31.2 s and 1,011 MB (+ a 368 MB worker), stream 48.6 s and 435 MB on the 0.50 GB file (1.56x the
+time), and 1,684 s with a peak RSS of 1,794 MB on the 5.01 GB one.
+
+The 5 GB file is scored with a peak RSS of 1.6 GB (the target: under 2 GB): the per-run score table of
 1.4 million runs, the run index of the load and one 64 MiB block's tables. The stream engine reads the file
-twice (the load pass, then the score pass) in one process; the load of the in-memory path is faster on the
-same file with its worker process, and needs 2.1x the file in RSS (plus the worker's).
+twice (the load pass, then the score pass) in one process, so on a busy machine it is the slower of the two
+(1.6x to 4.6x here); the in-memory path decodes with a worker process too and needs 2.1x the file in RSS
+(plus the worker's).
 """
 
 from __future__ import annotations
