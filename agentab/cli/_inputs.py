@@ -285,12 +285,15 @@ def load(source: Any, args: argparse.Namespace, progress: Progress) -> agentab.T
         with progress.phase("loading", unit=" files") as tick:
             traces = agentab.load_traces(source, format=getattr(args, "format", "auto"), fields=field_map,
                                          outcomes=getattr(args, "outcomes", None), strict=not args.lenient,
-                                         progress=tick)
+                                         progress=tick, engine=getattr(args, "engine", None),
+                                         scheduler=getattr(args, "scheduler", None))
     except (TypeError, ValueError) as err:  # a bad --format or --field: the loader's message names it
         if isinstance(err, TraceError):
             raise
         raise InputError(str(err).replace("`format` ==", "--format").replace("`fields`", "--field")
-                         .replace("`outcomes`", "--outcomes")) from err
+                         .replace("`outcomes`", "--outcomes").replace("`scheduler`", "--scheduler")
+                         .replace("engine='memory'", "--engine memory").replace("engine='dask'", "--engine dask")
+                         .replace("engine='stream'", "--engine stream")) from err
     unmatched = traces.unmatched_outcomes
     if unmatched is not None and len(unmatched):
         first = ", ".join(f"{k} {unmatched.loc[0, k]}" for k in unmatched.columns if k not in ("row", "outcome"))
@@ -304,5 +307,5 @@ def load(source: Any, args: argparse.Namespace, progress: Progress) -> agentab.T
 
 def score(traces: agentab.Traces, spec: Any, progress: Progress) -> pd.DataFrame:
     """:func:`agentab.score` of every run, shown as one step of a bar."""
-    with progress.phase(f"scoring {len(traces.runs):,} runs", total=1):
+    with progress.phase(f"scoring {len(traces):,} runs", total=1):
         return agentab.score(traces, spec)

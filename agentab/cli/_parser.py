@@ -161,6 +161,18 @@ def add_format(parser: Any) -> None:
                         help="join the runs' verdicts from a results table (.csv, .tsv, .parquet, .jsonl, .json; "
                         "SWE-bench's report.json) with an outcome column and run_id, or task_id (and seed); for "
                         "converted trace formats, e.g. SWE-agent trajectories and their SWE-bench report")
+    add_engine(parser)
+
+
+def add_engine(parser: Any) -> None:
+    """--engine and --scheduler: traces larger than memory, read in blocks here or on a Dask cluster."""
+    parser.add_argument("--engine", choices=("memory", "stream", "dask"), default="memory",
+                        help="how trace files are read: memory (default: whole), stream (in blocks, for files "
+                        "larger than memory; scored block by block), dask (the blocks read and scored on a Dask "
+                        "cluster: see --scheduler; needs agentab[dask]); the results are the same")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="with --engine dask: the Dask scheduler's address, e.g. tcp://10.0.0.5:8786 (default: "
+                        "Dask's local scheduler in this process)")
 
 
 def add_field(parser: Any) -> None:

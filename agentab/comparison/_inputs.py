@@ -26,7 +26,7 @@ from agentab._vocabulary import DEFAULT_DIRECTION, DIRECTIONS, KINDS, QUANTILE_K
 from agentab.comparison.decide import Guardrail, guardrail_metrics, parse_guardrails
 from agentab.errors import CompareError
 from agentab.scoring import infer_kind, metric_kinds
-from agentab.traces import column_hint
+from agentab.traces import Traces, column_hint
 
 #: Columns never taken as metrics when kinds are inferred.
 _NOT_METRICS = {"run_id", "task_id", "seed", "arm", "model", "harness", "reasons", "metadata", "terminal_state"}
@@ -214,6 +214,9 @@ def _resolve_cluster(data: pd.DataFrame, cluster: Any, paired: bool | str, notes
 
 
 def _compare_iv(data, arm, baseline, candidate, metrics, primary, guardrails, cluster, paired, alpha, n_resamples, seed):
+    if isinstance(data, Traces):  # any engine's: what is compared is the per-run score table
+        raise CompareError("`data` must be a DataFrame with one row per run: score the traces first, "
+                           "agentab.compare(agentab.score(traces, spec))")
     if not isinstance(data, pd.DataFrame):
         raise CompareError(f"`data` must be a DataFrame with one row per run (e.g. from agentab.score), got {type(data).__name__}")
     _unique_columns(data.columns, "data", CompareError)

@@ -252,12 +252,18 @@ def _effect_key(spec: TrajectorySpec) -> Any:
     return spec.forbidden, intended
 
 
-def _claims(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """``metadata.claimed_success`` of each run (truth value, recorded), once per distinct metadata."""
+def _claims(runs: pd.DataFrame, notes: list[Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``metadata.claimed_success`` of each run (truth value, recorded), once per distinct metadata.
+
+    ``notes``: a list (a batch of a streamed score) collects ``("claims", runs, example)`` instead of the
+    warning, for :func:`agentab.score` to warn once for every batch.
+    """
     code, texts = pd.factorize(runs["metadata"])
     claims = [(json.loads(t) or {}).get("claimed_success") for t in texts]
     odd = [i for i, c in enumerate(claims) if c is not None and not isinstance(c, bool)]
-    if odd:
+    if odd and notes is not None:
+        notes.append(("claims", int(np.isin(code, odd).sum()), claims[odd[0]]))
+    elif odd:
         warnings.warn(f"metadata.claimed_success is not true/false in {int(np.isin(code, odd).sum())} runs "
                       f"(e.g. {claims[odd[0]]!r}); it is read by its truth value, as score_run does",
                       SpecWarning, stacklevel=5)  # _claims, _columns, _score_frame, score, the caller

@@ -77,6 +77,7 @@ Examples
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -167,11 +168,108 @@ def score(traces: Traces, spec: SpecLike = None, *, default: TrajectorySpec | No
     """
     if not isinstance(traces, Traces):
         raise TypeError(f"`traces` must be an agentab.Traces (from agentab.load_traces), got {type(traces).__name__}")
+    if traces.engine != "memory":
+        return _score_batched(traces, spec, default)
     _columns_iv(traces)
     specs, run_spec = _resolve_specs(traces.runs, spec, default)
     steps = _Steps.build(traces.runs, tool_calls(traces.steps))  # n_steps counts tool calls too
     _warn_unseen_tools(specs, steps)
     return _score_frame(traces.runs, steps, specs, run_spec)
+
+
+# --------------------------------------------------------------------------- #
+# Traces read in batches (load_traces(engine="stream" | "dask"))
+# --------------------------------------------------------------------------- #
+def _score_batched(traces: Traces, spec: SpecLike, default: TrajectorySpec | None) -> pd.DataFrame:
+    """``score`` of traces read in batches: each batch scored as above (in Dask's workers for ``engine="dask"``),
+    the per-run tables concatenated in run order; the specs resolved, and every warning given, once for all
+    runs, with the counts and words of an in-memory score."""
+    tasks = traces.task_ids()
+    specs, run_spec = _warned_at_caller(_resolve_specs, pd.DataFrame({"task_id": tasks}), spec, default)
+    task_spec = np.full(len(tasks.cat.categories), -1, dtype=np.int64)
+    task_spec[tasks.cat.codes.to_numpy()] = run_spec
+    by_task = dict(zip((str(c) for c in tasks.cat.categories), task_spec.tolist()))
+    parts = traces.map_batches(partial(_score_batch, specs=specs, by_task=by_task))
+    called = set().union(*(tools for _, tools, _ in parts))
+    _warned_at_caller(_warn_unseen_tools, specs, _Called(sorted(called)))
+    _warn_notes([note for _, _, notes in parts for note in notes], len(tasks))
+    return _concat_scores([table for table, _, _ in parts])
+
+
+def _warned_at_caller(function: Any, *args: Any) -> Any:
+    """``function(*args)`` (of :mod:`._resolve`, warning for the in-memory path), its warnings shown at the
+    line that called :func:`score`."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = function(*args)
+    for warning in caught:
+        warnings.warn(warning.message, stacklevel=4)  # _warned_at_caller, _score_batched, score, the caller
+    return out
+
+
+class _Called:
+    """The tools called in any batch, shaped as :func:`_warn_unseen_tools` reads a :class:`_Steps`."""
+
+    def __init__(self, tools: list[str]) -> None:
+        self.tools = tools
+        self.tool = np.arange(len(tools))
+
+
+def _score_batch(batch: Traces, specs: list[TrajectorySpec], by_task: dict[str, int]
+                 ) -> tuple[pd.DataFrame, set[str], list[Any]]:
+    """One batch's score table, the tools its runs called, and its notes (the warnings' counts)."""
+    _columns_iv(batch)
+    tasks = batch.runs["task_id"].astype("category")
+    code_spec = np.array([by_task[str(c)] for c in tasks.cat.categories] + [-1], dtype=np.int64)
+    run_spec = code_spec[tasks.cat.codes.to_numpy().astype(np.int64)]
+    steps = _Steps.build(batch.runs, tool_calls(batch.steps))
+    notes: list[Any] = []
+    table = _score_frame(batch.runs, steps, specs, run_spec, notes)
+    attrs, table.attrs = table.attrs, {}  # (pandas copies attrs deeply with every column taken)
+    columns = {name: table[name].array for name in table.columns}
+    return (columns, attrs), {steps.tools[c] for c in np.unique(steps.tool)}, notes
+
+
+def _warn_notes(notes: list[Any], n_runs: int) -> None:
+    """The warnings of every batch, each once with the counts summed (in the order an in-memory score gives)."""
+    unchecked: dict[str, int] = {}
+    claims: list[Any] = []
+    for kind, count, what in notes:
+        if kind == "unchecked":
+            unchecked[what] = unchecked.get(what, 0) + count
+        else:
+            claims.append((count, what))
+    for message, count in unchecked.items():
+        if count:
+            warnings.warn(f"{count} of {n_runs} runs: {message}", SpecWarning, stacklevel=4)
+    if claims:
+        warnings.warn(f"metadata.claimed_success is not true/false in {sum(c for c, _ in claims)} runs "
+                      f"(e.g. {claims[0][1]!r}); it is read by its truth value, as score_run does",
+                      SpecWarning, stacklevel=4)
+
+
+def _concat_scores(tables: list[tuple[dict[str, Any], dict[str, Any]]]) -> pd.DataFrame:
+    """The batches' score tables (each as its columns and attrs) as one, column by column, each batch's column
+    freed once copied (categories in order of first appearance, as one table's); ``attrs`` merged
+    (``outcome`` is continuous if any batch found it so)."""
+    names = list(tables[0][0])
+    n_rows = sum(len(columns[names[0]]) for columns, _ in tables)
+    out = pd.DataFrame(index=pd.RangeIndex(n_rows))
+    for name in names:
+        parts = [columns.pop(name) for columns, _ in tables]
+        if isinstance(parts[0].dtype, pd.CategoricalDtype):
+            out[name] = pd.api.types.union_categoricals(parts)
+        else:
+            out[name] = parts[0]._concat_same_type(parts) if len(parts) > 1 else parts[0]
+        del parts
+    metrics = dict(tables[0][1]["metrics"])
+    for _, attrs in tables:
+        if attrs["metrics"].get("outcome", {}).get("kind") == "continuous":
+            metrics["outcome"] = attrs["metrics"]["outcome"]
+    out.attrs["metrics"] = metrics
+    out.attrs["scoring"] = {"matching_fallback_runs": sum(attrs["scoring"]["matching_fallback_runs"]
+                                                          for _, attrs in tables)}
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -189,10 +287,13 @@ def _integer(values: np.ndarray, known: np.ndarray | None = None) -> pd.arrays.I
     return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)
 
 
-def _warn_unchecked(runs: pd.DataFrame, sp: _Specs, run_spec: np.ndarray) -> None:
-    """Warn, with counts, where a spec asks for a check the data cannot support."""
+def _warn_unchecked(runs: pd.DataFrame, sp: _Specs, run_spec: np.ndarray, notes: list[Any] | None = None) -> None:
+    """Warn, with counts, where a spec asks for a check the data cannot support (``notes``: a list collects
+    ``("unchecked", count, message)`` instead, every message, for the warnings of a streamed score)."""
     def warn(count: int, message: str) -> None:
-        if count:
+        if notes is not None:
+            notes.append(("unchecked", count, message))
+        elif count:
             warnings.warn(f"{count} of {len(runs)} runs: {message}", SpecWarning, stacklevel=4)
 
     expects = np.array([s.expected_state is not None for s in sp.specs], dtype=bool)[run_spec]
@@ -229,9 +330,9 @@ def _outcome(runs: pd.DataFrame, sp: _Specs, run_spec: np.ndarray,
 
 
 def _score_frame(runs: pd.DataFrame, steps: _Steps, specs: list[TrajectorySpec],
-                 run_spec: np.ndarray) -> pd.DataFrame:
+                 run_spec: np.ndarray, notes: list[Any] | None = None) -> pd.DataFrame:
     sp = _Specs.build(specs, steps)
-    _warn_unchecked(runs, sp, run_spec)
+    _warn_unchecked(runs, sp, run_spec, notes)
     reasons = _Reasons()
     stats: dict[str, int] = {}
     checks = {
@@ -243,7 +344,7 @@ def _score_frame(runs: pd.DataFrame, steps: _Steps, specs: list[TrajectorySpec],
     }
     right, wrong, known_outcome = _outcome(runs, sp, run_spec, reasons)
     n_reasons, joined = reasons.join(len(runs))
-    table = pd.DataFrame(_columns(runs, steps, checks, right, wrong, known_outcome, n_reasons == 0),
+    table = pd.DataFrame(_columns(runs, steps, checks, right, wrong, known_outcome, n_reasons == 0, notes),
                          index=pd.RangeIndex(len(runs)))
     table["reasons"] = pa.table({"reasons": joined}).to_pandas(
         types_mapper=lambda t: pd.StringDtype("pyarrow") if pa.types.is_large_string(t) else None)["reasons"]
@@ -260,7 +361,8 @@ def _score_frame(runs: pd.DataFrame, steps: _Steps, specs: list[TrajectorySpec],
 
 
 def _columns(runs: pd.DataFrame, steps: _Steps, checks: dict[str, dict[str, Any]], right: np.ndarray,
-             wrong: np.ndarray, known_outcome: np.ndarray, passed: np.ndarray) -> dict[str, Any]:
+             wrong: np.ndarray, known_outcome: np.ndarray, passed: np.ndarray,
+             notes: list[Any] | None = None) -> dict[str, Any]:
     """The id and metric columns, in the order of :data:`METRICS`, from the checks' arrays."""
     required, reference, loops, status, side = (checks[k] for k in ("required", "reference", "loops", "status",
                                                                      "side"))
@@ -274,7 +376,7 @@ def _columns(runs: pd.DataFrame, steps: _Steps, checks: dict[str, dict[str, Any]
     # a right result despite errors or loops: unknown without an outcome, or (no loop) without any status
     accidental_known = known_outcome & (~right | loops["loop"] | statuses)
     rubric_known = known_outcome | (valid == 0)
-    claimed, claim_recorded = _claims(runs)
+    claimed, claim_recorded = _claims(runs, notes)
     changed, state_known = side["_state_changed"]
     premature = claimed & ~right & (wrong | (state_known & ~changed))
     columns: dict[str, Any] = {c: runs[c].array.copy() for c in ID_COLUMNS}

@@ -35,6 +35,7 @@ from agentab.traces._parallel import (
     read_parallel,
 )
 from agentab.traces._results import is_results_table
+from agentab.traces._stream import LocalRunner, PathRules, Planner, Settings, check_engine, load_batched
 from agentab.traces._tables import PathLike, Traces, _frames, _rejected_frame
 
 __all__ = ["SUFFIXES", "load_traces"]
@@ -48,7 +49,8 @@ SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjso
 
 def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, str] | None = None,
                 outcomes: Any = None, arm: str | None = None, strict: bool = True, workers: int | None = None,
-                progress: Callable[[str, int, int], None] | None = None) -> Traces:
+                progress: Callable[[str, int, int], None] | None = None, engine: str | None = None,
+                batch_size: int | None = None, scheduler: Any = None) -> Traces:
     """Load agent run traces into a :class:`Traces` (runs and steps tables).
 
     Parameters
@@ -108,7 +110,28 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
         everything in this process. The result does not depend on it.
     progress : callable, optional
         Called as ``progress(path, done, total)`` after each file is read
-        (``total`` files in all), for a progress bar.
+        (``total`` files in all; with the stream and dask engines, after
+        each block), for a progress bar.
+    engine : {"memory", "stream", "dask"}, optional
+        ``"memory"`` (the default): the tables are built in memory. For
+        sources larger than memory, ``"stream"``: the files are read in
+        blocks (JSON Lines in byte ranges of whole lines, OpenTelemetry
+        spans in blocks of whole traces, other files whole), one block in
+        memory at a time; ``"dask"``: the blocks are read in a Dask
+        cluster's workers. Both return traces with the same interface
+        (:class:`~agentab.traces._stream.BatchedTraces`), whose
+        :func:`agentab.score` is computed batch by batch and equals the
+        in-memory one exactly; the rejections, ``n_read`` and the duplicate
+        run ids are those of an in-memory load. Files only (not records in
+        memory), and not with ``outcomes=``; ``workers`` is not used (a
+        block is read by one process). See ``docs/scale.md``.
+    batch_size : int, optional
+        Bytes of input per block (default 64 MiB); giving it alone means
+        ``engine="stream"``.
+    scheduler : None, str or distributed.Client
+        With ``engine="dask"``: the client made in this process (None;
+        without one, Dask's local threaded scheduler), a scheduler's
+        address (``"tcp://host:8786"``) or a ``distributed.Client``.
 
     Returns
     -------
@@ -146,9 +169,16 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
     _load_traces_iv(source, arm, strict, workers)
     if progress is not None and not callable(progress):
         raise TypeError(f"`progress` must be callable as progress(path, done, total), got {progress!r}")
+    engine, batch_bytes = check_engine(engine, batch_size, scheduler)
+    if engine != "memory" and outcomes is not None:
+        raise TypeError(f"`outcomes` is joined in memory: load with engine='memory', or join the verdicts to the "
+                        f"score table of engine={engine!r}")
+    load_args = dict(source=source, format=format, fields=fields, arm=arm, strict=strict, workers=workers)
     fields, overlay = _formats_iv(format, fields, outcomes)
     decoder = RecordDecoder(strict=strict)
     reader = _Reader(decoder, default_workers() if workers is None else workers, progress, format, fields, overlay)
+    if engine != "memory":
+        return _load_batched(reader, source, engine, batch_bytes, scheduler, load_args)
     if progress is not None:
         reader.total = sum(1 for _ in _paths(source))
     if isinstance(source, Mapping):
@@ -163,6 +193,30 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
     runs, steps = _frames(runs_table, steps_table, rejected)
     return Traces(runs=runs, steps=steps, rejected=_rejected_frame(rejected), n_read=decoder.n_read,
                   sources=tuple(sources), formats=tuple(reader.chosen), unmatched_outcomes=overlay.finish())
+
+
+def _load_batched(reader: _Reader, source: Any, engine: str, batch_bytes: int, scheduler: Any,
+                  load_args: dict[str, Any]) -> Traces:
+    """The stream and dask engines: the source planned in blocks, and their load pass (``load_args``: the
+    arguments that load the same source in memory, to materialise)."""
+    if engine == "dask":
+        from agentab.traces._dask import DaskRunner
+
+        runner: Any = DaskRunner(scheduler)
+    else:
+        runner = LocalRunner()
+    planner = Planner(reader, batch_bytes, PathRules(_files, _Unreadable, _kind))
+    if isinstance(source, Mapping):
+        for arm_name, part in source.items():
+            planner.feed(part, arm_name)
+    else:
+        planner.feed(source, load_args["arm"])
+    settings = Settings(reader.fields, reader.overlay, _Reader)
+    traces = load_batched(planner, settings, runner, reader.decoder.strict, engine, load_traces, load_args,
+                          reader.progress)
+    if traces.n_read == 0:
+        raise TraceError(f"no trace records found in {_describe(reader.sources, source)}")
+    return traces
 
 
 def _load_traces_iv(source: Any, arm: Any, strict: Any, workers: Any) -> None:

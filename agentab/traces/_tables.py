@@ -44,7 +44,7 @@ import json
 import os
 import secrets
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -147,6 +147,33 @@ class Traces:
     def arms(self) -> list[str]:
         """Arm names in order of first appearance (missing arms left out)."""
         return [str(a) for a in pd.unique(self.runs["arm"].dropna())]
+
+    @property
+    def engine(self) -> str:
+        """Where the runs are held: ``"memory"`` (these tables); ``"stream"`` or ``"dask"`` for the traces of
+        ``load_traces(..., engine=)``, read batch by batch when needed (see ``docs/scale.md``)."""
+        return "memory"
+
+    def map_batches(self, function: Callable[[Traces], Any]) -> list[Any]:
+        """``function`` applied to each batch of runs (an in-memory :class:`Traces`), the results in run order.
+
+        Here the one batch is these traces: ``[function(self)]``. Traces of ``engine="stream"`` read and
+        apply it batch by batch in this process, those of ``engine="dask"`` in the cluster's workers (the
+        function must then be picklable); :func:`agentab.score` scores them this way.
+
+        Examples
+        --------
+        >>> import agentab
+        >>> traces = agentab.datasets.example_experiment(seed=0, n_tasks=4, n_seeds=2)
+        >>> traces.map_batches(len)
+        [16]
+        """
+        return [function(self)]
+
+    def task_ids(self) -> pd.Series:
+        """Every run's ``task_id`` (categorical), in run order: ``runs["task_id"]``, without reading the runs
+        of a streamed load."""
+        return self.runs["task_id"]
 
     def metadata_values(self, key: str) -> pd.Series:
         """``metadata[key]`` of every run, as text, indexed like ``runs`` (None where a run has no such key).
@@ -296,22 +323,21 @@ def _keep(table: pa.Table, drop: pa.Array) -> pa.Table:
     return table.filter(pc.invert(pc.is_in(table["_ordinal"], value_set=drop)))
 
 
-def _frames(runs_table: pa.Table, steps_table: pa.Table,
-            rejected: list[Rejection]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _frames(runs_table: pa.Table, steps_table: pa.Table, rejected: list[Rejection],
+            all_bool: bool | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs and steps frames of the decoder's tables, the ``rejected`` runs left out.
+
+    ``all_bool``: whether every outcome of the whole load is true/false (a batch of a streamed load is told,
+    and warns of nothing); None: decided from these runs, with the warning of a mixture.
+    """
     drop = pa.array([r.ordinal for r in rejected], pa.int64())
     runs_table = _keep(runs_table, drop)
     steps_table = _keep(steps_table, drop)
 
-    is_bool = runs_table["_outcome_is_bool"]
-    n_bool = pc.sum(is_bool).as_py() or 0
-    all_bool = n_bool == runs_table.num_rows
-    if 0 < n_bool < runs_table.num_rows:
-        warnings.warn(
-            f"outcome mixes true/false ({n_bool} runs) with numbers ({runs_table.num_rows - n_bool} runs); "
-            "true/false are read as 1.0/0.0",
-            TraceWarning,
-            stacklevel=3,
-        )
+    if all_bool is None:
+        n_bool = pc.sum(runs_table["_outcome_is_bool"]).as_py() or 0
+        all_bool = n_bool == runs_table.num_rows
+        warn_mixed(n_bool, runs_table.num_rows, stacklevel=4)
     run_ordinals = runs_table["_ordinal"].to_numpy()
     step_ordinals = steps_table["_ordinal"].to_numpy()
     columns = {}
@@ -344,6 +370,13 @@ def _frames(runs_table: pa.Table, steps_table: pa.Table,
     steps["status"] = steps["status"].astype(_STATUS)
     steps["kind"] = steps["kind"].astype(_KIND)
     return runs, steps
+
+
+def warn_mixed(n_bool: int, n_runs: int, stacklevel: int) -> None:
+    """The warning of outcomes mixing true/false with numbers (the true/false are read as 1.0/0.0)."""
+    if 0 < n_bool < n_runs:
+        warnings.warn(f"outcome mixes true/false ({n_bool} runs) with numbers ({n_runs - n_bool} runs); "
+                      "true/false are read as 1.0/0.0", TraceWarning, stacklevel=stacklevel)
 
 
 def _text_categories(frame: pd.DataFrame, columns: Sequence[str]) -> None:
