@@ -24,7 +24,7 @@ def _files(folder: Path) -> dict[str, int]:
 
 def test_there_are_notebooks():
     assert [p.name for p in NOTEBOOKS] == ["01_quickstart.ipynb", "02_sample_size.ipynb", "03_real_runs.ipynb",
-                                         "harness.ipynb"]
+                                         "04_harness.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -17,7 +17,7 @@ import pytest
 import agentab
 import agentab.stats.two_sample as two_sample
 from agentab.stats import _windowed
-from tests.test_quantile_kernel import _Reference
+from test_quantile_kernel import _Reference
 
 TRIALS = os.environ.get("AGENTAB_TB_TRIALS", "/work/shared/data/terminal-bench/tb_core_0.1.1_trials.csv")
 

@@ -382,6 +382,18 @@ def sandbox_available() -> bool:
     return probe.returncode == 0
 
 
+def _under_tmp(program: str) -> list[str]:
+    """Read-only binds, over the fresh ``/tmp``, of what the command needs that lives in the machine's ``/tmp``:
+    this Python (a virtual environment or a checkout there, its ``sys.path``) and the command's own program."""
+    found = shutil.which(program)
+    places = {sys.prefix, sys.exec_prefix, sys.base_prefix, *sys.path, *([str(Path(found).parent)] if found else [])}
+    tmp = Path("/tmp")
+    inside = sorted({str(Path(p).resolve()) for p in places if p and Path(p).exists()
+                     and Path(p).resolve().is_relative_to(tmp) and Path(p).resolve() != tmp})
+    kept = [p for p in inside if not any(p != q and Path(p).is_relative_to(q) for q in inside)]  # outermost only
+    return [arg for p in kept for arg in ("--ro-bind", p, p)]
+
+
 def sandbox_command(argv: Sequence[str], workdir: str | Path, *,
                     network: Literal["block", "record", "allow"] = "block",
                     bridge: PortBridge | None = None) -> SandboxCommand:
@@ -432,7 +444,8 @@ def sandbox_command(argv: Sequence[str], workdir: str | Path, *,
         return SandboxCommand(argv, "nothing enforced: bubblewrap (bwrap) is not installed, so the command ran "
                                     "unsandboxed with the machine's network and file system", None)
     wrapped = [tool, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-               "--bind", str(work), str(work), "--chdir", str(work), "--unshare-pid", "--die-with-parent"]
+               *_under_tmp(argv[0]), "--bind", str(work), str(work), "--chdir", str(work), "--unshare-pid",
+               "--die-with-parent"]
     files = f"file system read-only except {work} and a fresh /tmp"
     if network == "allow":
         return SandboxCommand(tuple(wrapped) + ("--",) + argv, f"bwrap: network shared (allowed); {files}", "bwrap")
