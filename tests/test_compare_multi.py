@@ -176,6 +176,7 @@ def test_compare_on_eight_terminal_bench_tasks_is_the_brute_force_max_t(tb):
     np.testing.assert_allclose(got, step, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow  # validation: CI runs it with -m slow
 def test_adjusted_never_below_the_two_arm_p_on_all_thirteen_terminal_bench_submissions(tb):
     base = "20250711_openhands_claude-4-sonnet"
     multi = compare(tb, arm="submission", baseline=base, candidate="all", metrics=["outcome"], n_resamples=B)

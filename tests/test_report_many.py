@@ -94,6 +94,7 @@ def test_many_html_has_the_profile_and_pareto_figures_and_each_candidates_sectio
     assert "<script" not in many_html.lower() and "http://" not in many_html and "https://" not in many_html
 
 
+@pytest.mark.slow  # validation: CI runs it with -m slow
 def test_many_markdown_has_the_same_structure_with_figures_beside_it(many, tmp_path):
     path = _quiet(agentab.report, many, tmp_path / "sweep.md")
     text = path.read_text(encoding="utf-8")
@@ -324,6 +325,7 @@ def test_each_candidates_flipped_tasks_open_onto_their_runs_trajectories(sweep, 
         assert shown > 0
 
 
+@pytest.mark.slow  # validation: CI runs it with -m slow
 def test_each_candidate_in_markdown_has_the_cost_and_trajectory_sections(sweep, sweep_traces, tmp_path):
     text = _quiet(agentab.report, sweep, tmp_path / "sweep.md", traces=sweep_traces).read_text(encoding="utf-8")
     for heading in ("## Cost and other long-tailed metrics", "## Trajectory", "## Which tasks flipped"):

@@ -496,6 +496,7 @@ def matching_cases(draw):
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=matching_cases())
+@pytest.mark.slow  # validation: CI runs it with -m slow
 def test_reference_matching_equals_score_run(case):
     records, spec = case
     with warnings.catch_warnings():
