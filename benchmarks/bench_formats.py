@@ -42,26 +42,32 @@ large: OTLP/JSON takes 3.8 times the bytes of our record), and
 
 Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N] [--formats NAME ...]``.
 
-Last run (2026-12-01, ``python benchmarks/bench_formats.py --repeat 3``, 2 CPUs shared with other work, load
-about 1.5; also in ``benchmarks/results/bench_formats.txt``)::
+Last run (2026-12-02, ``python benchmarks/bench_formats.py --repeat 3``, 2 CPUs, otherwise idle: load about
+1-2; also in ``benchmarks/results/bench_formats.txt``)::
 
     10,000 runs, 108,405 tool calls; best of 3, interleaved in random order; 2 CPUs
             format      MB  seconds  x record  seconds, 1 process  x record  check
-            record    35.3     0.50      1.00                0.51      1.00  identical
-            openai    44.9     1.32      2.66                1.30      2.56  identical
-         anthropic    45.0     1.27      2.55                1.29      2.53  identical
-              otel   133.3     1.71      3.43                1.71      3.35  identical
-        otel-spans   133.3     1.71      3.44                2.52      4.94  identical
-           inspect     8.2     1.47      2.96                1.44      2.82  identical
-              tau2   181.2     2.27      4.56                2.14      4.20  identical
-         openhands   180.3     1.90      3.82                1.93      3.78  identical
-    mini-swe-agent   127.4     2.49      4.99                2.29      4.49  identical
-         swe-agent   131.6     1.85      3.70                1.97      3.87  identical
-       claude-code   171.8     3.01      6.04                2.97      5.82  identical
-     openai-agents   124.5     2.02      4.05                2.03      3.98  identical
-              atif    92.1     3.17      6.37                3.00      5.89  identical
+            record    35.3     0.52      1.00                0.59      1.00  identical
+            openai    44.9     1.47      2.84                1.38      2.32  identical
+         anthropic    45.0     1.43      2.76                1.49      2.50  identical
+              otel   133.3     1.70      3.28                1.64      2.76  identical
+        otel-spans   133.3     1.89      3.66                2.53      4.27  identical
+           inspect     8.2     1.76      3.40                1.82      3.07  identical
+              tau2   181.2     2.01      3.88                2.03      3.42  identical
+         openhands   180.3     1.87      3.62                1.99      3.36  identical
+    mini-swe-agent   127.4     2.19      4.23                2.20      3.70  identical
+         swe-agent   131.6     1.99      3.84                2.08      3.51  identical
+       claude-code   171.8     2.93      5.66                3.13      5.27  identical
+     openai-agents   124.5     1.81      3.49                2.20      3.70  identical
+              atif    92.1     3.22      6.22                3.06      5.15  identical
 
-The readers now emit the grown record (step ``tokens_cached`` / ``tokens_reasoning`` / ``cost_usd`` /
+Against the run before the readers' fast paths (2026-12-01, load about 1.5), best seconds: tau2 2.27 -> 2.01,
+mini-swe-agent 2.49 -> 2.19, claude-code 3.01 -> 2.93, openai-agents 2.02 -> 1.81, openhands 1.90 -> 1.87,
+swe-agent 1.85 -> 1.99 and atif 3.17 -> 3.22 (both within the run-to-run noise); the record itself read 0.52 s
+(0.50 before). Still over 3x: otel-spans, inspect (3.4 in this run, 2.96 in the last), tau2, openhands,
+mini-swe-agent, swe-agent, openai-agents, claude-code and atif.
+
+Earlier notes: The readers now emit the grown record (step ``tokens_cached`` / ``tokens_reasoning`` / ``cost_usd`` /
 ``parallel``, run token totals), which sends their runs through the decoder's grown-field checks; their
 walks were made leaner (swe-agent's arguments parsed by msgspec, not ``json.loads``; mini-swe-agent's
 call sums without per-key loops and v1 replies read by one expression; atif's model calls counted
