@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from agentab._display import (
     number,
 )
 from agentab.comparison._inputs import _values
+from agentab.comparison._routing import _rng
 from agentab.comparison.decide import holm
 from agentab.comparison.result import Comparison
 from agentab.errors import CompareError
@@ -282,8 +282,7 @@ def _interaction(overall: Comparison, labels: pd.Series, eligible: list[Any], se
     runs = runs[code.notna()]
     code = code[code.notna()].astype(int)
     root = seed_sequence(settings.seed, CompareError)
-    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key,
-                                                                                zlib.crc32(b"slices interaction"))))
+    rng = _rng(root, "slices interaction")
     if not mean_like:
         return _run_interaction(overall, runs, code, cluster, rng, settings.n_resamples)
     means = []

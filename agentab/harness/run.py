@@ -56,14 +56,14 @@ from typing import Any
 
 from agentab.errors import TraceWarning
 from agentab.errors import HarnessError
-from agentab.harness._worker import Job, assemble, execute, read_steps
+from agentab.harness._worker import Job, _read_json, assemble, execute, is_command, read_steps
+from agentab.harness.network import _check_mode
 from agentab.harness.fixtures import Task
 
 __all__ = ["run", "run_id", "GRACE_S"]
 
 #: Seconds a worker gets beyond its time limit before it is killed.
 GRACE_S = 5.0
-_NETWORK = ("block", "record", "allow")
 
 
 def run_id(task_id: str, seed: int, arm: str | None = None) -> str:
@@ -106,10 +106,10 @@ def _tasks(tasks: Any) -> list[Task]:
 
 
 def _check(agent: Any, workers: Any, time_limit: Any, step_cap: Any, network: Any, arm: Any) -> None:
-    if not callable(agent) and not isinstance(agent, (str, list, tuple)):
+    if not callable(agent) and not is_command(agent):
         raise TypeError(f"`agent` must be a callable agent(env) or a command (a list of arguments or a string), "
                         f"got {type(agent).__name__}")
-    if isinstance(agent, (list, tuple, str)) and not agent:
+    if is_command(agent) and not agent:
         raise HarnessError("`agent` is an empty command")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise HarnessError(f"`workers` must be a positive integer, got {workers!r}")
@@ -118,8 +118,7 @@ def _check(agent: Any, workers: Any, time_limit: Any, step_cap: Any, network: An
     if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                    or not time_limit > 0 or time_limit == float("inf")):
         raise HarnessError(f"`time_limit` must be a positive number of seconds or None, got {time_limit!r}")
-    if network not in _NETWORK:
-        raise HarnessError(f"`network` must be one of {', '.join(_NETWORK)}, got {network!r}")
+    _check_mode(network, "network")
     if arm is not None and (not isinstance(arm, str) or not arm or "/" in arm):
         raise HarnessError(f"`arm` must be non-empty text without '/', got {arm!r}")
 
@@ -159,8 +158,8 @@ def _append(out: Path, record: Mapping[str, Any]) -> None:
 
 def _fallback(job: Job, exit_code: int | None, killed: bool) -> dict[str, Any]:
     """The record of a worker that was killed or died, from what it left on disk."""
-    before = _load(job.run_dir / "before.json")
-    reported = _load(job.run_dir / "report.json") or {}
+    before = _read_json(job.run_dir / "before.json")
+    reported = _read_json(job.run_dir / "report.json") or {}
     if killed:
         status = {"status": "killed", "stop_reason": "killed", "terminated": False,
                   "error": f"ignored the time limit of {job.time_limit:g} s: its worker was killed"}
@@ -189,19 +188,12 @@ def remove(folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _load(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def _result(job: Job, exit_code: int | None, killed: bool) -> dict[str, Any]:
     setup = job.run_dir / "setup_error.txt"
     if setup.exists():
         raise HarnessError(f"task {job.task.task_id!r}, seed {job.seed}: the fixture could not be built: "
                          f"{setup.read_text(encoding='utf-8')}")
-    record = None if killed else _load(job.run_dir / "record.json")
+    record = None if killed else _read_json(job.run_dir / "record.json")
     return record if isinstance(record, dict) else _fallback(job, exit_code, killed)
 
 

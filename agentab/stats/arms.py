@@ -38,6 +38,7 @@ from agentab.stats._design import make_design, shared_draws
 from agentab.stats._inversion import NullDistribution, studentize
 from agentab.stats._kernels import OrdinalKernel, QuantileKernel
 from agentab.stats._maxt import MaxTResult, step_down
+from agentab.stats._resampling import pvalues
 from agentab.stats._studentized import _cliff_paired, _order_matrix
 
 __all__ = ["shared_draws", "max_t_arms", "ArmsMaxT", "ARMS_KINDS"]
@@ -152,18 +153,9 @@ def max_t_arms(
         big = np.abs(null)
     else:
         effect = np.array([h.effect for h in hyps])
-        pvalue = _raw_pvalues(null, effect, exact)
+        pvalue = pvalues(null, effect, "two-sided", exact=exact)
         rms = np.sqrt(np.mean(null * null, axis=0))
         t, big = studentize(effect, rms), np.abs(studentize(null, rms[None, :]))
     res = step_down(big, t, pvalue, families, exact=exact)
     return ArmsMaxT(res, np.array([h.effect for h in hyps]), np.array([h.a for h in hyps]), np.array([h.b for h in hyps]))
 
-
-def _raw_pvalues(null: np.ndarray, observed: np.ndarray, exact: bool) -> np.ndarray:
-    """Two-sided permutation p-values of raw statistics (twice the smaller tail; ties within 1e-10 of the scale)."""
-    scale = np.maximum(np.abs(observed), np.max(np.abs(null), axis=0, initial=0.0))
-    gamma = 1e-10 * np.where(scale > 0, scale, 1.0)
-    adjust = 0 if exact else 1
-    greater = ((null >= observed - gamma).sum(axis=0) + adjust) / (len(null) + adjust)
-    less = ((null <= observed + gamma).sum(axis=0) + adjust) / (len(null) + adjust)
-    return np.minimum(1.0, 2.0 * np.minimum(greater, less))
