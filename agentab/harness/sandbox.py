@@ -195,7 +195,8 @@ def databases_diff(root: str, before_copies: str, before_entries: Mapping[str, E
                    after_entries: Mapping[str, Entry]) -> dict[str, dict[str, dict[str, int]]]:
     """``databases``: every SQLite file before or after -> its per-table row changes (databases unchanged left out)."""
     with tempfile.TemporaryDirectory(prefix="agentab-db-") as scratch:
-        after_dbs = copy_databases(root, after_entries, scratch)
+        changed = {rel: e for rel, e in after_entries.items() if before_entries.get(rel) != e}  # no copy of the rest
+        after_dbs = copy_databases(root, changed, scratch)
         before_dbs = [rel for rel in before_entries if os.path.exists(os.path.join(before_copies, rel))]
         out = {}
         for rel in sorted(set(after_dbs) | set(before_dbs)):
