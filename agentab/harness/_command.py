@@ -82,22 +82,33 @@ def _environment(job: Any, env: Any, steps: str, report: str) -> dict[str, str]:
             "AGENTAB_STEP_CAP": "" if job.step_cap is None else str(job.step_cap)}
 
 
-def _count_lines(path: str) -> int:
-    try:
-        with open(path, "rb") as f:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 16), b""))
-    except OSError:
-        return 0
+class _Lines:
+    """The number of lines in the steps file so far, reading only the bytes added since the last count."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.offset, self.n = path, 0, 0
+
+    def count(self) -> int:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                for chunk in iter(lambda: f.read(1 << 16), b""):
+                    self.n += chunk.count(b"\n")
+                    self.offset += len(chunk)
+        except OSError:
+            pass
+        return self.n
 
 
 def _wait(proc: subprocess.Popen, steps: str, job: Any) -> str | None:
     """Wait for the command; the reason it was stopped (``"step_cap"``, ``"time_limit"``) or None."""
     deadline = None if job.time_limit is None else time.monotonic() + job.time_limit
+    lines = _Lines(steps)
     while proc.poll() is None:
         reason = None
         if deadline is not None and time.monotonic() >= deadline:
             reason = "time_limit"
-        elif job.step_cap is not None and _count_lines(steps) > job.step_cap:
+        elif job.step_cap is not None and lines.count() > job.step_cap:
             reason = "step_cap"
         if reason:
             try:
