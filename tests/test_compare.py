@@ -520,6 +520,7 @@ def test_a_kind_the_values_cannot_have_is_a_compare_error():
         agentab.compare(frame, metrics={"outcome": "binary", "delta": "cost"}, n_resamples=99, seed=0)
 
 
+@pytest.mark.slow  # long: CI runs it with -m slow
 def test_reproducible_by_default_and_from_the_recorded_seed():
     data = synthetic(n_tasks=12, seeds=3, lift=0.5, cost_factor=1.5, seed=11)
     first = compare(data, metrics=KINDS, n_resamples=B)

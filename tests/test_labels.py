@@ -96,6 +96,7 @@ def _html_rows(text: str) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow  # long: CI runs it with -m slow
 def test_text_html_markdown_json_and_report_show_the_same_labels(example, tmp_path):
     _, result = example
     expected = dict(zip(result.table["metric"], result.table["assessment"]))

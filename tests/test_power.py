@@ -1093,6 +1093,7 @@ def test_pilot_as_traces_and_ordered_categorical(example_runs, pilot):
     assert c.kind == "ordinal" and (c.tasks, c.seeds_per_task, c.delta) == (d.tasks, d.seeds_per_task, d.delta)
 
 
+@pytest.mark.slow  # long: CI runs it with -m slow
 def test_plan_is_deterministic(pilot):
     for metric, effect in (("passed", 0.10), ("rubric", 1.5), ("tokens", -0.2)):
         a, b = plan(pilot, metric, effect), plan(pilot, metric, effect)
@@ -1365,6 +1366,7 @@ def test_one_arm_paired_plan_assumes_the_heterogeneity_of_real_pairs_and_simulat
         agentab.power.plan(base, "outcome", 0.1, heterogeneity=-1)
 
 
+@pytest.mark.slow  # long: CI runs it with -m slow
 def test_plan_reports_the_interval_of_tasks_needed_over_resampled_pilots():
     """n_boot re-plans on resamples of the pilot's tasks: a reproducible 80% interval around the
     recommendation, shown in the plan's text and its dict; n_boot=0 (the default) computes none."""

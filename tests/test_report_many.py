@@ -126,6 +126,7 @@ def hostile():
                   n_resamples=B)
 
 
+@pytest.mark.slow  # long: CI runs it with -m slow
 def test_hostile_arm_names_are_escaped(hostile, tmp_path):
     text = _quiet(agentab.report, hostile, tmp_path / "r.html").read_text(encoding="utf-8")
     assert "<script" not in text.lower() and "<img src=x" not in text and "onerror=alert(2)>" not in text
