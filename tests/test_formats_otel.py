@@ -751,14 +751,14 @@ def split_small_files(monkeypatch):
     file with a record to reject), and record what each parallel read did."""
     import agentab.traces._parallel
     import agentab.formats.otel as otel_module
-    import agentab.traces._load
+    import agentab.traces._reader
 
-    monkeypatch.setattr(agentab.traces._load, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._reader, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
     monkeypatch.setattr(otel_module, "FORMAT", dataclasses.replace(FORMAT, read_whole=lambda path, fields: None))
     calls = []
-    read_parallel = agentab.traces._load.read_parallel
-    monkeypatch.setattr(agentab.traces._load, "read_parallel",
+    read_parallel = agentab.traces._reader.read_parallel
+    monkeypatch.setattr(agentab.traces._reader, "read_parallel",
                         lambda *a, **k: calls.append(read_parallel(*a, **k)) or calls[-1])
     return calls
 
@@ -836,9 +836,9 @@ def test_a_failed_otel_worker_costs_only_time(tmp_path, split_small_files, monke
 
 def test_a_large_file_the_column_reader_reads_is_read_whole(tmp_path, monkeypatch):
     import agentab.traces._parallel
-    import agentab.traces._load
+    import agentab.traces._reader
 
-    monkeypatch.setattr(agentab.traces._load, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._reader, "PARALLEL_MIN_BYTES", 0)
     path = write_lines(tmp_path / "t.jsonl", *_runs_by_trace(6))
     monkeypatch.setattr(agentab.traces._parallel, "_launch", lambda *a, **k: pytest.fail("no worker for this file"))
     whole = agentab.load_traces(path, format="otel", workers=2)

@@ -338,7 +338,7 @@ def test_the_next_write_removes_what_a_killed_writer_left(tmp_path):
 def test_a_parallel_load_removes_the_parts_folders_of_killed_loads(tmp_path, monkeypatch):
     import tempfile
 
-    import agentab.traces._load
+    import agentab.traces._reader
     import agentab.traces._parallel as parallel
     from agentab import _write
 
@@ -346,7 +346,7 @@ def test_a_parallel_load_removes_the_parts_folders_of_killed_loads(tmp_path, mon
     (tmp_path / "tmp").mkdir()
     stale = tmp_path / "tmp" / f"agentab-load-{_write._host()}-{_dead_pid()}-x"
     (stale / "part1").mkdir(parents=True)
-    monkeypatch.setattr(agentab.traces._load, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._reader, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "_HEAD_START_BYTES", 0)
     records = list(agentab.datasets.example_records(0, n_tasks=4, n_seeds=2))
     path = tmp_path / "runs.jsonl"

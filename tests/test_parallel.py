@@ -7,14 +7,14 @@ import pytest
 from conftest import make_record, write_jsonl
 
 import agentab.traces._parallel
-import agentab.traces._load
+import agentab.traces._reader
 from agentab import TraceError, load_traces
 
 
 @pytest.fixture
 def split_small_files(monkeypatch):
     """Make every file 'large' and split it evenly, so tests stay small."""
-    monkeypatch.setattr(agentab.traces._load, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._reader, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
 
 

@@ -7,45 +7,24 @@ the columns of ``Traces.runs``, ``Traces.steps`` and ``Traces.rejected`` are lis
 """
 from __future__ import annotations
 
-import gzip
-import json
 import os
-import stat
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
 
-import msgspec
-import numpy as np
-
 from agentab import formats
 from agentab.errors import TraceError
-from agentab.formats.decode import RecordDecoder, gc_paused
-from agentab.formats.files import BOM, JSON_SPACE, InflateLimit, open_trace_file
-from agentab.traces._arrays import locate as _locate
-from agentab.traces._arrays import resync_array as _resync_array
-from agentab.traces._arrays import split_array as _split_array
+from agentab.formats.decode import RecordDecoder
 from agentab.traces._outcomes import read_outcomes
 from agentab.traces._overlay import Overlay, PathTemplate
-from agentab.traces._parallel import (
-    PARALLEL_MIN_BYTES,
-    default_workers,
-    read_lines,
-    read_parallel,
-)
-from agentab.traces._results import is_results_table
+from agentab.traces._parallel import default_workers
+from agentab.traces._reader import SUFFIXES, _files, _kind, _Reader, _Unreadable
 from agentab.traces._stream import LocalRunner, PathRules, Planner, Settings, check_engine, load_batched
 from agentab.traces._tables import PathLike, Traces, _frames, _rejected_frame
 
 __all__ = ["SUFFIXES", "load_traces"]
 
 Source = Union[PathLike, Mapping[str, Any], Sequence[Any]]
-
-#: File name endings read from a directory, and what each holds.
-SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjson.gz": "lines",
-            ".json": "array", ".json.gz": "array", ".eval": "archive", ".traj": "array", ".traj.gz": "array"}
-
 
 def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, str] | None = None,
                 outcomes: Any = None, arm: str | None = None, strict: bool = True, workers: int | None = None,
@@ -186,6 +165,7 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
             reader.feed(part, arm_name)
     else:
         reader.feed(source, arm)
+    reader.flush()
     sources = reader.sources
     runs_table, steps_table, rejected = decoder.finish()
     if decoder.n_read == 0:
@@ -266,179 +246,6 @@ def _describe(sources: list[str], source: Any) -> str:
     return repr(source) if not isinstance(source, (list, tuple)) else "an empty list"
 
 
-class _Reader:
-    """Sends every record of a source to the decoder, remembering the files read and their formats."""
-
-    def __init__(self, decoder: RecordDecoder, workers: int,
-                 progress: Callable[[str, int, int], None] | None = None, format: str = "auto",
-                 fields: Mapping[str, str] | None = None, overlay: Overlay | None = None) -> None:
-        self.decoder = decoder
-        self.workers = workers
-        self.sources: list[str] = []
-        self.progress = progress
-        self.total = 0
-        self.done = 0
-        self.format = format
-        self.fields = fields
-        self.overlay = Overlay() if overlay is None else overlay
-        self.chosen: list[tuple[str, str]] = []  # (source, format) in reading order
-        self._named: dict[str, formats.Format] = {}  # the format asked for, looked up once per load
-
-    def feed(self, source: Any, arm: str | None) -> None:
-        if isinstance(source, (str, os.PathLike)):
-            root = Path(source) if os.path.isdir(source) else None
-            for path in _files(Path(source)):
-                self.sources.append(str(path))
-                if isinstance(path, _Unreadable):  # a folder that cannot be listed, a FIFO or device found in one
-                    if self.decoder.strict:
-                        raise TraceError(path.reason, source=str(path))
-                    self.decoder.reject(str(path), 1, None, path.reason)
-                else:
-                    self.read_file(path, arm, root)
-                self.done += 1
-                if self.progress is not None:
-                    self.progress(str(path), self.done, self.total)
-        elif isinstance(source, (list, tuple)):
-            name = "<records>" if arm is None else f"<{arm} records>"
-            records = [item for item in source if isinstance(item, Mapping)]
-            fmt = self._objects_format(name, records[0]) if records else formats.RECORD
-            if fmt.name != "record":
-                self.sources.append(name)
-                self._convert(name, arm, fmt.read_objects(records, name, self._fields(fmt)), parsed=False)
-            for position, item in enumerate(source, start=1):
-                if isinstance(item, Mapping):
-                    if fmt.name != "record":
-                        continue
-                    if name not in self.sources:
-                        self.sources.append(name)
-                    _add_object(name, item, position, arm, self.decoder)
-                elif isinstance(item, (str, os.PathLike)):
-                    self.feed(item, arm)
-                else:
-                    raise TypeError(
-                        f"item {position} of the source list is a {type(item).__name__}: "
-                        "expected a path or a record dict"
-                    )
-        else:
-            raise TypeError(f"cannot read traces from a {type(source).__name__}")
-
-    def _objects_format(self, name: str, first: Mapping[str, Any]) -> formats.Format:
-        """The format of in-memory records: the one asked for, or detected from the first record."""
-        if self.format != "auto":
-            fmt = formats.get(self.format)
-        elif "steps" in first and "run_id" in first:
-            fmt = formats.RECORD
-        else:
-            try:
-                head = json.dumps(first, default=_json_default).encode()[: formats.HEAD_BYTES]
-            except (TypeError, ValueError):
-                head = b""
-            detected = formats.detect(head, name)
-            fmt = formats.RECORD if detected is None else formats.get(detected)
-        if fmt.name != "record" and fmt.read_objects is None:
-            raise TypeError(f"format {fmt.name!r} reads files, not records in memory: give the file's path")
-        self.chosen.append((name, fmt.name))
-        return fmt
-
-    def _file_format(self, path: Path) -> formats.Format:
-        """The format of a file: the one asked for, or detected from its first bytes."""
-        if self.format != "auto":
-            fmt = self._named.get(self.format) or self._named.setdefault(self.format, formats.get(self.format))
-        else:
-            with open_trace_file(path) as fh:
-                head = fh.read(formats.HEAD_BYTES)
-            detected = formats.detect(head, path.name)
-            if detected is None and is_results_table(path):
-                raise TraceError("a per-run results table (flat records, no steps), not traces: read it with "
-                                 "agentab.load_results (on the command line, every command takes it as it is)",
-                                 source=str(path))
-            if detected is None and head.lstrip(BOM + JSON_SPACE)[:1] in (b"", b"{", b"["):
-                detected = "record"  # empty, or JSON that fits no other format: our decoder says what is wrong
-            if detected is None:
-                tried = ", ".join(formats.available())
-                raise TraceError(f"cannot tell the trace format from the file's content (tried {tried}); "
-                                 "say which with format=", source=str(path))
-            fmt = formats.get(detected)
-        self.chosen.append((str(path), fmt.name))
-        return fmt
-
-    def _fields(self, fmt: formats.Format) -> dict[str, str]:
-        """The run-level field mapping of a converted format: its defaults with the user's ``fields``."""
-        return formats.resolve_fields(fmt.fields, self.fields, formats.RUN_FIELDS)
-
-    def _convert(self, name: str, arm: str | None, items: Iterable[formats.Item], parsed: bool,
-                 path: Path | None = None, root: Path | None = None) -> None:
-        """Send a converted format's items to the decoder: records to validate, rejections to count.
-
-        ``parsed``: the records were converted from JSON read from a file
-        (:meth:`RecordDecoder.add_items`); else they are checked as given in
-        memory (:func:`_add_object`). The fields a file lacks are filled (or
-        the run rejected) first: :class:`~agentab.traces._overlay.Overlay`,
-        with ``path`` (and the source folder ``root``) for its path template.
-        """
-        items = self.overlay.apply(items, path, root)
-        with gc_paused():
-            if parsed:
-                self.decoder.add_items(name, items, arm)
-                return
-            for item in items:
-                if isinstance(item.record, Mapping):
-                    _add_object(item.source or name, item.record, item.line, arm, self.decoder)
-                else:  # a rejection, or a run a reader built in columns (valid by construction)
-                    self.decoder.add_items(name, (item,), arm)
-
-    def _split(self, path: Path, fmt: formats.Format) -> bool:
-        """Whether to read a file by several processes: large, uncompressed, JSON Lines the format splits."""
-        if self.workers < 2 or path.name.lower().endswith(".gz") or path.stat().st_size < PARALLEL_MIN_BYTES:
-            return False
-        if self.overlay.active and fmt.name != "record":  # the overlay joins in this process
-            return False
-        return fmt.name == "record" or (fmt.read_part is not None and fmt.splits is not None and fmt.splits(path))
-
-    def read_file(self, path: Path, arm: str | None, root: Path | None = None) -> None:
-        """Read one file (found under the folder ``root``, if one was given); a file inflating past the limits, or a
-        corrupt gzip stream, is a rejection from where it stopped (strict: raised)."""
-        n_read = self.decoder.n_read
-        try:
-            self._read_file(path, arm, root)
-        except TraceError as err:  # past the limits, or a corrupt gzip stream (truncated, not gzip, bad CRC/data)
-            corrupt = isinstance(err.__cause__, (EOFError, zlib.error, gzip.BadGzipFile))
-            if self.decoder.strict or not (isinstance(err, InflateLimit) or corrupt):
-                raise
-            self.decoder.reject(str(path), self.decoder.n_read - n_read + 1, None,
-                                f"{err.reason}; the rest of the file was left out")
-
-    def _read_file(self, path: Path, arm: str | None, root: Path | None) -> None:
-        name = str(path)
-        try:
-            fmt = self._file_format(path)
-            if fmt.name == "record" and self.overlay.active:
-                raise TraceError("agentab's own record carries its identity and outcome: fields['path'] and "
-                                 "outcomes= apply to converted formats only", source=name)
-            if fmt.name != "record":
-                fields = self._fields(fmt)
-                if self._split(path, fmt):  # large: read whole if the format can do it fast, else in parts
-                    whole = fmt.read_whole(path, fields) if fmt.read_whole is not None else None
-                    if whole is not None:
-                        self._convert(name, arm, whole.items, parsed=True, path=path, root=root)
-                        return
-                    if read_parallel(self.decoder, path, arm, self.workers, fmt, fields):
-                        return
-                self._convert(name, arm, fmt.read_file(path, fields), parsed=True, path=path, root=root)
-            elif _kind(path) == "archive":
-                raise TraceError("an archive is not agentab's record (an Inspect .eval log? format='inspect')",
-                                 source=name)
-            elif _kind(path) == "array":
-                with open_trace_file(path) as fh:
-                    _read_array(name, fh.read(), arm, self.decoder)
-            elif self._split(path, fmt):
-                read_parallel(self.decoder, path, arm, self.workers)
-            else:
-                read_lines(self.decoder, path, arm)
-        except (OSError, EOFError, zlib.error) as err:  # e.g. a truncated, corrupt or non-gzip .gz file
-            raise TraceError(f"cannot read file: {err}", source=name) from err
-
-
 def _paths(source: Any) -> Iterator[Path]:
     """Every file a source names (records given in memory are not files)."""
     if isinstance(source, Mapping):
@@ -450,142 +257,6 @@ def _paths(source: Any) -> Iterator[Path]:
         for item in source:
             if isinstance(item, (str, os.PathLike)):
                 yield from _files(Path(item))
-
-
-class _Unreadable(type(Path())):  # type: ignore[misc]
-    """A path found in a folder that cannot be read as a trace file (``reason``): a rejection, or raised."""
-
-    reason = ""
-
-
-def _unreadable(path: Path, reason: str) -> _Unreadable:
-    bad = _Unreadable(path)
-    bad.reason = reason
-    return bad
-
-
-#: Why a path that is not a regular file is refused (FIFOs would block in ``open()``).
-_NOT_REGULAR = "not a regular file (a FIFO, socket or device): refused"
-
-
-def _files(path: Path) -> list[Path]:
-    """The trace files a path names: itself, or every file under a folder (sorted), recursively.
-
-    A folder that cannot be listed, or a FIFO/device with a trace file's name in a folder, is listed as an
-    :class:`_Unreadable` (the reader rejects it: an error under ``strict=True``).
-    """
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file or directory") from None
-    except OSError as err:
-        raise TraceError(f"cannot read this path: {err.strerror or err}", source=str(path)) from err
-    if stat.S_ISDIR(mode):
-        found = sorted(_walk(path), key=_sort_key)
-        if not found:
-            raise TraceError(f"no {', '.join(SUFFIXES)} files in this directory", source=str(path))
-        return found
-    if _kind(path) is None:
-        raise TraceError(f"unknown file type: expected one of {', '.join(SUFFIXES)}", source=str(path))
-    if not stat.S_ISREG(mode):
-        raise TraceError(_NOT_REGULAR, source=str(path))
-    return [path]
-
-
-def _sort_key(path: Path) -> Any:
-    """Paths sort part by part: on POSIX their parts as text do, without a Path comparison per pair."""
-    return path.parts if os.name == "posix" else path
-
-
-def _walk(folder: Path) -> Iterator[Path]:
-    """Every trace file under ``folder`` (symbolic links to folders are not followed), and the unreadable."""
-    pending = [folder]
-    while pending:
-        current = pending.pop()
-        try:
-            with os.scandir(current) as entries:
-                listed = list(entries)
-        except OSError as err:
-            yield _unreadable(current, f"cannot read this folder: {err.strerror or err}")
-            continue
-        for entry in listed:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(Path(entry.path))
-                    continue
-                if _kind(Path(entry.name)) is None or entry.name == "spec.json":  # `agentab example` writes one
-                    continue
-                regular = stat.S_ISREG(entry.stat().st_mode)  # follows a link to a file
-            except OSError as err:  # a broken link, or no permission to look
-                yield _unreadable(Path(entry.path), f"cannot read this file: {err.strerror or err}")
-                continue
-            yield Path(entry.path) if regular else _unreadable(Path(entry.path), _NOT_REGULAR)
-
-
-def _kind(path: Path) -> str | None:
-    name = path.name.lower()
-    for suffix, kind in SUFFIXES.items():
-        if name.endswith(suffix):
-            return kind
-    return None
-
-
-def _read_array(name: str, data: bytes, arm: str | None, decoder: RecordDecoder) -> None:
-    """A ``.json`` file: an array of records (or a single record object)."""
-    data = data.removeprefix(BOM)
-    start = len(data) - len(data.lstrip(JSON_SPACE))
-    head = data[start:start + 1]
-    first_line = data.count(b"\n", 0, start) + 1
-    if head == b"{":
-        decoder.add(name, first_line, data[start:], arm)
-        return
-    if head != b"[":
-        decoder.reject(name, first_line, None, "expected a JSON array of records (or one record object)")
-        return
-    try:
-        elements = _locate(data, msgspec.json.decode(data, type=list[msgspec.Raw]))
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        # Split the array without parsing its elements, so that each bad element
-        # (NaN, too deep, malformed) is rejected on its own line and no good one is lost.
-        elements, problem = _split_array(data, start)
-        if problem is not None:  # brackets out of balance: find each element by parsing, skipping a bad one
-            elements = _resync_array(data, start)
-            if elements is None:  # the array itself is broken (not closed, text after it): one rejection
-                decoder.reject(name, problem[0], None, f"{problem[1]}; the whole file was left out")
-                return
-    for line, raw in elements:
-        decoder.add(name, line, raw, arm)
-
-
-def _json_default(obj: Any) -> Any:
-    """Encode the numpy / pandas / datetime scalars users commonly put in records."""
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if hasattr(obj, "isoformat"):
-        return obj.isoformat()
-    raise TypeError(f"{type(obj).__name__} is not JSON-serialisable")
-
-
-def _add_object(name: str, item: Mapping[str, Any], position: int, arm: str | None,
-                decoder: RecordDecoder) -> None:
-    """Send one record dict built in Python to the decoder.
-
-    It may hold NaN, which ``json.dumps`` keeps for the decoder to reject by
-    name (records a format reader converted from JSON go to
-    :meth:`RecordDecoder.add_items` instead: JSON holds no NaN).
-    """
-    try:
-        raw = json.dumps(item, default=_json_default, allow_nan=True).encode()
-    except (TypeError, ValueError, RecursionError) as err:
-        decoder.reject(name, position, None, f"record is not JSON-serialisable: {err}")
-        return
-    decoder.add(name, position, raw, arm)
 
 
 # --------------------------------------------------------------------------- #

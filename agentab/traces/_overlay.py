@@ -23,11 +23,13 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentab.formats import Item, settle
 from agentab.formats.decode import Prepared
-from agentab.traces._outcomes import OutcomeTable
+
+if TYPE_CHECKING:  # the outcomes table imports pandas; a loader worker reads files without it
+    from agentab.traces._outcomes import OutcomeTable
 
 __all__ = ["PATH_FIELDS", "Overlay", "PathTemplate"]
 

@@ -50,6 +50,16 @@ PARALLEL_MIN_BYTES = 48 * 2**20
 #: more bytes.
 _HEAD_START_BYTES = 16 * 2**20
 _BLOCK = 8 * 2**20
+#: A load of several files is read whole file by whole file over several processes when their bytes reach this
+#: (a compressed file's bytes counted :data:`COMPRESSED_WEIGHT` times: it inflates to several times its size).
+PARALLEL_FILES_MIN_BYTES = 16 * 2**20
+COMPRESSED_WEIGHT = 8
+#: A worker's exit code when the loader itself raised (a file no format reads, say): its files are then read in
+#: this process, which raises the same error at the same place a serial read does (no warning: no worker failed).
+_RAISED = 3
+#: Records of the ``k``-th group of files read by a worker are numbered from ``k << _ORDINAL_BITS`` past the
+#: load's ordinals so far, so that groups order their records as one serial read does.
+_ORDINAL_BITS = 40
 
 
 def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int = 0, end: int | None = None,
@@ -128,11 +138,16 @@ def _launch(path: Path, arm: str | None, part: tuple[int, int, int], first_ordin
     command = [sys.executable, "-c", _WORKER, PACKAGE_FOLDER, str(path), str(start),
                str(end), str(first_line), str(first_ordinal), "" if arm is None else arm, str(out), fmt,
                json.dumps(fields or {})]
+    return _start(command, out)
+
+
+def _start(command: list[str], out: Path) -> subprocess.Popen:
     with (out / "stderr.txt").open("wb") as errors:  # a file, not a pipe: a chatty worker cannot block
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
 
 
-def _write_part(part: DecodedPart, out: Path, keys: frozenset[str] = frozenset()) -> None:
+def _write_part(part: DecodedPart, out: Path, keys: frozenset[str] = frozenset(),
+                chosen: list[tuple[str, str]] | None = None) -> None:
     for name, table in (("runs", part.runs), ("steps", part.steps)):
         with pa.OSFile(str(out / f"{name}.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
@@ -142,6 +157,7 @@ def _write_part(part: DecodedPart, out: Path, keys: frozenset[str] = frozenset()
         "rejected": [[r.ordinal, r.source, r.line, r.run_id, r.field, r.reason] for r in part.rejected],
         "seen": [[run_id, source, line, ordinal] for run_id, (source, line, ordinal) in part.seen.items()],
         "keys": sorted(keys),
+        "chosen": chosen or [],
     }
     (out / "meta.json").write_text(json.dumps(meta))
 
@@ -228,6 +244,115 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
     return True
 
 
+#: One file of a load: its path, arm and the source folder it was found in (None: named itself).
+Entry = tuple[Path, "str | None", "Path | None"]
+
+
+def file_weight(path: Path) -> int:
+    """A file's bytes, a compressed one's (gzip, an Inspect ``.eval`` zip) counted :data:`COMPRESSED_WEIGHT` times."""
+    size = path.stat().st_size
+    return size * COMPRESSED_WEIGHT if path.name.lower().endswith((".gz", ".eval")) else size
+
+
+def plan_files(weights: list[int], workers: int) -> list[tuple[int, int]]:
+    """Cut files (their weights, in reading order) into at most ``workers`` contiguous groups ``[i, j)`` of about
+    equal weight, the first (this process's) larger by ``_HEAD_START_BYTES`` (a worker starts later)."""
+    n = min(workers, len(weights))
+    total = sum(weights)
+    if n < 2 or total <= 0:
+        return [(0, len(weights))]
+    first = min(total, (total + _HEAD_START_BYTES * (n - 1)) / n)
+    targets = [first + (total - first) * k / (n - 1) for k in range(n - 1)]
+    cuts, running, i = [0], 0, 0
+    for target in targets:
+        # the cut after the file whose end is nearest the target (at least one file past the last cut)
+        while i < len(weights) and (i < cuts[-1] + 1 or abs(running + weights[i] - target) <= abs(running - target)):
+            running += weights[i]
+            i += 1
+        if i >= len(weights):
+            break
+        cuts.append(i)
+    cuts.append(len(weights))
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: int) -> None:
+    """Read whole files (``weights``: :func:`file_weight`) over this process and ``workers - 1`` subprocesses,
+    merged in reading order.
+
+    ``reader`` is the loader's file reader (``agentab.traces._load._Reader``): ``reader.read_here(entries)``
+    reads files in this process, ``reader.worker_settings()`` is what a worker needs to read them alike (JSON),
+    ``reader.decoder`` merges the workers' results and ``reader.chosen`` takes their formats. Group ``k``'s
+    records are numbered from ``k << _ORDINAL_BITS`` past the ordinals so far, so a strict load raises its
+    earliest problem and duplicates name their first run exactly as a serial read does. A worker that failed
+    costs time only: its files are then read here, in their turn.
+    """
+    groups = plan_files(weights, workers)
+    if len(groups) < 2:
+        reader.read_here(entries)
+        return
+    base = reader.decoder.next_ordinal
+    settings = reader.worker_settings()
+    sweep_stale(tempfile.gettempdir(), _TEMP_PREFIX)
+    with tempfile.TemporaryDirectory(prefix=owned_prefix(_TEMP_PREFIX)) as tmp:
+        launched = []
+        try:
+            for k, (i, j) in enumerate(groups[1:], start=1):
+                out = Path(tmp) / f"files{k}"
+                out.mkdir()
+                manifest = dict(settings, first_ordinal=base + (k << _ORDINAL_BITS),
+                                files=[[str(p), arm, None if root is None else str(root)] for p, arm, root in entries[i:j]])
+                (out / "manifest.json").write_text(json.dumps(manifest))
+                try:
+                    proc: subprocess.Popen | None = _start([sys.executable, "-c", _WORKER, PACKAGE_FOLDER, "--files",
+                                                            str(out)], out)
+                except OSError as err:
+                    proc = None
+                    (out / "stderr.txt").write_text(f"could not start: {err}")
+                launched.append((proc, (i, j), out, manifest["first_ordinal"]))
+            first = groups[0]
+            reader.read_here(entries[first[0]:first[1]])
+            for proc, (i, j), out, first_ordinal in launched:
+                part = None
+                if proc is not None:
+                    proc.wait()
+                    if proc.returncode == 0:
+                        part = _read_part(out)[0]
+                        chosen = json.loads((out / "meta.json").read_text())["chosen"]
+                    elif proc.returncode != _RAISED:
+                        _warn_failed(proc, out, "its files were")
+                else:
+                    _warn_failed(proc, out, "its files were")
+                if part is None:
+                    reader.decoder.next_ordinal = max(reader.decoder.next_ordinal, first_ordinal)
+                    reader.read_here(entries[i:j])
+                else:
+                    reader.decoder.merge(part)
+                    reader.chosen.extend(tuple(pair) for pair in chosen)
+                    reader.files_done(entries[i:j])
+        finally:
+            for proc, _, _, _ in launched:
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+
+
+def _files_worker(out: Path) -> int:
+    """A worker's group of files (``out/manifest.json``), read by the loader's own reader, written to ``out``."""
+    from agentab.errors import TraceError
+    from agentab.traces._reader import worker_reader
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    decoder = RecordDecoder(strict=False, first_ordinal=manifest["first_ordinal"])
+    reader = worker_reader(decoder, manifest)
+    try:
+        reader.read_here([(Path(p), arm, None if root is None else Path(root)) for p, arm, root in manifest["files"]])
+    except TraceError:  # the loader's own error: this process reads the group again and raises it in its turn
+        return _RAISED
+    _write_part(decoder.export(), out, chosen=reader.chosen)
+    return 0
+
+
 def _read_converted(fmt: Format, fields: dict[str, str] | None, path: Path, arm: str | None,
                     part: tuple[int, int, int], first_ordinal: int) -> tuple[DecodedPart, frozenset[str]]:
     """Decode one part of a converted format's file here: its records and keys."""
@@ -238,14 +363,14 @@ def _read_converted(fmt: Format, fields: dict[str, str] | None, path: Path, arm:
     return decoder.export(), converted.keys
 
 
-def _warn_failed(proc: subprocess.Popen | None, out: Path) -> None:
+def _warn_failed(proc: subprocess.Popen | None, out: Path, what: str = "its part of the file was") -> None:
     try:
         lines = (out / "stderr.txt").read_text(errors="replace").strip().splitlines()
     except OSError:
         lines = []
     why = lines[-1] if lines else f"exit code {proc.returncode if proc is not None else '?'}"
-    warnings.warn(f"a loader worker process failed ({why}); its part of the file was read in this process "
-                  "instead (same result, more time)", RuntimeWarning, stacklevel=4)
+    warnings.warn(f"a loader worker process failed ({why}); {what} read in this process instead (same result, "
+                  "more time)", RuntimeWarning, stacklevel=4)
 
 
 class _NoPandas:
@@ -257,7 +382,6 @@ class _NoPandas:
 
 
 def _worker(argv: list[str]) -> int:
-    path, start, end, first_line, first_ordinal, arm, out, fmt, fields = argv
     # pyarrow imports pandas (a third of a second) on its first array, to recognise pandas objects; the worker
     # has none to give it, so pyarrow is left to find no pandas (later imports of pandas are not refused)
     finder = _NoPandas()
@@ -266,6 +390,9 @@ def _worker(argv: list[str]) -> int:
         pa.array([0])
     finally:
         sys.meta_path.remove(finder)
+    if argv[0] == "--files":
+        return _files_worker(Path(argv[1]))
+    path, start, end, first_line, first_ordinal, arm, out, fmt, fields = argv
     part = (int(start), int(end), int(first_line))
     if fmt == "record":
         decoder = RecordDecoder(strict=False, first_ordinal=int(first_ordinal))

@@ -1,0 +1,182 @@
+"""Reading the files of a load over several processes, whole files each, gives exactly the serial result."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import make_record, write_jsonl
+
+import agentab
+import agentab.traces._parallel
+import agentab.traces._reader
+from agentab import TraceError, load_traces
+
+
+
+@pytest.fixture
+def files_in_parallel(monkeypatch):
+    """Every load of two or more files is 'large' and cut evenly, so tests stay small; count the workers' groups."""
+    monkeypatch.setattr(agentab.traces._reader, "PARALLEL_FILES_MIN_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
+    merged = []
+    read_part = agentab.traces._parallel._read_part
+    monkeypatch.setattr(agentab.traces._parallel, "_read_part", lambda out: merged.append(out) or read_part(out))
+    return merged
+
+
+def _same(a, b):
+    pd.testing.assert_frame_equal(a.runs, b.runs)
+    pd.testing.assert_frame_equal(a.steps, b.steps)
+    pd.testing.assert_frame_equal(a.rejected, b.rejected)
+    assert (a.n_read, a.sources, a.formats) == (b.n_read, b.sources, b.formats)
+
+
+def _folder(tmp_path, n_files=6, per_file=4, bad=None):
+    """Record files in two arm folders; ``bad``: {(file, line): text} replaces a line."""
+    bad = bad or {}
+    for arm in ("a", "b"):
+        for f in range(n_files):
+            lines = [bad.get((arm, f, i), make_record(f"{arm}{f}-{i}", task_id=f"t{i}", seed=f, n_steps=i % 3, arm=arm))
+                     for i in range(per_file)]
+            (tmp_path / arm).mkdir(exist_ok=True)
+            write_jsonl(tmp_path / arm / f"runs{f:02d}.jsonl", lines)
+    return {"a": tmp_path / "a", "b": tmp_path / "b"}
+
+
+@pytest.mark.parametrize("workers", [2, 3, 5])
+def test_files_in_parallel_equal_serial(tmp_path, files_in_parallel, workers):
+    source = _folder(tmp_path)
+    _same(load_traces(source, workers=workers), load_traces(source, workers=1))
+    assert len(files_in_parallel) == workers - 1  # the workers really read groups of files
+
+
+def test_plan_files_keeps_order_and_balances(monkeypatch):
+    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
+    plan = agentab.traces._parallel.plan_files
+    assert plan([10] * 10, 2) == [(0, 5), (5, 10)]
+    assert plan([10] * 9, 3) == [(0, 3), (3, 6), (6, 9)]
+    assert plan([100, 1, 1, 1], 2) == [(0, 1), (1, 4)]
+    assert plan([5, 5], 8) == [(0, 1), (1, 2)]
+    assert plan([5], 2) == [(0, 1)]
+    for weights in ([3, 1, 4, 1, 5, 9, 2, 6], [0, 0, 7], [1] * 50):
+        for workers in (2, 3, 4):
+            groups = plan(weights, workers)
+            assert groups[0][0] == 0 and groups[-1][1] == len(weights) and len(groups) <= workers
+            assert all(a < b for a, b in groups) and all(g[1] == h[0] for g, h in zip(groups, groups[1:]))
+
+
+def test_lenient_rejections_and_duplicates_across_groups(tmp_path, files_in_parallel):
+    bad = {("a", 4, 1): "{oops", ("b", 3, 2): json.dumps(make_record("a0-1", arm="b")),  # a duplicate of the first file's run
+           ("b", 5, 0): json.dumps(make_record("b5-0", seed="x", arm="b"))}
+    source = _folder(tmp_path, bad=bad)
+    parallel = load_traces(source, workers=3, strict=False)
+    _same(parallel, load_traces(source, workers=1, strict=False))
+    assert len(parallel.rejected) == 3
+    assert parallel.rejected["reason"].str.contains(r"first seen in .*runs00\.jsonl, line 2\)").sum() == 1
+
+
+def test_strict_raises_the_serial_error(tmp_path, files_in_parallel):
+    # a type error in a late file, and a duplicate before it (in an earlier worker's group): the duplicate is raised
+    bad = {("b", 1, 0): json.dumps(make_record("a1-2", arm="b")),
+           ("b", 5, 3): json.dumps(make_record("b5-3", seed="x", arm="b"))}
+    source = _folder(tmp_path, bad=bad)
+    with pytest.raises(TraceError) as serial:
+        load_traces(source, workers=1)
+    with pytest.raises(TraceError) as parallel:
+        load_traces(source, workers=4)
+    assert str(parallel.value) == str(serial.value) and "duplicate run_id 'a1-2'" in str(serial.value)
+
+
+def test_a_file_no_format_reads_raises_as_serial_without_a_warning(tmp_path, files_in_parallel):
+    source = _folder(tmp_path)
+    (tmp_path / "b" / "runs04.jsonl").write_text("not json at all, and no format\n")
+    with pytest.raises(TraceError) as serial:
+        load_traces(source, workers=1, strict=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the worker did not fail: the loader raised, in its turn
+        with pytest.raises(TraceError) as parallel:
+            load_traces(source, workers=3, strict=False)
+    assert str(parallel.value) == str(serial.value)
+
+
+def test_a_crashed_files_worker_costs_only_time(tmp_path, files_in_parallel, monkeypatch):
+    monkeypatch.setattr(agentab.traces._parallel, "_start", lambda command, out: subprocess.Popen(
+        [sys.executable, "-c", "raise SystemExit(9)"]))
+    source = _folder(tmp_path)
+    with pytest.warns(RuntimeWarning, match=r"worker process failed \(exit code 9\); its files were read"):
+        parallel = load_traces(source, workers=2)
+    _same(parallel, load_traces(source, workers=1))
+
+
+def test_progress_is_reported_for_every_file_in_order(tmp_path, files_in_parallel):
+    source = _folder(tmp_path)
+    seen = {w: [] for w in (1, 3)}
+    for workers in seen:
+        load_traces(source, workers=workers, progress=lambda path, done, total, w=workers: seen[w].append(
+            (path, done, total)))
+    assert seen[3] == seen[1] and len(seen[1]) == 12 and seen[1][-1][1:] == (12, 12)
+
+
+def test_records_in_memory_keep_their_place_among_files(tmp_path, files_in_parallel):
+    files = _folder(tmp_path)
+    source = [files["a"], make_record("mem1", arm="a"), files["b"], make_record("mem2", arm="b")]
+    _same(load_traces(source, workers=3), load_traces(source, workers=1))
+
+
+@pytest.fixture
+def harbor_trials(tmp_path):
+    """Harbor trial folders (ATIF trajectory + result.json), two arms, as the format benchmark writes them."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    try:
+        from _format_writers import ATIF_FIELDS, write_all
+    finally:
+        sys.path.pop(0)
+    records = list(agentab.datasets.example_records(seed=3, n_tasks=6, n_seeds=2))
+    (tmp_path / "formats").mkdir()
+    paths = write_all(records, tmp_path / "formats")
+    return {p.name: p for p in paths["atif"]}, dict(ATIF_FIELDS)
+
+
+def test_converted_formats_with_a_path_template(harbor_trials, files_in_parallel):
+    source, fields = harbor_trials
+    fields["path"] = "{task_id}__*/**"  # the workers apply the path template
+    serial = load_traces(source, format="atif", fields=fields, workers=1)
+    parallel = load_traces(source, format="atif", fields=fields, workers=3)
+    _same(parallel, serial)
+    assert len(files_in_parallel) == 2 and len(serial.runs) == 24
+
+
+def test_an_outcomes_table_is_joined_in_this_process(harbor_trials, files_in_parallel):
+    source, fields = harbor_trials
+    runs = load_traces(source, format="atif", fields=fields, workers=1).runs
+    files_in_parallel.clear()
+    outcomes = runs[["run_id"]].assign(outcome=[i % 3 == 0 for i in range(len(runs))])
+    serial = load_traces(source, format="atif", fields=fields, outcomes=outcomes, workers=1)
+    parallel = load_traces(source, format="atif", fields=fields, outcomes=outcomes, workers=3)
+    _same(parallel, serial)
+    assert files_in_parallel == [] and parallel.runs["outcome"].tolist() == outcomes["outcome"].tolist()
+
+
+def test_a_files_worker_starts_without_pandas(tmp_path):
+    # its start-up is paid on every parallel load: it imports the loader's reader, not the tables or statistics
+    out = tmp_path / "files1"
+    out.mkdir()
+    path = write_jsonl(tmp_path / "x.jsonl", [make_record("r1"), make_record("r2")])
+    manifest = {"format": "auto", "fields": None, "template": None, "first_ordinal": 1 << 40,
+                "files": [[str(path), "a", None]]}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    code = agentab.traces._parallel._BOOTSTRAP + (
+        "; code = _worker(sys.argv[1:]); print(code, sorted(name for name in sys.modules if name.split('.')[0] in "
+        "('pandas', 'scipy', 'statsmodels', 'matplotlib') or name.split('.')[:2] in "
+        "(['agentab', 'comparison'], ['agentab', 'scoring'], ['agentab', 'stats'])))")
+    done = subprocess.run([sys.executable, "-c", code, agentab.traces._parallel.PACKAGE_FOLDER, "--files", str(out)],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "0 []"
+    part = agentab.traces._parallel._read_part(out)[0]
+    assert part.n_read == 2 and json.loads((out / "meta.json").read_text())["chosen"] == [[str(path), "record"]]
