@@ -85,11 +85,16 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
         runs loaded plus records rejected.
     workers : int, optional
         Processes used to decode a large (48 MiB or more) uncompressed JSON
-        Lines file; default: the CPUs available, at most 8. ``1`` reads
-        everything in this process. The result does not depend on it.
+        Lines file, cut at line boundaries, or the files of a source of
+        several files (16 MiB or more in all, a compressed file counted at
+        eight times its size), in groups of whole files; default: the CPUs
+        available, at most 8. ``1`` reads everything in this process. The
+        result does not depend on it. With ``outcomes=`` the files are read
+        in this process, which joins the outcomes.
     progress : callable, optional
         Called as ``progress(path, done, total)`` after each file is read
-        (``total`` files in all; with the stream and dask engines, after
+        (``total`` files in all; a group read by another process is
+        reported when it is merged; with the stream and dask engines, after
         each block), for a progress bar.
     engine : {"memory", "stream", "dask"}, optional
         ``"memory"`` (the default): the tables are built in memory. For
