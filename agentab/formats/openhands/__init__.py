@@ -126,14 +126,14 @@ from typing import Any
 
 import msgspec
 
-from agentab.formats._base import FieldMap, Format, Item, Reject
+from agentab.formats._base import FieldMap, Format, Item, Part, Reject
 from agentab.formats._fast_path import Slow, timed, untouched, whole_first
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
 from agentab.formats.openhands._fast import line, run
 from agentab.formats.openhands._fields import FIELDS, convert, history_steps
 from agentab.formats.openhands._sdk import is_sdk
 
-__all__ = ["FIELDS", "FORMAT", "history_steps", "read_file", "read_objects", "sniff"]
+__all__ = ["FIELDS", "FORMAT", "history_steps", "read_file", "read_objects", "read_part", "sniff", "splits"]
 
 _decode = msgspec.json.decode
 
@@ -172,33 +172,46 @@ def _stream_item(events: list[Any], task: str, where: str, fields: FieldMap) -> 
     return _item(run, 1, where, plan, stream=True)
 
 
-def _lines(path: Path, where: str, plan: FieldMap) -> Iterator[Item]:
-    yield from timed(_line_entries(path, where, plan))
+def _lines(path: Path, where: str, plan: FieldMap, start: int = 0, end: int | None = None,
+           first_line: int = 1) -> Iterator[Item]:
+    yield from timed(_line_entries(path, where, plan, start, end, first_line))
 
 
-def _line_entries(path: Path, where: str, plan: FieldMap) -> Iterator[tuple[Item, Callable[[], Item] | None]]:
+def _numbered(path: Path, start: int, end: int | None, first_line: int) -> Iterator[tuple[int, bytes]]:
+    """The lines of bytes ``[start, end)`` of ``path`` (whole lines; ``end`` None: to the end), numbered from
+    ``first_line``, a byte-order mark off the file's first line."""
+    with open_trace_file(path) as fh:
+        if start:
+            fh.seek(start)
+        position = start
+        for number, raw in enumerate(fh, start=first_line):
+            if end is not None and position >= end:
+                return
+            position += len(raw)
+            yield number, raw.removeprefix(BOM) if number == 1 else raw
+
+
+def _line_entries(path: Path, where: str, plan: FieldMap, start: int = 0, end: int | None = None,
+                  first_line: int = 1) -> Iterator[tuple[Item, Callable[[], Item] | None]]:
     """Each line's item, built in columns when it is the plain case (:mod:`._fast`), with the reader's usual
     conversion of the line (for :func:`~agentab.formats._fast_path.timed`)."""
     trim = plan["messages"] == FIELDS["messages"] and untouched(plan, (FIELDS["messages"],), "messages")
-    with open_trace_file(path) as fh:
-        for number, raw in enumerate(fh, start=1):
-            if number == 1:
-                raw = raw.removeprefix(BOM)
-            if not raw.strip(JSON_SPACE):
-                continue
-            rec = line(raw) if trim else None
-            if rec is not None:
-                yield _plain(rec, raw, number, where, plan)
-                continue
-            try:
-                rec = _decode(raw)
-            except msgspec.DecodeError as err:
-                yield Item(number, reason=f"malformed JSON: {err}"), None
-                continue
-            except RecursionError:
-                yield Item(number, reason="JSON nested too deeply to read"), None
-                continue
-            yield _item(rec, number, where, plan), None
+    for number, raw in _numbered(path, start, end, first_line):
+        if not raw.strip(JSON_SPACE):
+            continue
+        rec = line(raw) if trim else None
+        if rec is not None:
+            yield _plain(rec, raw, number, where, plan)
+            continue
+        try:
+            rec = _decode(raw)
+        except msgspec.DecodeError as err:
+            yield Item(number, reason=f"malformed JSON: {err}"), None
+            continue
+        except RecursionError:
+            yield Item(number, reason="JSON nested too deeply to read"), None
+            continue
+        yield _item(rec, number, where, plan), None
 
 
 def _plain(rec: dict[str, Any], raw: bytes, number: int, where: str, plan: FieldMap
@@ -242,6 +255,23 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     else:
         for position, rec in enumerate(parsed, start=1):
             yield _item(rec, position, where, plan)
+
+
+def splits(path: Path) -> bool:
+    """Whether :func:`read_part` can read ``path`` in parts: it is read as JSON Lines (``output.jsonl``), every line
+    a run of its own (not an event-stream ``.json``, a JSON array, or one object in a ``.json`` file)."""
+    path = Path(path)
+    with open_trace_file(path) as fh:
+        start = fh.read(4096).removeprefix(BOM).lstrip(JSON_SPACE)[:1]
+    return start == b"{" and not path.name.lower().removesuffix(".gz").endswith(".json")
+
+
+def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMap | None = None) -> Part:
+    """The runs of the lines in bytes ``[start, end)`` of an ``output.jsonl`` (see
+    :attr:`~agentab.formats._base.Format.read_part`): each line is a run of its own, so parts have no keys."""
+    plan = {**FIELDS, **(fields or {})}
+    path = Path(path)
+    return Part(list(_lines(path, str(path), plan, start, end, first_line)), frozenset())
 
 
 def read_objects(objects: Sequence[Any], name: str, fields: FieldMap | None = None) -> Iterator[Item]:
@@ -303,4 +333,6 @@ FORMAT = Format(
     sniff=sniff,
     read_file=read_file,
     read_objects=read_objects,
+    read_part=read_part,
+    splits=splits,
 )
