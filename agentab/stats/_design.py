@@ -253,6 +253,7 @@ class Design:
                 hi = min(lo + step, size)
                 counts[lo:hi] = _counts_of(_picks(rng.random((hi - lo, n_tasks)), n_tasks), n_tasks)
             yield counts
+            del counts  # the consumer's batch is not kept alive while the next one is built
 
     def bootstrap(self, n_resamples: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Weight matrices of bootstrap resamples of units, in batches."""
@@ -522,7 +523,8 @@ def make_design(
         # (a text array per run would be 84 bytes a run for integer ids).
         base_cell = np.searchsorted(shared, base_ids)[base_code[keep_base]]
         cand_cell = n_tasks + np.searchsorted(shared, cand_ids)[cand_code[keep_cand]]
-        cell = np.concatenate([base_cell, cand_cell])
+        cell = _cells(base_cell, cand_cell, 2 * n_tasks)
+        del base_cell, cand_cell
         design = Design(
             "paired",
             cell,
@@ -535,7 +537,7 @@ def make_design(
         )
         return design, keep_base, keep_cand
     n_b = len(base_ids)
-    cell = np.concatenate([base_code, n_b + cand_code])
+    cell = _cells(base_code, n_b + cand_code, n_b + len(cand_ids))
     kind = "independent" if len(cell) == n_b + len(cand_ids) else "clustered"
     design = Design(
         kind,
@@ -546,6 +548,14 @@ def make_design(
         _run_weight(cell, n_b + len(cand_ids)),
     )
     return design, keep_base, keep_cand
+
+
+def _cells(base: np.ndarray, cand: np.ndarray, n_cells: int) -> np.ndarray:
+    """Every run's cell, baseline runs first, as int32 when the cells allow (half the memory of int64)."""
+    cell = np.empty(len(base) + len(cand), dtype=np.int32 if n_cells < 2**31 else np.int64)
+    cell[: len(base)] = base
+    cell[len(base) :] = cand
+    return cell
 
 
 def _run_weight(cell: np.ndarray, n_cells: int) -> np.ndarray:
