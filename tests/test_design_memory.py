@@ -9,6 +9,7 @@ negative, unsigned and float ids, ``-0.0``, and designs wider than one piece of 
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -139,3 +140,27 @@ def test_compare_gives_the_same_table_and_drops_for_integer_and_text_task_ids():
     ints, texts = results
     pd.testing.assert_frame_equal(ints.table, texts.table)
     assert ints.dropped == texts.dropped and len(ints.dropped) > 0
+
+
+def test_runs_weighted_per_cell_read_the_same_floats_as_runs_weighted_per_run():
+    from agentab.stats._kernels import _per_cell
+    from agentab.stats._windowed import Dense, Runs
+
+    rng = np.random.default_rng(6)
+    ids = rng.integers(0, 50, 700)
+    design, _, _ = make_design(len(ids), len(ids), ids, rng.permutation(ids), True)
+    weight = _per_cell(design)
+    assert weight is not None
+    order = rng.permutation(len(design.cell))
+    per_run = Runs(design.cell[order], design.run_weight[order], design.n_cells)
+    per_cell = Runs(design.cell[order], None, design.n_cells, weight)
+    wt = Dense(rng.random((4, design.n_cells)))
+    for i in (0, 1, 333, len(order)):
+        assert np.array_equal(per_run.before(i), per_cell.before(i))
+    assert np.array_equal(per_run.increments(wt, 10, 400), per_cell.increments(wt, 10, 400))
+    assert np.array_equal(per_run.cumulative(wt.dense(np.arange(4))), per_cell.cumulative(wt.dense(np.arange(4))))
+    index = np.flatnonzero(design.cell[order] >= 50)
+    assert np.array_equal(per_run.subset(index).run_weight, per_cell.subset(index).run_weight)
+    uneven = dataclasses.replace(design, run_weight=design.run_weight * (1 + 1e-16 * (np.arange(len(ids) * 2) % 2)))
+    if not np.array_equal(uneven.run_weight, design.run_weight):
+        assert _per_cell(uneven) is None  # a cell whose runs weigh differently keeps its weights per run
