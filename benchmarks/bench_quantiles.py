@@ -62,6 +62,20 @@ left is outside the kernel: tracemalloc at 20,000 tasks puts the peak in the des
 edit, 47 MB after). Earlier the same evening, at load 7, one compare at 10,000 tasks took 10.3 s and the plain loop
 16.8 ms per resample (168 s for 9,999): 16x.
 
+``--cases memory`` after the memory edits of ``agentab/stats`` and ``agentab/comparison`` (2026-12-02, load
+6-7; before them, in the same session: RSS 292 -> 661 MB, 10.74x; tracemalloc 398 MB, 11.60x)::
+
+    memory: 100,000 tasks x 10 seeds per arm, outcome + tokens, 9999 resamples
+      input table 34 MB; RSS 291 MB before, peak 469 MB: 5.18x the table during compare (301s); tracemalloc peak 216 MB = 6.29x
+
+Target 4x not met. Both figures include the modules imported during the call (``agentab`` itself, then
+``scipy.stats``: about 20 MB traced, more as RSS). At tracemalloc's peak (inside the tokens bootstrap) the
+live arrays are, per 1,000,000 runs per arm: the per-arm task columns of the validated input, the metric's
+values per arm (routing), the test's pooled values and the kernel's sorted copy, the design's run weights
+(15 MB each, float64 or int64 of 2,000,000 runs), one batch of task counts (15 MB: 20 resamples x 100,000
+tasks), the design's and the kernel's cells and each arm's run index (int32, 7.6 MB each) and the windows'
+columns (9 MB).
+
 Reading. Targets of issue 22 not met: 50x (7x in this run, 16x at a lighter moment) and at most 1.3x per
 doubling (about 2x). Both are bounded by the random draws, not the kernel: to give today's numbers exactly,
 a resample must consume today's stream, the paired bootstrap's ``T`` uniforms per resample turned into task

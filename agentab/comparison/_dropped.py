@@ -35,6 +35,25 @@ def _text(values: Any) -> np.ndarray:
     return pd.Series(values, dtype=object).astype(str).to_numpy()
 
 
+def _task_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's index into its arm's distinct task ids, and those ids as text (:func:`_text`).
+
+    Integer, boolean and float ids are told apart by their bits (distinct bits give distinct text, ``-0.0``
+    included), so only the distinct ids become text, not one string per run; other ids are read as text first.
+    """
+    if values.dtype.kind in "iubf":
+        bits = values.view(f"u{values.dtype.itemsize}") if values.dtype.kind == "f" else values
+        codes, distinct = pd.factorize(bits, sort=False)
+        return codes, _text(np.asarray(distinct, dtype=bits.dtype).view(values.dtype))
+    codes, distinct = pd.factorize(_text(values), sort=False)
+    return codes, np.asarray(distinct, dtype=object)
+
+
+def _texts(text: np.ndarray, codes: np.ndarray) -> set[str]:
+    """The distinct texts of the runs with these codes."""
+    return set(text[np.unique(codes)])
+
+
 def metric_drops(inp: Any, metric: str, x: np.ndarray, y: np.ndarray, design_kind: str) -> list[Dropped]:
     """Runs of ``metric`` left out of its test, per arm: missing values, then tasks of one arm only (paired).
 
@@ -43,7 +62,8 @@ def metric_drops(inp: Any, metric: str, x: np.ndarray, y: np.ndarray, design_kin
     """
     out: list[Dropped] = []
     arms = ((inp.baseline, inp.base, inp.base_rows, x), (inp.candidate, inp.cand, inp.cand_rows, y))
-    kept: list[tuple[np.ndarray, set[str]]] = []  # per arm: the task of every run with a value, and the set of them
+    # Per arm: the task code of every run with a value, the text of each code, and the tasks with a value.
+    kept: list[tuple[np.ndarray, np.ndarray, set[str]]] = []
     for arm, frame, rows, values in arms:
         missing = np.isnan(values)
         if inp.cluster is None:
@@ -51,18 +71,19 @@ def metric_drops(inp: Any, metric: str, x: np.ndarray, y: np.ndarray, design_kin
                 ids, count = _ids(_run_labels(inp, np.flatnonzero(rows)[missing]))
                 out.append(Dropped("missing value", arm, int(missing.sum()), 0, ids, (metric,), count))
             continue
-        tasks = _text(frame[inp.cluster].to_numpy())
-        kept.append((tasks[~missing], set(tasks[~missing])))
+        codes, text = _task_codes(np.asarray(frame[inp.cluster].to_numpy()))
+        kept.append((codes[~missing], text, _texts(text, codes[~missing])))
         if missing.any():
-            lost = set(tasks[missing]) - kept[-1][1]
-            ids, count = _ids(lost) if lost else _ids(tasks[missing])
+            gone = _texts(text, codes[missing])
+            lost = gone - kept[-1][2]
+            ids, count = _ids(lost) if lost else _ids(gone)
             out.append(Dropped("missing value", arm, int(missing.sum()), len(lost), ids, (metric,), count))
     if design_kind == "paired" and kept:
-        for (arm, *_), (tasks, own), (_, other) in zip(arms, kept, kept[::-1]):
+        for (arm, *_), (codes, text, own), (*_, other) in zip(arms, kept, kept[::-1]):
             alone = own - other
             if alone:
                 ids, count = _ids(alone)
-                runs = int(np.isin(tasks, list(alone)).sum())
+                runs = int(np.isin(text, list(alone))[codes].sum())
                 out.append(Dropped("task in one arm only", arm, runs, len(alone), ids, (metric,), count))
     return out
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,14 @@ def _row(metric: _Metric, statistic: str, res: Any, role: str, *, j: int | None 
     }
 
 
+@dataclass(frozen=True)
+class _Known:
+    """What a metric's table rows say of its non-missing values in both arms."""
+
+    tail_note: str  # the mean row's note (cost and count metrics; "" otherwise), see :func:`_tail_note`
+    constant: bool  # one value throughout
+
+
 def _tail_note(known: np.ndarray) -> str:
     """How much of a long-tailed metric's total its top 5% of runs carry (``known``: no missing values)."""
     known = np.sort(known)
@@ -99,16 +108,21 @@ def _compare_metric(inp: _CompareInput, metric: _Metric, quantiles: Sequence[flo
             raise CompareError(message)
         inp.notes.append(message + ": left out")
         return [], {}, None, []
+    # What the rows need of the pooled values, taken now: the array (one float per run) is freed before the tests.
+    # (No values at all: _route says so before it reads `constant`.)
+    summary = _Known(_tail_note(known) if metric.kind in QUANTILE_KINDS else "",
+                     bool(len(known) and known.min() == known.max()))
+    del known
     try:
-        rows, extra, res = _route(inp, metric, quantiles, x, y, known)
+        rows, extra, res = _route(inp, metric, quantiles, x, y, summary)
     except ValueError as err:  # what the arrays cannot support (e.g. pass^k without seeds): named by metric
         raise CompareError(f"metric {metric.name!r} ({metric.kind}): {err}") from err
     return rows, extra, res, ([] if res is None else metric_drops(inp, metric.name, x, y, res.design_kind))
 
 
 def _route(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float], x: np.ndarray, y: np.ndarray,
-           known: np.ndarray) -> tuple[list[dict], dict, Any]:
-    """The tests of one metric's kind, as table rows."""
+           known: _Known) -> tuple[list[dict], dict, Any]:
+    """The tests of one metric's kind, as table rows (``known``: what they say of the values, see :class:`_Known`)."""
     if np.isnan(x).all() or np.isnan(y).all():
         if np.isnan(x).all() and np.isnan(y).all():
             message = f"metric {metric.name!r} has no values in either arm"
@@ -158,10 +172,10 @@ def _route(inp: _CompareInput, metric: _Metric, quantiles: Sequence[float], x: n
         else:
             mean = stats.mean_estimates(x, y, **{k: v for k, v in kw.items() if k in ("x_strata", "y_strata", "paired")})
         row = _row(metric, "mean", mean, "descriptive", name=f"{metric.name} mean")
-        row["warnings"] = "; ".join(w for w in (_tail_note(known), row["warnings"]) if w)
+        row["warnings"] = "; ".join(w for w in (known.tail_note, row["warnings"]) if w)
         rows.append(row)
         extra[f"{metric.name} mean"] = mean
-    constant = bool(known.min() == known.max())
+    constant = known.constant
     for row in rows:
         row["constant"] = constant
         if constant and row["role"] == "secondary":

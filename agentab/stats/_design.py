@@ -43,6 +43,9 @@ __all__ = ["Design", "CountDesign", "count_design", "make_design", "paired_desig
 DESIGNS = ("paired", "clustered", "independent")
 #: Largest batch of resamples times cells held in memory at once.
 BATCH_CELLS = 1 << 21
+#: Cells of the pieces a batch of bootstrap counts is built from: the uniforms, picks and offsets behind the
+#: counts are drawn a few rows at a time (the same stream, row by row), so only the counts are batch-sized.
+_PIECE_CELLS = 1 << 16
 
 #: The random sign-flip patterns drawn inside :func:`shared_draws`, by the generator's state before the draw
 #: (None outside it: every draw is fresh, as always).
@@ -236,10 +239,21 @@ class Design:
             yield _picks(rng.random((size, n_tasks)), n_tasks)
 
     def task_counts(self, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
-        """Paired design: how often each task is drawn in each bootstrap resample, in batches."""
+        """Paired design: how often each task is drawn in each bootstrap resample, in batches.
+
+        The batches of :meth:`task_picks`, each built a few rows at a time from the same uniforms.
+        """
         n_tasks = len(self.base_cells)
-        for picks in self.task_picks(n_resamples, rng):
-            yield _counts_of(picks, n_tasks)
+        batch = max(1, BATCH_CELLS // max(n_tasks, 1))
+        step = max(1, _PIECE_CELLS // max(n_tasks, 1))
+        for start in range(0, n_resamples, batch):
+            size = min(batch, n_resamples - start)
+            counts = np.empty((size, n_tasks))
+            for lo in range(0, size, step):
+                hi = min(lo + step, size)
+                counts[lo:hi] = _counts_of(_picks(rng.random((hi - lo, n_tasks)), n_tasks), n_tasks)
+            yield counts
+            del counts  # the consumer's batch is not kept alive while the next one is built
 
     def bootstrap(self, n_resamples: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Weight matrices of bootstrap resamples of units, in batches."""
@@ -390,15 +404,28 @@ def _picks(u: np.ndarray, n: int) -> np.ndarray:
 
 
 def _counts_of(picks: np.ndarray, n: int) -> np.ndarray:
-    """How often each of ``n`` units appears in each row of ``picks``."""
+    """How often each of ``n`` units appears in each row of ``picks`` (as floats).
+
+    Counted a few rows at a time (one bincount of the rows' picks offset by ``n`` per row), so the integer
+    temporaries are a piece's size, not the batch's.
+    """
     size = len(picks)
-    flat = picks + n * np.arange(size)[:, None]
-    return np.bincount(flat.ravel(), minlength=size * n).reshape(size, n).astype(float)
+    counts = np.empty((size, n))
+    step = max(1, _PIECE_CELLS // max(n, 1))
+    for lo in range(0, size, step):
+        rows = picks[lo : lo + step]
+        flat = rows + n * np.arange(len(rows))[:, None]
+        counts[lo : lo + len(rows)] = np.bincount(flat.ravel(), minlength=len(rows) * n).reshape(len(rows), n)
+    return counts
 
 
 def _counts(u: np.ndarray, n: int) -> np.ndarray:
     """Bootstrap counts per unit from uniforms: row ``i`` draws ``n`` units with replacement."""
-    return _counts_of(_picks(u, n), n)
+    counts = np.empty((len(u), n))
+    step = max(1, _PIECE_CELLS // max(n, 1))
+    for lo in range(0, len(u), step):
+        counts[lo : lo + step] = _counts_of(_picks(u[lo : lo + step], n), n)
+    return counts
 
 
 def _label(value: object) -> str:
@@ -411,17 +438,33 @@ def _label(value: object) -> str:
 
 
 def _codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Task ids as text (see :func:`_label`), vectorised for numeric and text arrays."""
-    if labels.dtype.kind in "iu":
-        text = labels.astype(np.int64).astype(str)
-    elif labels.dtype.kind == "f" and np.all(labels == np.round(labels)):
-        text = labels.astype(np.int64).astype(str)
-    elif labels.dtype.kind in "fUS":
+    """Task ids as text (see :func:`_label`), vectorised for numeric and text arrays.
+
+    Returns the distinct ids as sorted text and each run's index into them.
+    """
+    if labels.dtype.kind in "iu" or (labels.dtype.kind == "f" and np.all(labels == np.round(labels))):
+        return _integer_codes(labels.astype(np.int64))
+    if labels.dtype.kind in "fUS":
         text = labels.astype(str)
     else:
         text = np.array([_label(v) for v in labels], dtype=str)
     uniques, codes = np.unique(text, return_inverse=True)
     return uniques, codes.reshape(-1)
+
+
+def _integer_codes(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_codes` of integer ids, turning only the distinct ids into text.
+
+    The same result as ``np.unique(ids.astype(str), return_inverse=True)`` (ids ranked as text: "10" before
+    "9"), without a text array of one string per run (21 characters of 4 bytes each, 84 bytes per run).
+    Distinct integers have distinct text, so the text order has no ties to break.
+    """
+    distinct, inverse = np.unique(ids, return_inverse=True)
+    text = distinct.astype(str)
+    order = np.argsort(text, kind="stable")
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order), dtype=np.intp)
+    return text[order], rank[inverse.reshape(-1)]
 
 
 def make_design(
@@ -476,10 +519,12 @@ def make_design(
         keep_base = in_base[base_code]
         keep_cand = in_cand[cand_code]
         n_tasks = len(shared)
-        # Task t of `shared`: baseline cell t, candidate cell n_tasks + t.
-        base_cell = np.searchsorted(shared, base_ids[base_code[keep_base]])
-        cand_cell = n_tasks + np.searchsorted(shared, cand_ids[cand_code[keep_cand]])
-        cell = np.concatenate([base_cell, cand_cell])
+        # Task t of `shared`: baseline cell t, candidate cell n_tasks + t. Each distinct id is looked up once
+        # (a text array per run would be 84 bytes a run for integer ids).
+        base_cell = np.searchsorted(shared, base_ids)[base_code[keep_base]]
+        cand_cell = n_tasks + np.searchsorted(shared, cand_ids)[cand_code[keep_cand]]
+        cell = _cells(base_cell, cand_cell, 2 * n_tasks)
+        del base_cell, cand_cell
         design = Design(
             "paired",
             cell,
@@ -492,7 +537,7 @@ def make_design(
         )
         return design, keep_base, keep_cand
     n_b = len(base_ids)
-    cell = np.concatenate([base_code, n_b + cand_code])
+    cell = _cells(base_code, n_b + cand_code, n_b + len(cand_ids))
     kind = "independent" if len(cell) == n_b + len(cand_ids) else "clustered"
     design = Design(
         kind,
@@ -503,6 +548,14 @@ def make_design(
         _run_weight(cell, n_b + len(cand_ids)),
     )
     return design, keep_base, keep_cand
+
+
+def _cells(base: np.ndarray, cand: np.ndarray, n_cells: int) -> np.ndarray:
+    """Every run's cell, baseline runs first, as int32 when the cells allow (half the memory of int64)."""
+    cell = np.empty(len(base) + len(cand), dtype=np.int32 if n_cells < 2**31 else np.int64)
+    cell[: len(base)] = base
+    cell[len(base) :] = cand
+    return cell
 
 
 def _run_weight(cell: np.ndarray, n_cells: int) -> np.ndarray:

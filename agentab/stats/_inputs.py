@@ -166,7 +166,8 @@ def _two_sample_iv(
         design, kb, kc = make_design(len(xv), len(yv), xs[keep_x], ys[keep_y], paired)
         if design.kind == "paired" and (design.n_runs[0] == 0 or len(design.base_cells) == 0):
             raise ValueError("a paired design needs tasks run by both arms; these samples share none")
-        xv, yv = xv[kb], yv[kc]
+        xv = xv if kb.all() else xv[kb]  # no copy when the design keeps every run
+        yv = yv if kc.all() else yv[kc]
         if sum(design.dropped_units):
             notes.append(
                 f"tasks run by one arm only dropped from the paired comparison: {design.dropped_units[0]} baseline "

@@ -178,9 +178,13 @@ class QuantileKernel:
             self.atoms = _windowed.Levels(shares)
             self.cell_total = shares.sum(axis=1)
             return
-        run_weight = np.ascontiguousarray(design.run_weight[order])
         index = np.int32 if len(values) < 2**31 else np.int64  # half the memory of the design's cells
-        self.atoms = _windowed.Runs(design.cell[order].astype(index, copy=False), run_weight, design.n_cells)
+        cell = design.cell[order].astype(index, copy=False)
+        cell_weight = _per_cell(design)
+        if cell_weight is None:
+            self.atoms = _windowed.Runs(cell, np.ascontiguousarray(design.run_weight[order]), design.n_cells)
+        else:  # one weight per cell: gathered when needed, not kept per run (twice: pooled and per arm)
+            self.atoms = _windowed.Runs(cell, None, design.n_cells, cell_weight)
         self.cell_total = np.bincount(design.cell, weights=design.run_weight, minlength=design.n_cells)
 
     def positions(self, weights: _windowed.Weights, rows: np.ndarray | None = None, *,
@@ -200,8 +204,7 @@ class QuantileKernel:
             # threshold has a positive weight: searching the arm's own runs gives the same position.
             mine = (self.atoms.cell >= self.n_tasks) == bool(arm)
             index = np.flatnonzero(mine).astype(self.atoms.cell.dtype)
-            self._arms[arm] = (_windowed.Runs(self.atoms.cell[index], self.atoms.run_weight[index],
-                                              self.atoms.n_cells), index)
+            self._arms[arm] = (self.atoms.subset(index), index)
         atoms, index = self._arms[arm]
         return index[_windowed.windowed_positions(atoms, weights, self.q, self.cell_total, rows, cache)]
 
@@ -226,3 +229,18 @@ class QuantileKernel:
         base = self.sorted[self.positions(_windowed.TaskBlocks(flip, (1, 0), (-1, 1)), key="swap 0")]
         cand = self.sorted[self.positions(_windowed.TaskBlocks(flip, (0, 1), (1, -1)), key="swap 1")]
         return base, cand, cand - base
+
+
+def _per_cell(design: Design) -> np.ndarray | None:
+    """Each cell's run weight when all runs of a cell weigh the same (bit for bit), else None."""
+    run_weight = design.run_weight
+    if run_weight.dtype != np.float64:
+        return None
+    weight = np.zeros(design.n_cells)
+    weight[design.cell] = run_weight  # one of each cell's weights: checked against every run below
+    step = 1 << 18  # in pieces: no temporary of one float per run
+    for lo in range(0, len(design.cell), step):
+        if not np.array_equal(weight[design.cell[lo : lo + step]].view(np.uint64),
+                              np.ascontiguousarray(run_weight[lo : lo + step]).view(np.uint64)):
+            return None
+    return weight

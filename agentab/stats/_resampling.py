@@ -80,7 +80,10 @@ def resample(
             batches = [kernel(wb, wc)[2] for wb, wc in design.permutations(n_resamples, rng, exact=exact)]
         null = snap_ties(np.concatenate(batches, axis=0), effect, tol)
     if paired:  # the same task counts as design.bootstrap
-        parts = [kernel.bootstrapped(counts) for counts in design.task_counts(n_resamples, rng)]
+        parts = []
+        for counts in design.task_counts(n_resamples, rng):
+            parts.append(kernel.bootstrapped(counts))
+            del counts  # before the next batch is drawn: one batch of counts in memory, not two
     else:
         parts = [kernel(wb, wc) for wb, wc in design.bootstrap(n_resamples, rng)]
     boot = snap_ties(np.concatenate([p[2] for p in parts]), effect, tol)

@@ -188,19 +188,44 @@ class Atoms:
 
 
 class Runs(Atoms):
-    """Atoms that are runs: each has a cell and a weight (``1 / runs in its cell``)."""
+    """Atoms that are runs: each has a cell and a weight (``1 / runs in its cell``).
 
-    def __init__(self, cell: np.ndarray, run_weight: np.ndarray, n_cells: int):
-        self.cell, self.run_weight, self.n_cells, self.n = cell, run_weight, n_cells, len(cell)
+    The weights are given per run (``run_weight``) or, when every run of a cell weighs the same, per cell
+    (``cell_weight``, with ``run_weight`` None): each run's weight is then gathered from its cell when
+    needed, the very same float, and no array of one float per run is kept.
+    """
+
+    def __init__(self, cell: np.ndarray, run_weight: np.ndarray | None, n_cells: int,
+                 cell_weight: np.ndarray | None = None):
+        if (run_weight is None) == (cell_weight is None):
+            raise ValueError("give the weights per run or per cell")
+        self.cell, self.n_cells, self.n = cell, n_cells, len(cell)
+        self._run_weight, self.cell_weight = run_weight, cell_weight
+
+    def weights(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """The weights of runs ``lo..hi-1``."""
+        if self._run_weight is not None:
+            return self._run_weight[lo:hi]
+        return self.cell_weight[self.cell[lo:hi]]
+
+    @property
+    def run_weight(self) -> np.ndarray:
+        return self.weights()
+
+    def subset(self, index: np.ndarray) -> Runs:
+        """The runs at ``index`` (in that order)."""
+        if self._run_weight is not None:
+            return Runs(self.cell[index], self._run_weight[index], self.n_cells)
+        return Runs(self.cell[index], None, self.n_cells, self.cell_weight)
 
     def before(self, i: int) -> np.ndarray:
-        return np.bincount(self.cell[:i], weights=self.run_weight[:i], minlength=self.n_cells)
+        return np.bincount(self.cell[:i], weights=self.weights(0, i), minlength=self.n_cells)
 
     def increments(self, wt: Weights, lo: int, hi: int) -> np.ndarray:
-        return wt.columns(self.cell[lo:hi], self.run_weight[lo:hi])
+        return wt.columns(self.cell[lo:hi], self.weights(lo, hi))
 
     def cumulative(self, w: np.ndarray) -> np.ndarray:
-        return np.cumsum(w[:, self.cell] * self.run_weight, axis=1)
+        return np.cumsum(w[:, self.cell] * self.weights(), axis=1)
 
 
 class Levels(Atoms):
