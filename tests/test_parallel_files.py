@@ -171,11 +171,11 @@ def test_a_files_worker_starts_without_pandas(tmp_path):
     manifest = {"format": "auto", "fields": None, "template": None, "first_ordinal": 1 << 40,
                 "files": [[str(path), "a", None]]}
     (out / "manifest.json").write_text(json.dumps(manifest))
-    code = agentab.traces._parallel._BOOTSTRAP + (
-        "; code = _worker(sys.argv[1:]); print(code, sorted(name for name in sys.modules if name.split('.')[0] in "
+    code = agentab.traces._parallel._PACKAGES + (
+        "from agentab.traces._reader import files_worker; code = files_worker(sys.argv[1:]); print(code, sorted(name for name in sys.modules if name.split('.')[0] in "
         "('pandas', 'scipy', 'statsmodels', 'matplotlib') or name.split('.')[:2] in "
         "(['agentab', 'comparison'], ['agentab', 'scoring'], ['agentab', 'stats'])))")
-    done = subprocess.run([sys.executable, "-c", code, agentab.traces._parallel.PACKAGE_FOLDER, "--files", str(out)],
+    done = subprocess.run([sys.executable, "-c", code, agentab.traces._parallel.PACKAGE_FOLDER, str(out)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0 []"
     part = agentab.traces._parallel._read_part(out)[0]

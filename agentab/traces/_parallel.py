@@ -56,7 +56,7 @@ PARALLEL_FILES_MIN_BYTES = 16 * 2**20
 COMPRESSED_WEIGHT = 8
 #: A worker's exit code when the loader itself raised (a file no format reads, say): its files are then read in
 #: this process, which raises the same error at the same place a serial read does (no warning: no worker failed).
-_RAISED = 3
+RAISED = 3
 #: Records of the ``k``-th group of files read by a worker are numbered from ``k << _ORDINAL_BITS`` past the
 #: load's ordinals so far, so that groups order their records as one serial read does.
 _ORDINAL_BITS = 40
@@ -123,11 +123,14 @@ def plan_parts(path: Path, workers: int) -> list[tuple[int, int, int]]:
 
 #: How a worker starts: ``agentab`` and ``agentab.traces`` as bare packages (their ``__init__`` not run, so neither pandas nor the
 #: statistics are imported), the package's folder taken from the first argument; then :func:`_worker`.
-_BOOTSTRAP = ("import os, sys, types; root = sys.argv.pop(1)\n"
-              "for name, folder in (('agentab', root), ('agentab.traces', os.path.join(root, 'traces'))):\n"
-              "    package = types.ModuleType(name); package.__path__ = [folder]; sys.modules[name] = package\n"
-              "from agentab.traces._parallel import _worker")
+_PACKAGES = ("import os, sys, types; root = sys.argv.pop(1)\n"
+             "for name, folder in (('agentab', root), ('agentab.traces', os.path.join(root, 'traces'))):\n"
+             "    package = types.ModuleType(name); package.__path__ = [folder]; sys.modules[name] = package\n")
+_BOOTSTRAP = _PACKAGES + "from agentab.traces._parallel import _worker"
 _WORKER = _BOOTSTRAP + "; sys.exit(_worker(sys.argv[1:]))"
+#: A worker reading whole files (:func:`read_files`) runs the loader's reader
+#: (:func:`agentab.traces._reader.files_worker`, named here as text: this module does not import the reader).
+_FILES_WORKER = _PACKAGES + "from agentab.traces._reader import files_worker; sys.exit(files_worker(sys.argv[1:]))"
 #: The folder of the ``agentab`` package, the first argument of a worker.
 PACKAGE_FOLDER = str(Path(__file__).resolve().parent.parent)
 
@@ -146,7 +149,7 @@ def _start(command: list[str], out: Path) -> subprocess.Popen:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
 
 
-def _write_part(part: DecodedPart, out: Path, keys: frozenset[str] = frozenset(),
+def write_part(part: DecodedPart, out: Path, keys: frozenset[str] = frozenset(),
                 chosen: list[tuple[str, str]] | None = None) -> None:
     for name, table in (("runs", part.runs), ("steps", part.steps)):
         with pa.OSFile(str(out / f"{name}.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
@@ -304,7 +307,7 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
                                 files=[[str(p), arm, None if root is None else str(root)] for p, arm, root in entries[i:j]])
                 (out / "manifest.json").write_text(json.dumps(manifest))
                 try:
-                    proc: subprocess.Popen | None = _start([sys.executable, "-c", _WORKER, PACKAGE_FOLDER, "--files",
+                    proc: subprocess.Popen | None = _start([sys.executable, "-c", _FILES_WORKER, PACKAGE_FOLDER,
                                                             str(out)], out)
                 except OSError as err:
                     proc = None
@@ -319,7 +322,7 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
                     if proc.returncode == 0:
                         part = _read_part(out)[0]
                         chosen = json.loads((out / "meta.json").read_text())["chosen"]
-                    elif proc.returncode != _RAISED:
+                    elif proc.returncode != RAISED:
                         _warn_failed(proc, out, "its files were")
                 else:
                     _warn_failed(proc, out, "its files were")
@@ -335,22 +338,6 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
                 if proc is not None and proc.poll() is None:
                     proc.kill()
                     proc.wait()
-
-
-def _files_worker(out: Path) -> int:
-    """A worker's group of files (``out/manifest.json``), read by the loader's own reader, written to ``out``."""
-    from agentab.errors import TraceError
-    from agentab.traces._reader import worker_reader
-
-    manifest = json.loads((out / "manifest.json").read_text())
-    decoder = RecordDecoder(strict=False, first_ordinal=manifest["first_ordinal"])
-    reader = worker_reader(decoder, manifest)
-    try:
-        reader.read_here([(Path(p), arm, None if root is None else Path(root)) for p, arm, root in manifest["files"]])
-    except TraceError:  # the loader's own error: this process reads the group again and raises it in its turn
-        return _RAISED
-    _write_part(decoder.export(), out, chosen=reader.chosen)
-    return 0
 
 
 def _read_converted(fmt: Format, fields: dict[str, str] | None, path: Path, arm: str | None,
@@ -381,27 +368,30 @@ class _NoPandas:
             raise ImportError("a loader worker does not import pandas")
 
 
-def _worker(argv: list[str]) -> int:
-    # pyarrow imports pandas (a third of a second) on its first array, to recognise pandas objects; the worker
-    # has none to give it, so pyarrow is left to find no pandas (later imports of pandas are not refused)
+def arrow_without_pandas() -> None:
+    """Make pyarrow's first array here without pandas: pyarrow imports pandas (a third of a second) on its first
+    array, to recognise pandas objects; a worker has none to give it, so pyarrow is left to find no pandas (later
+    imports of pandas are not refused)."""
     finder = _NoPandas()
     sys.meta_path.insert(0, finder)
     try:
         pa.array([0])
     finally:
         sys.meta_path.remove(finder)
-    if argv[0] == "--files":
-        return _files_worker(Path(argv[1]))
+
+
+def _worker(argv: list[str]) -> int:
+    arrow_without_pandas()
     path, start, end, first_line, first_ordinal, arm, out, fmt, fields = argv
     part = (int(start), int(end), int(first_line))
     if fmt == "record":
         decoder = RecordDecoder(strict=False, first_ordinal=int(first_ordinal))
         read_lines(decoder, Path(path), arm or None, *part)
-        _write_part(decoder.export(), Path(out))
+        write_part(decoder.export(), Path(out))
     else:
         from agentab.formats import get
 
         decoded, keys = _read_converted(get(fmt), json.loads(fields), Path(path), arm or None, part,
                                         int(first_ordinal))
-        _write_part(decoded, Path(out), keys)
+        write_part(decoded, Path(out), keys)
     return 0

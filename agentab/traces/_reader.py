@@ -31,14 +31,17 @@ from agentab.traces._overlay import Overlay, PathTemplate
 from agentab.traces._parallel import (
     PARALLEL_FILES_MIN_BYTES,
     PARALLEL_MIN_BYTES,
+    RAISED,
     Entry,
+    arrow_without_pandas,
     file_weight,
     read_files,
     read_lines,
     read_parallel,
+    write_part,
 )
 
-__all__ = ["SUFFIXES", "worker_reader"]
+__all__ = ["SUFFIXES", "files_worker", "worker_reader"]
 
 #: File name endings read from a directory, and what each holds.
 SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjson.gz": "lines",
@@ -262,6 +265,22 @@ def worker_reader(decoder: RecordDecoder, settings: Mapping[str, Any]) -> _Reade
     template = settings["template"]
     overlay = Overlay(None if template is None else PathTemplate.compile(template))
     return _Reader(decoder, 1, None, settings["format"], settings["fields"], overlay)
+
+def files_worker(argv: list[str]) -> int:
+    """A worker process of :func:`agentab.traces._parallel.read_files`: its group of files (``argv``: the folder
+    holding ``manifest.json``) read by the loader's own reader, the result written beside the manifest."""
+    arrow_without_pandas()
+    out = Path(argv[0])
+    manifest = json.loads((out / "manifest.json").read_text())
+    decoder = RecordDecoder(strict=False, first_ordinal=manifest["first_ordinal"])
+    reader = worker_reader(decoder, manifest)
+    try:
+        reader.read_here([(Path(p), arm, None if root is None else Path(root)) for p, arm, root in manifest["files"]])
+    except TraceError:  # the loader's own error: the parent reads the group again and raises it in its turn
+        return RAISED
+    write_part(decoder.export(), out, chosen=reader.chosen)
+    return 0
+
 
 class _Unreadable(type(Path())):  # type: ignore[misc]
     """A path found in a folder that cannot be read as a trace file (``reason``): a rejection, or raised."""
