@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -87,6 +87,8 @@ class _Trajectory(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 _DECODER = msgspec.json.Decoder(_Trajectory)
 _KEYS = _Trajectory.__struct_fields__[1:]  # all but `steps`
 _UNSET = msgspec.UNSET
+_INF = math.inf
+_NOT_GROUPED = object()  # a run whose steps are in no parallel group
 #: Largest integer a float holds exactly: a run-level number beyond it is left to the schema's own conversion.
 _EXACT = 2**53
 #: Step times both the decoder's parsers (Arrow with an offset; pandas, read as UTC, without) and numpy read as
@@ -146,30 +148,19 @@ def _group(step_id: Any, where: str) -> Any:
     raise Slow
 
 
-class Columns(NamedTuple):
-    """A run's steps as they are built, one list per step field (the order of :class:`PreparedSteps`'s first)."""
-
-    tool: list[str]
-    args: list[dict[str, Any]]
-    observation: list[dict[str, Any] | None]
-    tokens_in: list[int | None]
-    tokens_out: list[int | None]
-    started: list[str | None]
-    metadata: list[dict[str, Any]]
-    parallel: list[Any]
-    tokens_cached: list[int | None]
-    cost_usd: list[Any]
+#: Where a step's values are in its row (:func:`walk`).
+_TOOL, _ARGS, _OBSERVATION, _STARTED, _META, _GROUP, _IN, _OUT, _CACHED, _COST = range(10)
+_NO_SUMS = (0, 0, 0, 0)
 
 
-def walk(steps: list[_Step]) -> tuple[Columns, list[Any], list[str], int]:
-    """One segment's steps -> (its steps in columns, the run's sums over its model calls, the agent steps with an
-    observation but no tool call, the number of model calls), by the rules of :class:`._steps.Walk`;
-    :class:`Slow` for anything but the plain case."""
-    # kept whole: one pass with each case inline is what makes it fast (no call per step)
-    out = Columns([], [], [], [], [], [], [], [], [], [])
-    tools, args, observations, t_in, t_out, started, metas, groups, t_cached, costs = out
-    pending: list[Any] = [0, 0, 0, 0]  # model calls not yet at a tool call: tokens in, out, cached, cost
-    totals: list[Any] = [0, 0, 0, 0]
+def walk(steps: list[_Step]) -> tuple[list[list[Any]], tuple[Any, ...], list[str], int]:
+    """One segment's steps -> (its steps' rows, the run's sums over its model calls: tokens in, out, cached and
+    cost, the agent steps with an observation but no tool call, the number of model calls), by the rules of
+    :class:`._steps.Walk`; :class:`Slow` for anything but the plain case."""
+    # kept whole: one pass with each case inline, the sums in local variables, is what makes it fast
+    rows: list[list[Any]] = []
+    p_in = p_out = p_cached = p_cost = 0  # model calls not yet at a tool call (None: unknown)
+    s_in = s_out = s_cached = s_cost = 0  # every model call
     untooled: list[str] = []
     n_calls = 0
     grouped = False
@@ -190,12 +181,19 @@ def walk(steps: list[_Step]) -> tuple[Columns, list[Any], list[str], int]:
         if agent:
             calls = step.tool_calls
             if calls:
-                _plain_calls(calls)
+                if len(calls) == 1:
+                    call = calls[0]
+                    call_id, name = call.tool_call_id, call.function_name
+                    if not (type(call_id) is str and call_id and type(name) is str and name
+                            and type(call.arguments) is dict):
+                        raise Slow
+                else:
+                    _plain_calls(calls)
             if step.llm_call_count != 0:
                 n_calls += 1
                 metrics = step.metrics
                 if metrics is None:
-                    tin = tout = cached = cost = None
+                    p_in = p_out = p_cached = p_cost = s_in = s_out = s_cached = s_cost = None
                 else:
                     tin, tout, cached, cost = (metrics.prompt_tokens, metrics.completion_tokens,
                                                metrics.cached_tokens, metrics.cost_usd)
@@ -204,14 +202,16 @@ def walk(steps: list[_Step]) -> tuple[Columns, list[Any], list[str], int]:
                         for count in (tin, tout, cached):
                             if count is not None and not (type(count) is int and count >= 0):
                                 raise Slow
-                    if cost is not None and not (type(cost) is float and cost >= 0 and cost != math.inf):
+                    if cost is not None and not (type(cost) is float and 0 <= cost < _INF):
                         raise Slow
-                for counts in (pending, totals):
-                    a, b, c, d = counts
-                    counts[0] = None if a is None or tin is None else a + tin
-                    counts[1] = None if b is None or tout is None else b + tout
-                    counts[2] = None if c is None or cached is None else c + cached
-                    counts[3] = None if d is None or cost is None else d + cost
+                    p_in = None if p_in is None or tin is None else p_in + tin
+                    p_out = None if p_out is None or tout is None else p_out + tout
+                    p_cached = None if p_cached is None or cached is None else p_cached + cached
+                    p_cost = None if p_cost is None or cost is None else p_cost + cost
+                    s_in = None if s_in is None or tin is None else s_in + tin
+                    s_out = None if s_out is None or tout is None else s_out + tout
+                    s_cached = None if s_cached is None or cached is None else s_cached + cached
+                    s_cost = None if s_cost is None or cost is None else s_cost + cost
         observation = step.observation
         if observation is None and not calls:
             continue
@@ -238,17 +238,9 @@ def walk(steps: list[_Step]) -> tuple[Columns, list[Any], list[str], int]:
             if own and own[0].source_call_id != call_id:
                 raise Slow  # a result naming no call of its step: a rejection
             answers = own or loose
-            tools.append(call.function_name)
-            args.append(call.arguments)
-            observations.append(_observation(answers) if answers else None)
-            started.append(stamp)
-            metas.append({"tool_call_id": call_id, "step_id": step.step_id})
-            groups.append(None)
-            t_in.append(pending[0])
-            t_out.append(pending[1])
-            t_cached.append(pending[2])
-            costs.append(pending[3])
-            pending = [0, 0, 0, 0]
+            rows.append([call.function_name, call.arguments, _observation(answers) if answers else None, stamp,
+                         {"tool_call_id": call_id, "step_id": step.step_id}, None, p_in, p_out, p_cached, p_cost])
+            p_in = p_out = p_cached = p_cost = 0
             continue
         by_id: dict[str, list[_Result]] = {}
         ids = {call.tool_call_id for call in calls}
@@ -256,9 +248,9 @@ def walk(steps: list[_Step]) -> tuple[Columns, list[Any], list[str], int]:
             if result.source_call_id not in ids:
                 raise Slow
             by_id.setdefault(result.source_call_id, []).append(result)
-        first = len(tools)
+        first = len(rows)
         last = first + len(calls) - 1
-        known = pending[0] is not None and pending[1] is not None
+        known = p_in is not None and p_out is not None
         group = None
         if len(calls) > 1:
             group = _group(step.step_id, f"steps[{i}]")
@@ -268,54 +260,50 @@ def walk(steps: list[_Step]) -> tuple[Columns, list[Any], list[str], int]:
             if answers is None and loose and j == len(calls) - 1:
                 answers = loose
             meta: dict[str, Any] = {"tool_call_id": call.tool_call_id, "step_id": step.step_id}
-            tools.append(call.function_name)
-            args.append(call.arguments)
-            observations.append(_observation(answers) if answers else ({"output_at_step": last} if loose else None))
-            started.append(stamp)
-            metas.append(meta)
-            groups.append(group)
+            row = [call.function_name, call.arguments,
+                   _observation(answers) if answers else ({"output_at_step": last} if loose else None),
+                   stamp, meta, group, None, None, None, None]
             if j == 0:
-                t_in.append(pending[0])
-                t_out.append(pending[1])
-                t_cached.append(pending[2])
-                costs.append(pending[3])
-                continue
-            if known:
+                row[_IN:] = p_in, p_out, p_cached, p_cost
+            elif known:
                 meta[TOKENS_WITH_STEP] = first
-            t_in.append(None)
-            t_out.append(None)
-            t_cached.append(None)
-            costs.append(None)
-        pending = [0, 0, 0, 0]
-    if tools and pending != [0, 0, 0, 0]:  # the model calls after the last tool call: added to it (Walk.finish)
-        at = next(k for k in range(len(tools) - 1, -1, -1) if TOKENS_WITH_STEP not in metas[k])
-        for column, value in zip((t_in, t_out, t_cached, costs), pending):
-            mine = column[at]
-            column[at] = None if mine is None or value is None else mine + value
-        if t_in[at] is None or t_out[at] is None:
-            for meta in metas:  # the step its group's counts were at is unknown now
+            rows.append(row)
+        p_in = p_out = p_cached = p_cost = 0
+    pending = (p_in, p_out, p_cached, p_cost)
+    if rows and pending != _NO_SUMS:  # the model calls after the last tool call: added to it (Walk.finish)
+        at = next(k for k in range(len(rows) - 1, -1, -1) if TOKENS_WITH_STEP not in rows[k][_META])
+        target = rows[at]
+        for where, value in zip((_IN, _OUT, _CACHED, _COST), pending):
+            mine = target[where]
+            target[where] = None if mine is None or value is None else mine + value
+        if target[_IN] is None or target[_OUT] is None:
+            for row in rows:  # the step its group's counts were at is unknown now
+                meta = row[_META]
                 if meta.get(TOKENS_WITH_STEP) == at:
                     del meta[TOKENS_WITH_STEP]
-    if 0 in costs:
-        costs[:] = [float(cost) if type(cost) is int else cost for cost in costs]  # a step of no model call: 0.0
     if not grouped:
-        groups.clear()
-    return out, totals, untooled, n_calls
+        for row in rows:
+            row[_GROUP] = _NOT_GROUPED  # no parallel column at all
+    return rows, (s_in, s_out, s_cached, s_cost), untooled, n_calls
 
 
-def steps_of(built: Columns) -> PreparedSteps:
-    """The columns as :class:`PreparedSteps` (a column holding no value None; times in nanoseconds); :class:`Slow`
+def steps_of(rows: list[list[Any]]) -> PreparedSteps:
+    """The rows as :class:`PreparedSteps` (a column holding no value None; times in nanoseconds); :class:`Slow`
     for a count beyond 64 bits or a time outside the plain shape (the schema's rejections, or the parser's)."""
-    n = len(built.tool)
-    nothing = [None] * n
-    for column in (built.tokens_in, built.tokens_out, built.tokens_cached):
+    n = len(rows)
+    if not n:
+        return PreparedSteps([], [], [], [], [], [], [], [], None, None, None, None, None, None)
+    tool, args, observation, started, meta, group, t_in, t_out, t_cached, cost = zip(*rows)
+    for column in (t_in, t_out, t_cached):
         known = column if None not in column else [count for count in column if count is not None]
         if known and max(known) > INT64_MAX:
             raise Slow
-    return PreparedSteps(built.tool, built.args, built.observation, built.tokens_in, built.tokens_out,
-                         _nanoseconds(built.started), nothing, built.metadata, None, None,
-                         built.parallel or None, None, None if built.tokens_cached == nothing else built.tokens_cached,
-                         None if built.cost_usd == nothing else built.cost_usd)
+    nothing = (None,) * n
+    if 0 in cost:  # a step of no model call holds the sum 0: the schema's float
+        cost = tuple(float(value) if type(value) is int else value for value in cost)
+    return PreparedSteps(tool, args, observation, t_in, t_out, _nanoseconds(started), nothing, meta, None, None,
+                         None if group[0] is _NOT_GROUPED else group, None,
+                         None if t_cached == nothing else t_cached, None if cost == nothing else cost)
 
 
 def _nanoseconds(stamps: list[Any]) -> list[Any]:
@@ -367,8 +355,8 @@ def item(raw: bytes, path: Path, fields: FieldMap) -> Item:
     for key, value in fields.items():
         if DEFAULTS.get(key) != value and key != "messages" and value.split(".", 1)[0] in ("steps", "*"):
             raise Slow  # a path into the steps, which are not decoded whole
-    built, sums, untooled, n_calls = walk(steps)
-    if untooled and not built.tool:
+    rows, sums, untooled, n_calls = walk(steps)
+    if untooled and not rows:
         raise Slow  # the run's rejection
     result, trial_dir, step_name = trial_result(path)
     missing: dict[str, tuple[str | None, str]] = {}
@@ -393,5 +381,5 @@ def item(raw: bytes, path: Path, fields: FieldMap) -> Item:
     if arm is not None and not (type(arm) is str and arm):
         raise Slow
     out["cost_usd"], out["latency_s"] = _number(out.get("cost_usd")), _number(out.get("latency_s"))
-    run: Prepared = prepared(out, steps_of(built), totals or None)
+    run: Prepared = prepared(out, steps_of(rows), totals or None)
     return Item(line=1, record=run)
