@@ -1,30 +1,26 @@
 """ATIF's plain case, fast: a trajectory decoded without the keys the reader never reads (a step's ``message``,
-``reasoning_content``, ``model_name``, a model call's token ids and logprobs...), its steps built in columns.
+``reasoning_content``, ``model_name``, a model call's token ids and logprobs...), its steps built in one pass.
 
 A trajectory of one segment whose steps hold no sub-agent reference, with plain values (a tool call's id, name
-and arguments object; counts that are whole numbers; costs that are finite floats; times Arrow and pandas read
-alike) is walked here in one pass by the rules of :mod:`agentab.formats.atif` (those of :class:`._steps.Walk`,
-copied case by case) and given as a :class:`~agentab.formats.decode.Prepared`. Anything else (a continuation, a
-sub-agent, a rejection, a field the loader fills, a value of another type or range) raises
-:class:`~agentab.formats._fast_path.Slow`, and the reader reads the file its usual way: the fast path changes
-how soon a run is read, never what it reads (``tests/test_formats_atif_fast.py``).
-"""
+and arguments object; counts that are whole numbers; costs that are finite floats) is walked here by the rules
+of :mod:`agentab.formats.atif` (those of :class:`._steps.Walk`, copied case by case, the model calls' sums in
+local variables) into the same record the usual path builds. Anything else (a continuation, a sub-agent, a
+rejection, a value of another type) raises :class:`~agentab.formats._fast_path.Slow`, and the reader reads the
+file its usual way: the fast path changes how soon a run is read, never what it reads
+(``tests/test_formats_atif_fast.py``)."""
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from agentab.formats._base import FieldMap, Item
-from agentab.formats._fast_path import Slow, prepared
+from agentab.formats._fast_path import Slow
 from agentab.formats.atif._run import DEFAULTS, run_fields, trial_result
 from agentab.formats.atif._steps import VERSIONS
-from agentab.formats.decode import Prepared, PreparedSteps
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
 __all__ = ["item"]
@@ -88,13 +84,6 @@ _DECODER = msgspec.json.Decoder(_Trajectory)
 _KEYS = _Trajectory.__struct_fields__[1:]  # all but `steps`
 _UNSET = msgspec.UNSET
 _INF = math.inf
-_NOT_GROUPED = object()  # a run whose steps are in no parallel group
-#: Largest integer a float holds exactly: a run-level number beyond it is left to the schema's own conversion.
-_EXACT = 2**53
-#: Step times both the decoder's parsers (Arrow with an offset; pandas, read as UTC, without) and numpy read as
-#: the same UTC instant, one per line: years 1700-2259 (inside nanoseconds), a real clock, UTC or no offset.
-_STAMPS = re.compile(r"(?:(?:1[7-9]\d\d|2[01]\d\d|22[0-5]\d)-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
-                     r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?(?:Z|\+00:00)?\n)*")
 
 
 def _document(raw: bytes) -> tuple[list[_Step], dict[str, Any]]:
@@ -163,7 +152,6 @@ def walk(steps: list[_Step]) -> tuple[list[list[Any]], tuple[Any, ...], list[str
     s_in = s_out = s_cached = s_cost = 0  # every model call
     untooled: list[str] = []
     n_calls = 0
-    grouped = False
     for i, step in enumerate(steps):
         if step.is_copied_context is True:
             continue
@@ -254,7 +242,6 @@ def walk(steps: list[_Step]) -> tuple[list[list[Any]], tuple[Any, ...], list[str
         group = None
         if len(calls) > 1:
             group = _group(step.step_id, f"steps[{i}]")
-            grouped = True
         for j, call in enumerate(calls):
             answers = by_id.get(call.tool_call_id)
             if answers is None and loose and j == len(calls) - 1:
@@ -281,74 +268,38 @@ def walk(steps: list[_Step]) -> tuple[list[list[Any]], tuple[Any, ...], list[str
                 meta = row[_META]
                 if meta.get(TOKENS_WITH_STEP) == at:
                     del meta[TOKENS_WITH_STEP]
-    if not grouped:
-        for row in rows:
-            row[_GROUP] = _NOT_GROUPED  # no parallel column at all
     return rows, (s_in, s_out, s_cached, s_cost), untooled, n_calls
 
 
-def steps_of(rows: list[list[Any]]) -> PreparedSteps:
-    """The rows as :class:`PreparedSteps` (a column holding no value None; times in nanoseconds); :class:`Slow`
-    for a count beyond 64 bits or a time outside the plain shape (the schema's rejections, or the parser's)."""
-    n = len(rows)
-    if not n:
-        return PreparedSteps([], [], [], [], [], [], [], [], None, None, None, None, None, None)
-    tool, args, observation, started, meta, group, t_in, t_out, t_cached, cost = zip(*rows)
-    for column in (t_in, t_out, t_cached):
-        known = column if None not in column else [count for count in column if count is not None]
-        if known and max(known) > INT64_MAX:
-            raise Slow
-    nothing = (None,) * n
-    if 0 in cost:  # a step of no model call holds the sum 0: the schema's float
-        cost = tuple(float(value) if type(value) is int else value for value in cost)
-    return PreparedSteps(tool, args, observation, t_in, t_out, _nanoseconds(started), nothing, meta, None, None,
-                         None if group[0] is _NOT_GROUPED else group, None,
-                         None if t_cached == nothing else t_cached, None if cost == nothing else cost)
-
-
-def _nanoseconds(stamps: list[Any]) -> list[Any]:
-    """Step times (text or None) as unix nanoseconds, as the decoder's parser reads them; :class:`Slow` for a time
-    outside the plain shape, or a day its month does not have."""
-    texts = stamps if None not in stamps else [s for s in stamps if s is not None]
-    if not texts:
-        return stamps
-    joined = "\n".join(texts) + "\n"
-    if _STAMPS.fullmatch(joined) is None:
-        raise Slow
-    plain = joined.replace("Z\n", "\n").replace("+00:00\n", "\n").split("\n")
-    plain.pop()
-    if len(plain) != len(texts):
-        raise Slow  # a time holding a line break
-    try:
-        ns = np.array(plain, dtype="datetime64[ns]").view(np.int64).tolist()
-    except ValueError:
-        raise Slow from None
-    if texts is stamps:
-        return ns
-    found = iter(ns)
-    return [None if s is None else next(found) for s in stamps]
-
-
-def _number(value: Any) -> float | None:
-    """A run-level amount (cost, latency) as the schema converts it (a float >= 0), or :class:`Slow`."""
-    if value is None:
-        return None
-    if type(value) is float and 0 <= value < math.inf:
-        return value
-    if type(value) is int and 0 <= value <= _EXACT:
-        return float(value)
-    raise Slow
-
-
-def _an_id(value: Any) -> None:
-    """:class:`Slow` unless ``value`` is a run or task id the schema takes (non-empty text or an integer)."""
-    if not ((type(value) is str and value) or type(value) is int):
-        raise Slow
+def _step_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """The rows as the trace record's steps, each field as :class:`._steps.Walk` writes it (absent when unknown)."""
+    out = []
+    for k, (tool, args, observation, stamp, meta, group, t_in, t_out, t_cached, cost) in enumerate(rows):
+        step = {"index": k, "tool": tool, "args": args, "observation": observation, "metadata": meta}
+        if stamp is not None:
+            step["started_at"] = stamp
+        if t_in is not None:
+            step["tokens_in"] = t_in
+        if t_out is not None:
+            step["tokens_out"] = t_out
+        if t_cached is not None:
+            step["tokens_cached"] = t_cached
+        if cost is not None:
+            step["cost_usd"] = cost
+        if group is not None:
+            step["parallel"] = group
+        out.append(step)
+    return out
 
 
 def item(raw: bytes, path: Path, fields: FieldMap) -> Item:
-    """The run of one trajectory file as a :class:`Prepared`; :class:`Slow` (or a
-    :class:`~agentab.formats._base.Reject`, which the usual path gives again) for anything but the plain case."""
+    """The run of one trajectory file, its record built from the typed decode in one pass; :class:`Slow` (or a
+    :class:`~agentab.formats._base.Reject`, which the usual path gives again) for anything but the plain case.
+
+    The record is a dict, as the usual path gives it, not a :class:`Prepared`: the decoder flushes its chunk
+    whenever runs in columns and runs as dicts alternate, so a job whose trials take both paths (a sub-agent
+    here and there) would be read several times slower.
+    """
     steps, doc = _document(raw)
     if doc.get("schema_version") not in VERSIONS or not steps or doc.get("continued_trajectory_ref") is not None:
         raise Slow
@@ -360,26 +311,14 @@ def item(raw: bytes, path: Path, fields: FieldMap) -> Item:
         raise Slow  # the run's rejection
     result, trial_dir, step_name = trial_result(path)
     missing: dict[str, tuple[str | None, str]] = {}
-    out = run_fields(doc, doc, path, result, trial_dir, step_name, fields, missing)
-    if missing:
-        raise Slow  # a run the loader completes is given as a dict (Item.missing)
+    record = run_fields(doc, doc, path, result, trial_dir, step_name, fields, missing)
+    record["steps"] = _step_dicts(rows)
     if untooled:
-        out["metadata"]["observations_without_tool_call"] = untooled
-    totals: dict[str, int] = {}
-    if n_calls:
+        record["metadata"]["observations_without_tool_call"] = untooled
+    if n_calls:  # as _convert: the run's known totals, and its cost when final_metrics has none
         for name, value in zip(("tokens_in", "tokens_out", "tokens_cached"), sums):
             if value is not None:
-                totals[name] = value
-        if "cost_usd" not in out and sums[3] is not None:
-            out["cost_usd"] = sums[3]
-    _an_id(out["run_id"])
-    _an_id(out["task_id"])
-    seed, outcome, arm = out["seed"], out["outcome"], out.get("arm")
-    if type(seed) is not int or not (type(outcome) is bool or (type(outcome) is float and math.isfinite(outcome))
-                                     or (type(outcome) is int and abs(outcome) <= _EXACT)):
-        raise Slow
-    if arm is not None and not (type(arm) is str and arm):
-        raise Slow
-    out["cost_usd"], out["latency_s"] = _number(out.get("cost_usd")), _number(out.get("latency_s"))
-    run: Prepared = prepared(out, steps_of(rows), totals or None)
-    return Item(line=1, record=run)
+                record[name] = value
+        if "cost_usd" not in record and sums[3] is not None:
+            record["cost_usd"] = sums[3]
+    return Item(line=1, record=record, missing=missing or None)
