@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from agentab import formats
 from agentab.formats import Item
 from agentab.formats._missing import settle
 from agentab.formats.atif import DEFAULTS, FORMAT, VERSIONS
+from agentab.formats.decode import Prepared
 from agentab.formats.record import TOKENS_WITH_STEP
 
 DATA = Path(__file__).parent / "data" / "atif"
@@ -37,7 +39,9 @@ def raw(path: Path) -> dict[str, Any]:
 
 
 def items(path: Path, **fields: str) -> list[Item]:
-    return list(FORMAT.read_file(path, {**DEFAULTS, **fields}))
+    """The reader's items, each record as a dict: a run built in columns (the fast path) gives its ``to_record()``."""
+    return [replace(item, record=item.record.to_record()) if isinstance(item.record, Prepared) else item
+            for item in FORMAT.read_file(path, {**DEFAULTS, **fields})]
 
 
 def record_of(path: Path, **fields: str) -> dict[str, Any]:
@@ -257,7 +261,7 @@ def test_whole_job_folder_with_results(tmp_path):
     for source in (SUMMARIZED, BAD_JSON, TIMEOUT, OPENHANDS):
         trial = source.parent.parent.name
         trial_copy(tmp_path, source, trial_result("hello-world", trial, 1.0 if "Ti" not in trial else 0.0))
-    found = [item for p in sorted(tmp_path.rglob("*.json")) for item in FORMAT.read_file(p, DEFAULTS)]
+    found = [item for p in sorted(tmp_path.rglob("*.json")) for item in items(p)]
     assert all(item.record is not None for item in found), [(i.field, i.reason) for i in found]
     runs = load([item.record for item in found]).runs
     assert sorted(runs["run_id"]) == sorted(p.parent.parent.name for p in (SUMMARIZED, BAD_JSON, TIMEOUT, OPENHANDS))

@@ -89,6 +89,8 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import FieldMap, Format, Item, Reject
+from agentab.formats._fast_path import Slow
+from agentab.formats.atif._fast import item as fast_item
 from agentab.formats.atif._run import DEFAULTS, run_fields, trial_result
 from agentab.formats.atif._steps import VERSIONS, Walk, beside, load
 from agentab.formats.files import decode_json, open_trace_file
@@ -128,6 +130,13 @@ def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
         raw = _bytes(path)
         if name.lower() in _BOOKKEEPING and _quiet(raw) and _has_trajectory(path.parent):
             return  # a trial's bookkeeping beside its trajectory: no run of its own (as below, without parsing it)
+    try:
+        fast = fast_item(raw, path, fields)  # the plain case in columns (._fast)
+    except (Slow, Reject, RecursionError):
+        fast = None  # anything else is read the usual way, which gives any rejection
+    if fast is not None:
+        yield fast
+        return
     doc, problem = decode_json(raw)
     if problem is not None:
         yield Item(line=problem[0], reason=f"malformed JSON: {problem[1]}")
@@ -170,6 +179,9 @@ def _is_trial_result(doc: Any) -> bool:
 
 
 def _bytes(path: Path) -> bytes:
+    if not path.name.lower().endswith(".gz"):  # open_trace_file's plain case, without its buffer: read whole
+        with open(path, "rb", buffering=0) as fh:
+            return fh.read()
     with open_trace_file(path) as fh:
         return fh.read()
 

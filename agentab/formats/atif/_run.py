@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from agentab.formats._base import MISSING, FieldMap, Reject, lookup
 from agentab.formats._missing import absent
-from agentab.formats.atif._steps import load
+from agentab.formats.files import decode_json
 
 __all__ = ["DEFAULTS", "run_fields", "trial_result"]
 
@@ -41,10 +43,15 @@ def trial_result(path: Path | None) -> tuple[dict[str, Any] | None, Path | None,
         folder = folder.parent
         if folder.parent.name == "steps":
             folder, step_name = folder.parent.parent, folder.name
-    target = folder / "result.json"
-    if not target.is_file():
+    target = os.path.join(folder, "result.json")  # os.path, not pathlib: this runs once a trial, and is its cost
+    try:
+        regular = stat.S_ISREG(os.stat(target).st_mode)
+    except (OSError, ValueError):
+        regular = Path(target).is_file()  # what cannot be looked at: pathlib's own rule (False, or raised)
+    if not regular:
         return None, folder, step_name
-    doc, problem = load(target)
+    with open(target, "rb", buffering=0) as fh:
+        doc, problem = decode_json(fh.read())
     if problem is not None or not isinstance(doc, dict):
         why = f"line {problem[0]}: {problem[1]}" if problem is not None else "not a JSON object"
         raise Reject("result.json", f"the trial's result.json cannot be read ({why})")
