@@ -186,7 +186,11 @@ that way (odd value types, base64 ids, duplicate spans, any record to
 reject...) to the span-by-span reader. Both take their values by the rules
 of :mod:`._rules`; this module holds the format and its file entry points. A large
 JSON Lines file is also split over processes by :func:`agentab.load_traces`
-(:func:`read_part`). Either way a file is read whole into memory first.
+(:func:`read_part`: each part read in columns where that reader reads it) when
+its lines look like they hold whole traces; one whose traces cross lines (a
+collector's export by time) is read by one process (:func:`read_whole`), as
+is a file whose parts turn out to share a trace. Either way a file (or part)
+is read whole into memory first.
 
 Each run is one :class:`~agentab.formats._base.Item` (``line``: the line, or
 1-based position in a list of batches, of the batch holding the run span);
