@@ -186,7 +186,11 @@ that way (odd value types, base64 ids, duplicate spans, any record to
 reject...) to the span-by-span reader. Both take their values by the rules
 of :mod:`._rules`; this module holds the format and its file entry points. A large
 JSON Lines file is also split over processes by :func:`agentab.load_traces`
-(:func:`read_part`). Either way a file is read whole into memory first.
+(:func:`read_part`: each part read in columns where that reader reads it) when
+its lines look like they hold whole traces; one whose traces cross lines (a
+collector's export by time) is read by one process (:func:`read_whole`), as
+is a file whose parts turn out to share a trace. Either way a file (or part)
+is read whole into memory first.
 
 Each run is one :class:`~agentab.formats._base.Item` (``line``: the line, or
 1-based position in a list of batches, of the batch holding the run span);
@@ -196,6 +200,7 @@ OTLP batch is one rejection.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -257,14 +262,54 @@ def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMa
 
 
 def read_whole(path: Path, fields: FieldMap | None = None) -> Part | None:
-    """The runs and keys of a JSON Lines file read in columns, or None if that reader declines it (see
-    :attr:`~agentab.formats._base.Format.read_whole`)."""
+    """The runs and keys of a large JSON Lines file read in columns by this process, or None (see
+    :attr:`~agentab.formats._base.Format.read_whole`): the loader then reads it in parts by several processes
+    (:func:`read_part`, the column reader in each), and whole only if two parts share a trace.
+
+    None when the file's lines look like they hold whole traces (:func:`_traces_cross_lines`: no trace seen
+    on both sides of a line boundary; parts then convert as the whole does, over all the cores), or when the
+    column reader declines the file. A file whose traces do cross lines (a collector's export by time) is read
+    whole here: its parts would share a trace and be read twice. A wrong guess costs time only.
+    """
     from agentab.formats.otel import _columns  # pyarrow: imported when a file is read in columns
 
-    with open_trace_file(Path(path)) as fh:
+    path = Path(path)
+    if not _traces_cross_lines(path):
+        return None
+    with open_trace_file(path) as fh:
         data = fh.read()
     with gc_paused():
         return _columns.read(data, 1, fields or {})
+
+
+#: Points of a file where :func:`_traces_cross_lines` looks, and the bytes it reads on each side of each.
+_PROBES = 7
+_WINDOW = 1 << 19
+_TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"\\]*)"')
+
+
+def _traces_cross_lines(path: Path) -> bool:
+    """Whether some trace of a JSON Lines file has spans on both sides of a line boundary, as far as a look at
+    :data:`_PROBES` evenly spaced boundaries shows: the trace ids in the :data:`_WINDOW` bytes before each and
+    after it (a few MiB in all, not parsed). Only a guess (where the loader would cut the file is its own
+    choice, and a trace may be split far from any boundary looked at): it decides how the file is read, never
+    what is read."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        for k in range(1, _PROBES + 1):
+            at = max(0, size * k // (_PROBES + 1) - _WINDOW)
+            fh.seek(at)
+            block = fh.read(2 * _WINDOW)
+            middle = size * k // (_PROBES + 1) - at
+            boundary = block.find(b"\n", max(middle - 1, 0)) + 1  # the start of the next line
+            if boundary <= 0 or boundary >= len(block):
+                boundary = block.rfind(b"\n", 0, max(middle - 1, 0)) + 1  # or of this one
+                if boundary <= 0:
+                    continue  # no line boundary near this point
+            before = {found.lower() for found in _TRACE_ID.findall(block, 0, boundary)}
+            if before and any(found.lower() in before for found in _TRACE_ID.findall(block, boundary)):
+                return True
+    return False
 
 
 def _read_lines(data: bytes, first_line: int, fields: FieldMap | None, whole: bool) -> Part:

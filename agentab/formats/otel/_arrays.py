@@ -136,8 +136,11 @@ class Attrs:
         if self.other is not None and self.other[rows].any():
             raise Unhandled  # an array, kvlist or bytes value of an attribute read
         take = pa.array(rows)
+        texts = self.sv.take(take)
+        if not texts.null_count:  # every value text (the usual case): no other type to look at
+            return dict(zip(self.owner[rows].tolist(), texts.to_pylist()))
         out = {}
-        for owner, sv, iv, bv, dv in zip(self.owner[rows].tolist(), self.sv.take(take).to_pylist(),
+        for owner, sv, iv, bv, dv in zip(self.owner[rows].tolist(), texts.to_pylist(),
                                          self.iv.take(take).to_pylist(), self.bv.take(take).to_pylist(),
                                          self.dv.take(take).to_pylist()):
             if sv is not None:

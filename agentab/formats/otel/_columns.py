@@ -135,7 +135,7 @@ def _observations(attrs: Attrs, steps: np.ndarray, n: int, ends: np.ndarray, fai
     generic = None
     error_types = None
     out: list[dict[str, Any] | None] = []
-    result = _rules.result
+    decode = _JSON.decode
     ended = (ends[steps] >= 0).tolist()
     errors = failed[steps].tolist()
     results = attrs.strings(_rules.TOOL_RESULT[0], steps, n)
@@ -150,8 +150,13 @@ def _observations(attrs: Attrs, steps: np.ndarray, n: int, ends: np.ndarray, fai
             if generic is None:
                 generic = [attrs.values(key) for key in _rules.TOOL_RESULT]
             value = _first(generic, i)
-        if value is not MISSING:
-            observation["result"] = result(value)
+        if value is not MISSING:  # JSON text parsed, other text kept (:func:`._rules.result`, inlined: per step)
+            if isinstance(value, str):
+                try:
+                    value = decode(value)
+                except msgspec.DecodeError:
+                    pass
+            observation["result"] = value
         if error:
             message = status_messages[i]
             if not message:
@@ -263,6 +268,10 @@ class _Runs:
                 if found is not None:
                     return name, found
             node = self.parents[node]
+        return self.on_resource(i, keys)
+
+    def on_resource(self, i: int, keys: tuple[str, ...]) -> tuple[str, Any] | None:
+        """The first of ``keys`` on span ``i``'s resource."""
         for name in keys:
             if name not in self.resource_values:
                 self.resource_values[name] = self.s.res.values(name)
@@ -276,8 +285,12 @@ class _Runs:
         run_list = self.run_list
         out: list[tuple[str, Any] | None] = [None] * len(run_list)
         pending = range(len(run_list))
+        on_spans = False  # whether any span records one of the keys
         for name in keys:
             values = self.values_of(name)
+            if not values:  # often: an alias no span of the file records
+                continue
+            on_spans = True
             rest = []
             for r in pending:
                 found = values.get(run_list[r])
@@ -286,8 +299,12 @@ class _Runs:
                 else:
                     out[r] = (name, found)
             pending = rest
-        for r in pending:  # on an ancestor or the resource
-            out[r] = self.lookup(run_list[r], keys)
+        if not pending:
+            return out
+        # on an ancestor, or the resource (no ancestor to walk when no span records any key)
+        look = self.lookup if on_spans else self.on_resource
+        for r in pending:
+            out[r] = look(run_list[r], keys)
         return out
 
     def where(self, i: int) -> str:
