@@ -15,12 +15,13 @@ anything else (a value of another type, a rejection, a count beyond 64 bits, a t
 
 from __future__ import annotations
 
-import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta, timezone
+from operator import attrgetter
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from agentab.formats._claude_code_lines import Session
 from agentab.formats._fast_path import Slow
@@ -29,7 +30,7 @@ from agentab.formats.decode import PreparedSteps
 from agentab.formats.files import JSON_SPACE
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
-__all__ = ["LINE_KEYS", "Dicts", "Line", "lines_of", "plain_fields", "step_times", "walk"]
+__all__ = ["LINE_KEYS", "Dicts", "Extra", "Line", "Source", "lines_of", "plain_fields", "step_times", "walk"]
 
 
 class _Block(msgspec.Struct, gc=False):
@@ -69,8 +70,9 @@ _DOTTED = {f"agentab_{name}": f"agentab.{name}" for name in ("task_id", "seed", 
 
 
 class Line(msgspec.Struct, gc=False, rename=_DOTTED):
-    """The keys of a session line the reader reads (None: absent or null, which it reads alike; a dotted key,
-    UNSET when absent). Values read whole are typed ``Any``; ``toolUseResult`` is kept as raw JSON."""
+    """The keys of a session line the reader reads on every line (None: absent or null, which it reads alike;
+    a dotted key, UNSET when absent). Values read whole are typed ``Any``. The keys it reads on a few lines only
+    are in :class:`Extra`."""
 
     type: Any = None
     uuid: Any = None
@@ -82,10 +84,6 @@ class Line(msgspec.Struct, gc=False, rename=_DOTTED):
     isApiErrorMessage: Any = None
     requestId: Any = None
     costUSD: Any = None
-    toolUseResult: msgspec.Raw = None  # type: ignore[assignment]
-    version: Any = None
-    cwd: Any = None
-    gitBranch: Any = None
     agentab: Any = None
     agentab_task_id: Any = msgspec.UNSET
     agentab_seed: Any = msgspec.UNSET
@@ -98,17 +96,28 @@ class Line(msgspec.Struct, gc=False, rename=_DOTTED):
     agentab_run_id: Any = msgspec.UNSET
 
 
-#: The keys of :class:`Line` whose values are decoded whole (a run-level field may be looked up in them), and
-#: the attribute of each.
-_WHOLE = {_DOTTED.get(name, name): name for name in Line.__struct_fields__ if name not in ("message", "toolUseResult")}
+class Extra(msgspec.Struct, gc=False):
+    """The keys read on a few lines only (the first conversation line's, a sub-agent call's answer's): decoded
+    from that line alone when it is reached, not on every line."""
+
+    version: Any = None
+    cwd: Any = None
+    gitBranch: Any = None
+    toolUseResult: msgspec.Raw = None  # type: ignore[assignment]
+
+
+#: The keys decoded whole (a run-level field may be looked up in them): key -> (attribute, whether in Extra).
+_WHOLE = {**{_DOTTED.get(name, name): (name, False) for name in Line.__struct_fields__ if name != "message"},
+          **{name: (name, True) for name in Extra.__struct_fields__ if name != "toolUseResult"}}
 LINE_KEYS = frozenset(_WHOLE)
 _LINES = msgspec.json.Decoder(Line)
+_EXTRA = msgspec.json.Decoder(Extra)
 
 
-def plain_fields(plan: dict[str, str]) -> tuple[tuple[str, str], ...] | None:
-    """The keys of :class:`Line` (and their attributes) that the run-level fields ``plan`` maps are looked up in
-    (with the first line's ``version``, ``cwd`` and ``gitBranch``), when every one is found in what it decodes
-    whole: a key of it, or a dotted path into one whose whole text is a key of it too; else None."""
+def plain_fields(plan: dict[str, str]) -> tuple[tuple[str, str, bool], ...] | None:
+    """The keys (with their attribute and whether in :class:`Extra`) that the run-level fields ``plan`` maps are
+    looked up in, and the first line's ``version``, ``cwd`` and ``gitBranch``, when every field is found in what
+    the shapes decode whole: a key of them, or a dotted path into one whose whole text is a key too; else None."""
     keys = {"version": None, "cwd": None, "gitBranch": None}
     for path in plan.values():
         if path not in LINE_KEYS:
@@ -119,35 +128,69 @@ def plain_fields(plan: dict[str, str]) -> tuple[tuple[str, str], ...] | None:
             if head not in LINE_KEYS:
                 return None
             keys[head] = None
-    return tuple((key, _WHOLE[key]) for key in keys)
+    return tuple((key, *_WHOLE[key]) for key in keys)
+
+
+class Source:
+    """A session's bytes, lines (:class:`Line`) and line numbers; each line's :class:`Extra` and its dict of
+    given keys (for :func:`~agentab.formats._base.lookup`) made when first asked for."""
+
+    def __init__(self, body: bytes, lines: list[Line], numbers: Sequence[int]) -> None:
+        self.body = body
+        self.lines = lines
+        self.numbers = numbers
+        self._rows: list[bytes] | None = None
+        self._extras: dict[int, Extra] = {}
+
+    def extra(self, k: int) -> Extra:
+        """The :class:`Extra` of the ``k``-th line (from 0)."""
+        found = self._extras.get(k)
+        if found is None:
+            number = self.numbers[k]
+            if number <= 4 and self._rows is None:  # the first lines: found without splitting the whole body
+                body, start = self.body, 0
+                for _ in range(number - 1):
+                    start = body.index(b"\n", start) + 1
+                end = body.find(b"\n", start)
+                row = body[start:] if end < 0 else body[start:end]
+            else:
+                if self._rows is None:
+                    self._rows = self.body.split(b"\n")
+                row = self._rows[number - 1]
+            found = self._extras[k] = _EXTRA.decode(row)
+        return found
+
+    def as_dict(self, k: int, keys: tuple[tuple[str, str, bool], ...]) -> dict[str, Any]:
+        """The ``k``-th line's keys ``keys`` (from :func:`plain_fields`) as a dict, UNSET left out."""
+        line = self.lines[k]
+        out = {}
+        for key, name, extra in keys:
+            value = getattr(self.extra(k) if extra else line, name)
+            if value is not msgspec.UNSET:
+                out[key] = value
+        return out
 
 
 class Dicts:
-    """The lines as dicts of the keys ``keys`` (``(key, attribute)``; UNSET left out), for
-    :func:`~agentab.formats._base.lookup`, each made when first reached: the run-level fields are found on the
-    first lines, so the others are never made."""
+    """The lines of ``source`` as dicts of ``keys`` (:meth:`Source.as_dict`), each made when first reached: the
+    run-level fields are found on the first lines, so the others are never made."""
 
-    def __init__(self, lines: list[Line], keys: tuple[tuple[str, str], ...]) -> None:
-        self.lines = lines
+    def __init__(self, source: Source, keys: tuple[tuple[str, str, bool], ...]) -> None:
+        self.source = source
         self.keys = keys
         self.made: list[dict[str, Any]] = []
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         made = self.made
-        for k, line in enumerate(self.lines):
+        for k in range(len(self.source.lines)):
             if k == len(made):
-                made.append({key: value for key, name in self.keys
-                             if (value := getattr(line, name)) is not msgspec.UNSET})
+                made.append(self.source.as_dict(k, self.keys))
             yield made[k]
 
-    def of(self, line: Line) -> dict[str, Any]:
-        """``line`` (one of the lines) as a dict of the keys."""
-        return {key: value for key, name in self.keys if (value := getattr(line, name)) is not msgspec.UNSET}
 
-
-def lines_of(body: bytes) -> tuple[list[Line], Sequence[int]] | None:
-    """The session's lines decoded as :class:`Line` and their line numbers, or None (a line that does not decode
-    so: malformed, not an object, a value of another shape; the usual path reads it)."""
+def lines_of(body: bytes) -> Source | None:
+    """The session's lines decoded as :class:`Line`, or None (a line that does not decode so: malformed, not an
+    object, a value of another shape; the usual path reads it)."""
     try:
         lines = _LINES.decode_lines(body)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
@@ -156,9 +199,9 @@ def lines_of(body: bytes) -> tuple[list[Line], Sequence[int]] | None:
     if not body[body.rfind(b"\n") + 1:].strip(JSON_SPACE):
         n -= 1
     if len(lines) == n:  # no blank line: line k is the k-th
-        return lines, range(1, n + 1)
+        return Source(body, lines, range(1, n + 1))
     numbers = [k for k, raw in enumerate(body.split(b"\n"), start=1) if raw.strip(JSON_SPACE)]
-    return (lines, numbers) if len(numbers) == len(lines) else None
+    return Source(body, lines, numbers) if len(numbers) == len(lines) else None
 
 
 #: The tool-use block types, and the tools whose calls start a sub-agent (as the usual path has them).
@@ -171,9 +214,9 @@ _SUB_AGENT_TOTALS = (("totalToolUseCount", "sub_agent_tool_calls"), ("totalToken
 _TOOL, _ARGS, _OBS, _STARTED, _ENDED, _LINE, _CALL, _AGENT, _KEY, _FIRST, _GETS, _SUB = range(12)
 
 
-def _sub_agent(line: Line) -> dict[str, Any] | None:
+def _sub_agent(line: Line, extra: Extra) -> dict[str, Any] | None:
     """The metadata a Task / Agent call's answer adds (``_claude_code_lines._sub_agent_totals``), or None."""
-    raw = line.toolUseResult
+    raw = extra.toolUseResult
     result = msgspec.json.decode(raw) if raw is not None else None
     result = result if isinstance(result, dict) else {}
     agent = result.get("agentId", line.agentId if line.isSidechain is not True else None)
@@ -189,37 +232,14 @@ def _sub_agent(line: Line) -> dict[str, Any] | None:
     return out or None
 
 
-def _counts(usage: _Usage | None) -> tuple[int | None, int | None, dict[str, int] | None]:
-    """A response's ``(tokens_in, tokens_out, cache counts)`` when every count is a whole number in 64 bits."""
-    if usage is None:
-        return None, None, None
-    tin, tout = usage.input_tokens, usage.output_tokens
-    made, read = usage.cache_creation_input_tokens, usage.cache_read_input_tokens
-    for value in (tin, tout, made, read):
-        if value is not None and (type(value) is not int or not 0 <= value <= INT64_MAX):
-            raise Slow
-    if made is None and read is None:
-        return tin, tout, None
-    cache: dict[str, int] = {}
-    if made is not None:
-        cache["cache_creation_input_tokens"] = made
-        tin = made if tin is None else tin + made
-    if read is not None:
-        cache["cache_read_input_tokens"] = read
-        tin = read if tin is None else tin + read
-    if tin is not None and tin > INT64_MAX:
-        raise Slow
-    return tin, tout, cache
-
-
-def walk(state: Session, lines: list[Line], numbers: Sequence[int], costs: dict[str, Any],
-         sessions: dict[str, None]) -> tuple[PreparedSteps, Line, str | None]:
-    """The session's steps in columns (times still as written), its first conversation line (else its first
-    line) and a sub-agent transcript's agentId (else None); the counts go to ``state``, each response's
-    ``costUSD`` to ``costs`` and the session ids to ``sessions``, as the usual walk has them.
+def walk(state: Session, source: Source, costs: dict[str, Any],
+         sessions: dict[str, None]) -> tuple[PreparedSteps, int, str | None]:
+    """The session's steps in columns (times still as written), the index of its first conversation line (else
+    0) and a sub-agent transcript's agentId (else None); the counts go to ``state``, each response's ``costUSD``
+    to ``costs`` and the session ids to ``sessions``, as the usual walk has them.
     :class:`~agentab.formats._fast_path.Slow` for anything but the plain case."""
     # kept whole: one pass with each case inline is what makes it fast (no call per line or block)
-    line_types = state.line_types
+    lines = source.lines
     uuids = state.uuids
     stamps = state.stamps
     models = state.models
@@ -230,32 +250,21 @@ def walk(state: Session, lines: list[Line], numbers: Sequence[int], costs: dict[
     charged: dict[str, None] = {}  # responses counted, in the order the usual walk charges them
     first_of: dict[str, int] = {}  # response -> the row of its first step
     per_response: dict[str, int] = {}  # response -> its steps
-    first: Line | None = None
-    agent_ids: set[Any] = set()
+    first = -1
     sides = True
-    unread = 0
+    repeated = 0
     key = ""
-    for number, line in zip(numbers, lines):
+    for k, line in enumerate(lines):
         kind = line.type
-        if type(kind) is not str:
-            raise Slow
-        line_types[kind] = line_types.get(kind, 0) + 1
         if kind == "assistant":
             mine = True
         elif kind == "user":
             mine = False
         else:
-            unread += 1
             continue
-        if first is None:
-            first = line
-        agent_id = line.agentId
-        try:
-            agent_ids.add(agent_id)
-        except TypeError:
-            raise Slow from None
-        side = line.isSidechain is True
-        if not side:
+        if first < 0:
+            first = k
+        if line.isSidechain is not True:
             sides = False
         message = line.message
         if message is None:
@@ -267,22 +276,21 @@ def walk(state: Session, lines: list[Line], numbers: Sequence[int], costs: dict[
                 key = "m:" + key
             else:
                 key = line.requestId
-                key = "r:" + key if type(key) is str and key else f"l:{number}"
+                key = "r:" + key if type(key) is str and key else f"l:{source.numbers[k]}"
             api_error = line.isApiErrorMessage
             if not api_error:  # every assistant line, a repeated one too, may carry its response's last usage
                 final = finals.get(key)
-                usage, cost = message.usage, line.costUSD
                 if final is None:
-                    finals[key] = [usage, cost]
+                    finals[key] = [message.usage, line.costUSD]
                 else:
-                    if usage is not None:
-                        final[0] = usage
-                    if cost is not None:
-                        final[1] = cost
+                    if message.usage is not None:
+                        final[0] = message.usage
+                    if line.costUSD is not None:
+                        final[1] = line.costUSD
         uuid = line.uuid
         if type(uuid) is str:
             if uuid in uuids:  # a line written twice: read once
-                unread += 1
+                repeated += 1
                 continue
             uuids.add(uuid)
         stamp = line.timestamp
@@ -305,8 +313,8 @@ def walk(state: Session, lines: list[Line], numbers: Sequence[int], costs: dict[
         if type(content) is not list:
             continue
         agent = None
-        if side:
-            agent = agent_id if type(agent_id) is str and agent_id else "sidechain"
+        if line.isSidechain is True:
+            agent = line.agentId if type(line.agentId) is str and line.agentId else "sidechain"
         for block in content:
             block_type = block.type
             if block_type == "text" or block_type == "thinking":
@@ -328,14 +336,13 @@ def walk(state: Session, lines: list[Line], numbers: Sequence[int], costs: dict[
                 args = block.input
                 if type(args) is not dict:
                     args = call_arguments(args, "input")
-                at = len(rows)
                 head = first_of.get(key)
                 if head is None:
-                    first_of[key] = head = at
+                    first_of[key] = head = len(rows)
                 if agent is not None:
                     state.agents.setdefault(agent)
                 per_response[key] = per_response.get(key, 0) + 1
-                row = [name, args, None, stamp, None, number, call_id, agent, key, head, key in charged, None]
+                row = [name, args, None, stamp, None, k, call_id, agent, key, head, key in charged, None]
                 rows.append(row)
                 waiting[call_id] = row
             elif block_type == "tool_result" or type(block_type) is str and block_type.endswith("_tool_result"):
@@ -357,26 +364,62 @@ def walk(state: Session, lines: list[Line], numbers: Sequence[int], costs: dict[
                 if stamp is not None:
                     row[_ENDED] = stamp
                 if row[_TOOL] in _SUB_AGENT_TOOLS:
-                    row[_SUB] = _sub_agent(line)
-    state.unread += unread
-    counts = {}
-    totals = state.totals
-    for key in charged:
-        usage, cost = finals[key]
-        counts[key] = found = _counts(usage)
-        totals.add(*found)
-        costs[key] = cost
+                    row[_SUB] = _sub_agent(line, source.extra(k))
+    try:  # every line's type, in order of first appearance (a type no dict holds: the usual path's own)
+        kinds = Counter(map(_TYPE, lines))
+    except TypeError:
+        raise Slow from None
+    if not all(type(kind) is str for kind in kinds):
+        raise Slow
+    state.line_types.update(kinds)
+    state.unread = len(lines) - kinds.get("user", 0) - kinds.get("assistant", 0) + repeated
     agent_of = None
-    if sides and len(agent_ids) == 1:
-        (only,) = agent_ids
-        agent_of = only if type(only) is str and only else None
-    return _columns(rows, counts, per_response), lines[0] if first is None else first, agent_of
+    if sides and first >= 0:  # a sub-agent's own transcript: every conversation line a sidechain of one agent
+        try:
+            agents = {line.agentId for line in lines if line.type == "user" or line.type == "assistant"}
+        except TypeError:
+            agents = set()  # an agentId no set holds: not one text agentId
+        if len(agents) == 1:
+            (only,) = agents
+            agent_of = only if type(only) is str and only else None
+    return _columns(rows, charged, finals, per_response, costs, state, source.numbers), max(first, 0), agent_of
 
 
-def _columns(rows: list[list[Any]], counts: dict[str, tuple[Any, Any, Any]],
-             per_response: dict[str, int]) -> PreparedSteps:
-    """The walked rows as columns: each response's tokens on its first step (when it was counted by then), the
-    others pointing at it, the metadata in the usual path's key order."""
+_TYPE = attrgetter("type")
+
+
+def _columns(rows: list[list[Any]], charged: dict[str, None], finals: dict[str, list[Any]],
+             per_response: dict[str, int], costs: dict[str, Any], state: Session,
+             numbers: Sequence[int]) -> PreparedSteps:
+    """The walked rows as columns: each response's usage counted once (its last), its tokens on its first step
+    (when it was counted by then), the others pointing at it, the metadata in the usual path's key order."""
+    counts: dict[str, tuple[int | None, int | None, dict[str, int] | None]] = {}
+    add = state.totals.add
+    for key in charged:  # as the usual path's _usage, the plain case: whole numbers in 64 bits
+        usage, costs[key] = finals[key]
+        if usage is None:
+            found: tuple[Any, Any, Any] = (None, None, None)
+        else:
+            tin, tout = usage.input_tokens, usage.output_tokens
+            made, read = usage.cache_creation_input_tokens, usage.cache_read_input_tokens
+            for value in (tin, tout, made, read):
+                if value is not None and (type(value) is not int or not 0 <= value <= INT64_MAX):
+                    raise Slow
+            if made is None and read is None:
+                found = (tin, tout, None)
+            else:
+                cache: dict[str, int] = {}
+                if made is not None:
+                    cache["cache_creation_input_tokens"] = made
+                    tin = made if tin is None else tin + made
+                if read is not None:
+                    cache["cache_read_input_tokens"] = read
+                    tin = read if tin is None else tin + read
+                if tin is not None and tin > INT64_MAX:
+                    raise Slow
+                found = (tin, tout, cache)
+        counts[key] = found
+        add(*found)
     n = len(rows)
     tokens_in: list[int | None] = [None] * n
     tokens_out: list[int | None] = [None] * n
@@ -384,12 +427,12 @@ def _columns(rows: list[list[Any]], counts: dict[str, tuple[Any, Any, Any]],
     parallel: list[Any] = [None] * n
     metadata: list[dict[str, Any] | None] = []
     for k, row in enumerate(rows):
-        meta = {"line": row[_LINE], "call_id": row[_CALL]}
+        meta = {"line": numbers[row[_LINE]], "call_id": row[_CALL]}
         head = row[_FIRST]
         key = row[_KEY]
         if head == k:
             if row[_GETS]:
-                tin, tout, cache = counts[key]
+                tin, tout, cache = counts[key]  # type: ignore[assignment]
                 tokens_in[k], tokens_out[k] = tin, tout
                 if cache:
                     meta.update(cache)
@@ -413,13 +456,9 @@ def _columns(rows: list[list[Any]], counts: dict[str, tuple[Any, Any, Any]],
 #: The one shape of time Claude Code writes (JavaScript's ``toISOString``), its digits as zeros.
 _SHAPE = b"0000-00-00T00:00:00.000Z"
 _ZEROS = bytes.maketrans(b"123456789", b"000000000")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_NAIVE_EPOCH = datetime(1970, 1, 1)
-#: Python 3.11 reads the trailing ``Z`` itself (faster); 3.10 reads the time without it, as UTC.
-_READS_Z = sys.version_info >= (3, 11)
-_MICROSECOND = timedelta(microseconds=1)
 #: The years read here (well inside the nanosecond range the record's times have).
 _FIRST_YEAR, _LAST_YEAR = "1700", "2261"
+_NO_TIME = "1970-01-01T00:00:00.000Z"  # in place of a step's missing time while the others are parsed
 
 
 def step_times(stamps: list[str], started: list[Any], ended: list[Any]) -> tuple[list[Any], list[Any]]:
@@ -432,12 +471,18 @@ def step_times(stamps: list[str], started: list[Any], ended: list[Any]) -> tuple
         raise Slow
     if min(stamps)[:4] < _FIRST_YEAR or max(stamps)[:4] > _LAST_YEAR:  # text of one shape sorts as its times do
         raise Slow
-    parse = datetime.fromisoformat
+    values = started + ended
+    missing = [k for k, value in enumerate(values) if value is None] if None in values else []
+    if len(missing) == len(values):
+        return started, ended
+    text = "".join([_NO_TIME if value is None else value for value in values] if missing else values).encode()
+    # numpy reads the text without its "Z" (UTC) as the decoder's parser does, and refuses a day the month does
+    # not have, an hour 24, a second 60 (then the usual path names it)
+    cut = np.frombuffer(text, np.uint8).reshape(-1, len(_SHAPE))[:, :-1].copy().view(f"S{len(_SHAPE) - 1}")
     try:
-        if _READS_Z:
-            return ([None if s is None else (parse(s) - _EPOCH) // _MICROSECOND * 1000 for s in started],
-                    [None if s is None else (parse(s) - _EPOCH) // _MICROSECOND * 1000 for s in ended])
-        return ([None if s is None else (parse(s[:-1]) - _NAIVE_EPOCH) // _MICROSECOND * 1000 for s in started],
-                [None if s is None else (parse(s[:-1]) - _NAIVE_EPOCH) // _MICROSECOND * 1000 for s in ended])
-    except ValueError:  # a day the month does not have, hour 24...: the usual path names it
+        ns = (cut.astype("datetime64[ms]").view(np.int64) * 1_000_000).ravel().tolist()
+    except ValueError:
         raise Slow from None
+    for k in missing:
+        ns[k] = None
+    return ns[:len(started)], ns[len(started):]

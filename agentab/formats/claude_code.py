@@ -176,6 +176,15 @@ def _session_meta(state: Session, costs: dict[str, Any], uniform: bool = False) 
     return meta
 
 
+def _is_id(value: Any) -> bool:
+    return bool((isinstance(value, str) and value) or is_int(value))
+
+
+#: The check of each required run-level field's value.
+_RIGHT_TYPE = {"run_id": _is_id, "task_id": _is_id, "seed": is_int,
+               "outcome": lambda value: isinstance(value, (bool, int, float))}
+
+
 def _identity(lines: Iterable[dict[str, Any]], fields: FieldMap,
               missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
     """The run-level fields, each from the first line that has its mapped key (``lines`` is iterated once per
@@ -198,10 +207,7 @@ def _identity(lines: Iterable[dict[str, Any]], fields: FieldMap,
                                                   f"fields={{{key!r}: <a key of its lines>}}")
             continue
         name, value = found[key]
-        ok = {"run_id": lambda v: (isinstance(v, str) and v) or is_int(v),
-              "task_id": lambda v: (isinstance(v, str) and v) or is_int(v),
-              "seed": is_int, "outcome": lambda v: isinstance(v, (bool, int, float))}[key](value)
-        if not ok:
+        if not _RIGHT_TYPE[key](value):
             raise Reject(name, f"{key} has the wrong type: {describe(value)}")
         out[key] = value
     for key in ("arm", "cost_usd", "latency_s", "model", "harness"):
@@ -257,23 +263,21 @@ def _run(state: Session, lines: Iterable[dict[str, Any]], first: dict[str, Any],
     return out
 
 
-def _fast_item(body: bytes, fields: FieldMap, keys: tuple[tuple[str, str], ...]) -> Item | None:
+def _fast_item(body: bytes, fields: FieldMap, keys: tuple[tuple[str, str, bool], ...]) -> Item | None:
     """The session's item built in columns (:mod:`._claude_code_fast`) when it is the plain case, else None
     (``keys``: what :func:`~._claude_code_fast.plain_fields` gives for ``fields``)."""
-    decoded = lines_of(body)
-    if decoded is None or not decoded[0]:
+    source = lines_of(body)
+    if source is None or not source.lines:
         return None
-    lines, numbers = decoded
     try:
         state = Session()
         costs: dict[str, Any] = {}
         sessions: dict[str, None] = {}
-        steps, first, agent = fast_walk(state, lines, numbers, costs, sessions)
+        steps, first, agent = fast_walk(state, source, costs, sessions)
         started, ended = step_times(state.stamps, steps.started_ns, steps.ended_ns)
         meta = _session_meta(state, costs, uniform=True)
         missing: dict[str, tuple[str | None, str]] = {}
-        found = Dicts(lines, keys)
-        out = _run(state, found, found.of(first), agent, sessions, meta, fields, missing)
+        out = _run(state, Dicts(source, keys), source.as_dict(first, keys), agent, sessions, meta, fields, missing)
         for key in ("cost_usd", "latency_s"):
             if key in out:
                 if not math.isfinite(out[key]):
@@ -286,7 +290,7 @@ def _fast_item(body: bytes, fields: FieldMap, keys: tuple[tuple[str, str], ...])
         out["metadata"] = meta
         totals = {name: out.pop(name) for name in ("tokens_in", "tokens_out", "tokens_cached") if name in out}
         run = prepared(out, steps._replace(started_ns=started, ended_ns=ended), totals)
-        return Item(numbers[0], record=run._replace(agents=out.get("agents")), missing=missing or None)
+        return Item(source.numbers[0], record=run._replace(agents=out.get("agents")), missing=missing or None)
     except (Slow, Reject, RecursionError, OverflowError):
         return None
 
