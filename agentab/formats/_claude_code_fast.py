@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import msgspec
@@ -246,14 +246,15 @@ def walk(state: Session, source: Source, costs: dict[str, Any],
     rows: list[list[Any]] = []
     waiting: dict[str, list[Any]] = {}  # call id -> its step's row, until answered
     answered: set[str] = set()
-    finals: dict[str, list[Any]] = {}  # response -> its last usage and costUSD (the streamed lines repeat them)
-    charged: dict[str, None] = {}  # responses counted, in the order the usual walk charges them
-    first_of: dict[str, int] = {}  # response -> the row of its first step
-    per_response: dict[str, int] = {}  # response -> its steps
+    # a response is keyed by its message id, else ("r", its request id), else ("l", its line number)
+    usages: dict[Any, Any] = {}  # response -> its last usage (the streamed lines repeat it)
+    prices: dict[Any, Any] = {}  # response -> its last costUSD
+    charged: dict[Any, None] = {}  # responses counted, in the order the usual walk charges them
+    first_of: dict[Any, int] = {}  # response -> the row of its first step
     first = -1
     sides = True
     repeated = 0
-    key = ""
+    key: Any = ""
     for k, line in enumerate(lines):
         kind = line.type
         if kind == "assistant":
@@ -272,21 +273,15 @@ def walk(state: Session, source: Source, costs: dict[str, Any],
         api_error = False
         if mine:
             key = message.id
-            if type(key) is str and key:
-                key = "m:" + key
-            else:
+            if type(key) is not str or not key:
                 key = line.requestId
-                key = "r:" + key if type(key) is str and key else f"l:{source.numbers[k]}"
+                key = ("r", key) if type(key) is str and key else ("l", str(source.numbers[k]))
             api_error = line.isApiErrorMessage
             if not api_error:  # every assistant line, a repeated one too, may carry its response's last usage
-                final = finals.get(key)
-                if final is None:
-                    finals[key] = [message.usage, line.costUSD]
-                else:
-                    if message.usage is not None:
-                        final[0] = message.usage
-                    if line.costUSD is not None:
-                        final[1] = line.costUSD
+                if message.usage is not None:
+                    usages[key] = message.usage
+                if line.costUSD is not None:
+                    prices[key] = line.costUSD
         uuid = line.uuid
         if type(uuid) is str:
             if uuid in uuids:  # a line written twice: read once
@@ -336,12 +331,9 @@ def walk(state: Session, source: Source, costs: dict[str, Any],
                 args = block.input
                 if type(args) is not dict:
                     args = call_arguments(args, "input")
-                head = first_of.get(key)
-                if head is None:
-                    first_of[key] = head = len(rows)
+                head = first_of.setdefault(key, len(rows))
                 if agent is not None:
                     state.agents.setdefault(agent)
-                per_response[key] = per_response.get(key, 0) + 1
                 row = [name, args, None, stamp, None, k, call_id, agent, key, head, key in charged, None]
                 rows.append(row)
                 waiting[call_id] = row
@@ -382,21 +374,22 @@ def walk(state: Session, source: Source, costs: dict[str, Any],
         if len(agents) == 1:
             (only,) = agents
             agent_of = only if type(only) is str and only else None
-    return _columns(rows, charged, finals, per_response, costs, state, source.numbers), max(first, 0), agent_of
+    return _columns(rows, charged, usages, prices, costs, state, source.numbers), max(first, 0), agent_of
 
 
 _TYPE = attrgetter("type")
+_KEY_OF = itemgetter(_KEY)
 
 
-def _columns(rows: list[list[Any]], charged: dict[str, None], finals: dict[str, list[Any]],
-             per_response: dict[str, int], costs: dict[str, Any], state: Session,
-             numbers: Sequence[int]) -> PreparedSteps:
+def _columns(rows: list[list[Any]], charged: dict[Any, None], usages: dict[Any, Any], prices: dict[Any, Any],
+             costs: dict[Any, Any], state: Session, numbers: Sequence[int]) -> PreparedSteps:
     """The walked rows as columns: each response's usage counted once (its last), its tokens on its first step
     (when it was counted by then), the others pointing at it, the metadata in the usual path's key order."""
-    counts: dict[str, tuple[int | None, int | None, dict[str, int] | None]] = {}
+    counts: dict[Any, tuple[int | None, int | None, dict[str, int] | None]] = {}
     add = state.totals.add
     for key in charged:  # as the usual path's _usage, the plain case: whole numbers in 64 bits
-        usage, costs[key] = finals[key]
+        usage = usages.get(key)
+        costs[key] = prices.get(key)
         if usage is None:
             found: tuple[Any, Any, Any] = (None, None, None)
         else:
@@ -421,6 +414,7 @@ def _columns(rows: list[list[Any]], charged: dict[str, None], finals: dict[str, 
         counts[key] = found
         add(*found)
     n = len(rows)
+    per_response = Counter(map(_KEY_OF, rows))
     tokens_in: list[int | None] = [None] * n
     tokens_out: list[int | None] = [None] * n
     cached: list[int | None] = [None] * n
@@ -442,7 +436,7 @@ def _columns(rows: list[list[Any]], charged: dict[str, None], finals: dict[str, 
         if row[_SUB] is not None:
             meta.update(row[_SUB])
         if per_response[key] >= 2:
-            parallel[k] = key[2:]
+            parallel[k] = key if type(key) is str else key[1]
         metadata.append(meta)
     cols = list(zip(*rows)) if rows else [()] * 12
     nothing = [None] * n
