@@ -339,7 +339,7 @@ def _numbered(body: bytes) -> Iterator[tuple[int, Any, str | None]]:
 
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     """One item: the session in ``path`` (a record, or a rejection naming the line and field at fault)."""
-    with open_trace_file(Path(path)) as fh:
+    with open_trace_file(path if isinstance(path, Path) else Path(path)) as fh:  # the loader gives a Path
         body = fh.read().removeprefix(BOM)
     plan = {**FIELDS, **(fields or {})}
     keys = plain_fields(plan)
