@@ -372,6 +372,8 @@ def test_no_steps_and_empty_files_read_the_same(tmp_path, monkeypatch):
     (tmp_path / "empty.jsonl").write_text("\n\n")
     (tmp_path / "bad.jsonl").write_text('{"type": "user"}\n{not json\n')
     (tmp_path / "array.jsonl").write_text('[1, 2]\n')
+    two = json.dumps(_base("two")[1])  # two objects on a line beside a blank one: as many objects as lines
+    (tmp_path / "two-on-a-line.jsonl").write_text(two + two.replace('"u1"', '"u9"') + "\n\n" + two + "\n")
     assert_same(tmp_path, monkeypatch)
     assert claude_code._fast_item(b"", claude_code.FIELDS, ()) is None
 

@@ -139,25 +139,17 @@ class Source:
         self.body = body
         self.lines = lines
         self.numbers = numbers
-        self._rows: list[bytes] | None = None
+        self.rows: list[bytes] | None = None  # the body's lines, split when first needed
         self._extras: dict[int, Extra] = {}
 
     def extra(self, k: int) -> Extra:
         """The :class:`Extra` of the ``k``-th line (from 0)."""
         found = self._extras.get(k)
         if found is None:
-            number = self.numbers[k]
-            if number <= 4 and self._rows is None:  # the first lines: found without splitting the whole body
-                body, start = self.body, 0
-                for _ in range(number - 1):
-                    start = body.index(b"\n", start) + 1
-                end = body.find(b"\n", start)
-                row = body[start:] if end < 0 else body[start:end]
-            else:
-                if self._rows is None:
-                    self._rows = self.body.split(b"\n")
-                row = self._rows[number - 1]
-            found = self._extras[k] = _EXTRA.decode(row)
+            rows = self.rows
+            if rows is None:
+                rows = self.rows = self.body.split(b"\n")
+            found = self._extras[k] = _EXTRA.decode(rows[self.numbers[k] - 1])
         return found
 
     def as_dict(self, k: int, keys: tuple[tuple[str, str, bool], ...]) -> dict[str, Any]:
@@ -195,13 +187,15 @@ def lines_of(body: bytes) -> Source | None:
         lines = _LINES.decode_lines(body)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    n = body.count(b"\n") + 1
-    if not body[body.rfind(b"\n") + 1:].strip(JSON_SPACE):
-        n -= 1
-    if len(lines) == n:  # no blank line: line k is the k-th
-        return Source(body, lines, range(1, n + 1))
-    numbers = [k for k, raw in enumerate(body.split(b"\n"), start=1) if raw.strip(JSON_SPACE)]
-    return Source(body, lines, numbers) if len(numbers) == len(lines) else None
+    # numbered as the usual path numbers them: one object per line that is not blank (else it reads them one by
+    # one: two objects on a line are malformed JSON there)
+    rows = body.split(b"\n")
+    numbers = [k for k, raw in enumerate(rows, start=1) if raw.strip(JSON_SPACE)]
+    if len(numbers) != len(lines):
+        return None
+    source = Source(body, lines, numbers)
+    source.rows = rows
+    return source
 
 
 #: The tool-use block types, and the tools whose calls start a sub-agent (as the usual path has them).
