@@ -68,7 +68,7 @@ def test_real_files_read_the_same_both_ways(tmp_path, monkeypatch):
 
 
 def test_real_files_without_identity_read_the_same_both_ways(tmp_path, monkeypatch):
-    """The loader completes the runs (an outcomes table, a path template): runs in columns with Item.missing."""
+    """The loader completes the runs (an outcomes table, a path template): the usual path's dicts both ways."""
     for path in FILES:
         write(tmp_path / path.stem / "0.jsonl", raw_lines(path))
     outcomes = pd.DataFrame({"task_id": [p.stem for p in FILES], "seed": 0, "outcome": [True, False, 1.0, 0.5]})
@@ -82,8 +82,8 @@ def test_the_real_files_take_the_fast_path(tmp_path):
     for path in FILES:
         (item,) = claude_code.read_file(write(tmp_path / path.name, identified(raw_lines(path))), claude_code.FIELDS)
         assert type(item.record) is Prepared and item.missing is None
-        (item,) = claude_code.read_file(path, claude_code.FIELDS)  # run fields missing: still in columns
-        assert type(item.record) is Prepared and list(item.missing) == ["task_id", "seed", "outcome"]
+        (item,) = claude_code.read_file(path, claude_code.FIELDS)  # run fields missing: a dict, the loader fills it
+        assert isinstance(item.record, dict) and list(item.missing) == ["task_id", "seed", "outcome"]
 
 
 def test_the_benchmark_sessions_take_the_fast_path(tmp_path, monkeypatch):

@@ -231,22 +231,22 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
     steps, meta = _finish(state, costs)
     if agent is UNSEEN:  # an agentId no set holds (an object, a list): not one text agentId on every line
         agent = None
-    out = _run(state, [line for _, line in lines], first, agent, sessions, meta, fields, missing)
+    found = _identity([line for _, line in lines], fields, missing)
+    out = _run(state, found, first, agent, sessions, meta, fields)
     out["steps"] = steps
     out["metadata"] = meta
     return out
 
 
-def _run(state: Session, lines: Iterable[dict[str, Any]], first: dict[str, Any], agent: str | None,
-         sessions: dict[str, None], meta: dict[str, Any], fields: FieldMap,
-         missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
-    """The run-level fields (both walks), completing ``meta``: the record's keys but its steps and metadata."""
+def _run(state: Session, out: dict[str, Any], first: dict[str, Any], agent: str | None,
+         sessions: dict[str, None], meta: dict[str, Any], fields: FieldMap) -> dict[str, Any]:
+    """The run-level fields (both walks; ``out``: what :func:`_identity` found), completing ``meta``: the
+    record's keys but its steps and metadata."""
     for key, name in (("claude_code_version", "version"), ("cwd", "cwd"), ("gitBranch", "gitBranch")):
         if isinstance(first.get(name), str):
             meta[key] = first[name]
     if len(sessions) > 1:  # e.g. a resumed session's earlier lines
         meta["session_ids"] = list(sessions)
-    out = _identity(lines, fields, missing)
     for key in ("model", "harness"):  # a mapping of them replaces what the session gives
         if key in out:
             meta[key] = out.pop(key)
@@ -273,11 +273,14 @@ def _fast_item(body: bytes, fields: FieldMap, keys: tuple[tuple[str, str, bool],
         state = Session()
         costs: dict[str, Any] = {}
         sessions: dict[str, None] = {}
+        missing: dict[str, tuple[str | None, str]] = {}
+        found = _identity(Dicts(source, keys), fields, missing)
+        if missing:  # a run the loader completes is given as a dict (Item.missing), by the usual path
+            return None
         steps, first, agent = fast_walk(state, source, costs, sessions)
         started, ended = step_times(state.stamps, steps.started_ns, steps.ended_ns)
         meta = _session_meta(state, costs, uniform=True)
-        missing: dict[str, tuple[str | None, str]] = {}
-        out = _run(state, Dicts(source, keys), source.as_dict(first, keys), agent, sessions, meta, fields, missing)
+        out = _run(state, found, source.as_dict(first, keys), agent, sessions, meta, fields)
         for key in ("cost_usd", "latency_s"):
             if key in out:
                 if not math.isfinite(out[key]):
@@ -290,7 +293,7 @@ def _fast_item(body: bytes, fields: FieldMap, keys: tuple[tuple[str, str, bool],
         out["metadata"] = meta
         totals = {name: out.pop(name) for name in ("tokens_in", "tokens_out", "tokens_cached") if name in out}
         run = prepared(out, steps._replace(started_ns=started, ended_ns=ended), totals)
-        return Item(source.numbers[0], record=run._replace(agents=out.get("agents")), missing=missing or None)
+        return Item(source.numbers[0], record=run._replace(agents=out.get("agents")))
     except (Slow, Reject, RecursionError, OverflowError):
         return None
 
