@@ -14,6 +14,7 @@ import agentab
 from agentab.formats import Item
 from agentab.formats._missing import settle
 from agentab.formats.claude_code import FIELDS, FORMAT, sniff
+from agentab.formats.decode import Prepared
 from agentab.formats.inspect_ai import FORMAT as INSPECT
 from agentab.formats.messages import ANTHROPIC, OPENAI
 from agentab.formats.otel import FORMAT as OTEL
@@ -42,10 +43,19 @@ def item_of(path: Path, fields: dict[str, str] | None = None) -> Item:
     return item
 
 
+def record(item: Item) -> dict[str, Any]:
+    """The item's trace record as a dict: a run the reader built in columns gives its ``to_record()``, without the
+    fields it lacks (``Item.missing``)."""
+    rec = item.record
+    if isinstance(rec, Prepared):
+        rec = {key: value for key, value in rec.to_record().items() if key not in (item.missing or {})}
+    return rec
+
+
 def record_of(path: Path, tmp_path: Path) -> dict[str, Any]:
     item = item_of(with_identity(path, tmp_path))
     assert item.record is not None, (item.field, item.reason)
-    return item.record
+    return record(item)
 
 
 def hand_count(path: Path) -> dict[str, Any]:
@@ -149,7 +159,7 @@ def test_sidechain_in_the_session_file(tmp_path: Path) -> None:
 def test_records_load_through_the_decoder(tmp_path: Path) -> None:
     items = [item_of(with_identity(path, tmp_path / path.stem, task=path.stem, seed=i))
              for i, path in enumerate(FILES) if (tmp_path / path.stem).mkdir() is None]
-    traces = agentab.load_traces([item.record for item in items])
+    traces = agentab.load_traces([record(item) for item in items])
     runs = traces.runs.set_index("run_id")
     assert len(runs) == len(FILES)
     for path in FILES:
@@ -171,8 +181,8 @@ def test_gzip_reads_the_same(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- #
 def test_unmapped_task_is_absent_with_a_reason_that_says_how() -> None:
     item = item_of(DATA / "short.jsonl")
-    assert list(item.missing) == ["task_id", "seed", "outcome"] and item.record["steps"]
-    assert not {"task_id", "seed", "outcome"} & set(item.record)
+    assert list(item.missing) == ["task_id", "seed", "outcome"] and record(item)["steps"]
+    assert not {"task_id", "seed", "outcome"} & set(record(item))
     item = settle(item)
     assert item.record is None and item.field == "agentab.task_id" and item.line == 1
     assert "does not record the task" in item.reason and "fields=" in item.reason
@@ -188,7 +198,7 @@ def test_a_session_without_an_id_lacks_its_run_id() -> None:
 
 def test_fields_map_the_identity_to_keys_of_the_lines(tmp_path: Path) -> None:
     path = with_identity(DATA / "short.jsonl", tmp_path)
-    rec = item_of(path, {**FIELDS, "task_id": "gitBranch", "seed": "agentab.seed", "outcome": "agentab.outcome"}).record
+    rec = record(item_of(path, {**FIELDS, "task_id": "gitBranch", "seed": "agentab.seed", "outcome": "agentab.outcome"}))
     assert rec["task_id"] == "master" and rec["seed"] == 0 and rec["outcome"] is True
     item = item_of(path, {**FIELDS, "seed": "version"})
     assert item.record is None and item.field == "version" and "seed has the wrong type" in item.reason

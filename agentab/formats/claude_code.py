@@ -82,6 +82,7 @@ the session's first line.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
@@ -91,8 +92,9 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
+from agentab.formats._claude_code_fast import Dicts, lines_of, plain_fields, step_times
+from agentab.formats._claude_code_fast import walk as fast_walk
 from agentab.formats._claude_code_lines import (
-    READ_TYPES,
     UNSEEN,
     AtLine,
     Session,
@@ -100,6 +102,7 @@ from agentab.formats._claude_code_lines import (
     is_int,
     walk,
 )
+from agentab.formats._fast_path import Slow, prepared
 from agentab.formats._message_fields import describe
 from agentab.formats._missing import absent
 from agentab.formats.files import (
@@ -119,6 +122,7 @@ FIELDS: dict[str, str] = {"run_id": "sessionId", "task_id": "agentab.task_id", "
 _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict"}
 _decode = msgspec.json.decode
 _lines_decoder = msgspec.json.Decoder()
+_EXACT = 2**53  # an integer outcome the fast path gives as a float: exactly
 
 
 def _seconds(stamp: Any) -> float | None:
@@ -134,12 +138,18 @@ def _seconds(stamp: Any) -> float | None:
 
 def _finish(state: Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The steps with every agent's leftover tokens placed, and the session-derived metadata."""
-    meta: dict[str, Any] = {"harness": "claude-code"}
     for step in state.steps:  # a parallel id only where one response made two calls or more
         if state.parallel[step["parallel"]] < 2:
             del step["parallel"]
         else:
             step["parallel"] = step["parallel"][2:]
+    return state.steps, _session_meta(state, costs)
+
+
+def _session_meta(state: Session, costs: dict[str, Any], uniform: bool = False) -> dict[str, Any]:
+    """The metadata a walk of the session's lines gives (both walks: the usual one, the fast one; ``uniform``:
+    every time is known to be UTC text of one shape)."""
+    meta: dict[str, Any] = {"harness": "claude-code"}
     if state.models:
         meta["model"] = state.models[0]
         if len(state.models) > 1:
@@ -158,21 +168,30 @@ def _finish(state: Session, costs: dict[str, Any]) -> tuple[list[dict[str, Any]]
     if state.repeated:
         meta["repeated_calls"] = state.repeated
     stamps = state.stamps
-    if stamps and all(type(x) is str and x[-1:] == "Z" and len(x) == len(stamps[0]) for x in stamps):
+    if stamps and (uniform or all(type(x) is str and x[-1:] == "Z" and len(x) == len(stamps[0]) for x in stamps)):
         stamps = [min(stamps), max(stamps)]  # UTC text of one shape sorts as its times do: parse the extremes
     seconds = [s for s in map(_seconds, stamps) if s is not None]
     if len(seconds) > 1 and len(state.stamps) > 1:
         meta["wall_s"] = max(seconds) - min(seconds)
-    return state.steps, meta
+    return meta
 
 
-def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap,
+def _is_id(value: Any) -> bool:
+    return bool((isinstance(value, str) and value) or is_int(value))
+
+
+#: The check of each required run-level field's value.
+_RIGHT_TYPE = {"run_id": _is_id, "task_id": _is_id, "seed": is_int,
+               "outcome": lambda value: isinstance(value, (bool, int, float))}
+
+
+def _identity(lines: Iterable[dict[str, Any]], fields: FieldMap,
               missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
-    """The run-level fields, each from the first line that has its mapped key; the required ones no line has go
-    to ``missing``; raises Reject."""
+    """The run-level fields, each from the first line that has its mapped key (``lines`` is iterated once per
+    field); the required ones no line has go to ``missing``; raises Reject."""
     found: dict[str, tuple[str, Any]] = {}
     for key, name in fields.items():
-        for _, line in lines:
+        for line in lines:
             value = lookup(line, name)
             if value is not MISSING and value is not None:
                 found[key] = (name, value)
@@ -188,10 +207,7 @@ def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap,
                                                   f"fields={{{key!r}: <a key of its lines>}}")
             continue
         name, value = found[key]
-        ok = {"run_id": lambda v: (isinstance(v, str) and v) or is_int(v),
-              "task_id": lambda v: (isinstance(v, str) and v) or is_int(v),
-              "seed": is_int, "outcome": lambda v: isinstance(v, (bool, int, float))}[key](value)
-        if not ok:
+        if not _RIGHT_TYPE[key](value):
             raise Reject(name, f"{key} has the wrong type: {describe(value)}")
         out[key] = value
     for key in ("arm", "cost_usd", "latency_s", "model", "harness"):
@@ -205,16 +221,6 @@ def _identity(lines: Sequence[tuple[int, dict[str, Any]]], fields: FieldMap,
     return out
 
 
-def _sub_agent(lines: Sequence[tuple[int, dict[str, Any]]]) -> str | None:
-    """The agentId of a sub-agent's own transcript (every conversation line a sidechain of one agent), else None."""
-    agents = {line.get("agentId") for _, line in lines if line.get("type") in READ_TYPES}
-    sides = all(line.get("isSidechain") is True for _, line in lines if line.get("type") in READ_TYPES)
-    if sides and len(agents) == 1:
-        (agent,) = agents
-        return agent if isinstance(agent, str) and agent else None
-    return None
-
-
 def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
              missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
     state = Session()
@@ -223,18 +229,28 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
     sessions: dict[str, None] = {}  # in order of first appearance
     first, agent = walk(state, lines, finals, costs, sessions)
     steps, meta = _finish(state, costs)
+    if agent is UNSEEN:  # an agentId no set holds (an object, a list): not one text agentId on every line
+        agent = None
+    found = _identity([line for _, line in lines], fields, missing)
+    out = _run(state, found, first, agent, sessions, meta, fields)
+    out["steps"] = steps
+    out["metadata"] = meta
+    return out
+
+
+def _run(state: Session, out: dict[str, Any], first: dict[str, Any], agent: str | None,
+         sessions: dict[str, None], meta: dict[str, Any], fields: FieldMap) -> dict[str, Any]:
+    """The run-level fields (both walks; ``out``: what :func:`_identity` found), completing ``meta``: the
+    record's keys but its steps and metadata."""
     for key, name in (("claude_code_version", "version"), ("cwd", "cwd"), ("gitBranch", "gitBranch")):
         if isinstance(first.get(name), str):
             meta[key] = first[name]
     if len(sessions) > 1:  # e.g. a resumed session's earlier lines
         meta["session_ids"] = list(sessions)
-    out = _identity(lines, fields, missing)
     for key in ("model", "harness"):  # a mapping of them replaces what the session gives
         if key in out:
             meta[key] = out.pop(key)
             meta.pop("models", None)
-    if agent is UNSEEN:
-        agent = _sub_agent(lines)
     if agent is not None and fields.get("run_id") == FIELDS["run_id"] and "run_id" in out:
         meta["parent_session"] = out["run_id"]
         meta["agent"] = agent
@@ -244,9 +260,42 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
     if state.agents:
         out["agents"] = list(state.agents)
     state.totals.into(out)
-    out["steps"] = steps
-    out["metadata"] = meta
     return out
+
+
+def _fast_item(body: bytes, fields: FieldMap, keys: tuple[tuple[str, str, bool], ...]) -> Item | None:
+    """The session's item built in columns (:mod:`._claude_code_fast`) when it is the plain case, else None
+    (``keys``: what :func:`~._claude_code_fast.plain_fields` gives for ``fields``)."""
+    source = lines_of(body)
+    if source is None or not source.lines:
+        return None
+    try:
+        state = Session()
+        costs: dict[str, Any] = {}
+        sessions: dict[str, None] = {}
+        missing: dict[str, tuple[str | None, str]] = {}
+        found = _identity(Dicts(source, keys), fields, missing)
+        if missing:  # a run the loader completes is given as a dict (Item.missing), by the usual path
+            return None
+        steps, first, agent = fast_walk(state, source, costs, sessions)
+        started, ended = step_times(state.stamps, steps.started_ns, steps.ended_ns)
+        meta = _session_meta(state, costs, uniform=True)
+        out = _run(state, found, source.as_dict(first, keys), agent, sessions, meta, fields)
+        for key in ("cost_usd", "latency_s"):
+            if key in out:
+                if not math.isfinite(out[key]):
+                    return None  # the schema's judgement
+                out[key] = float(out[key])
+        outcome = out.get("outcome", False)
+        if type(outcome) is not bool and not (type(outcome) is int and abs(outcome) <= _EXACT) and not (
+                type(outcome) is float and math.isfinite(outcome)):
+            return None  # the schema's judgement
+        out["metadata"] = meta
+        totals = {name: out.pop(name) for name in ("tokens_in", "tokens_out", "tokens_cached") if name in out}
+        run = prepared(out, steps._replace(started_ns=started, ended_ns=ended), totals)
+        return Item(source.numbers[0], record=run._replace(agents=out.get("agents")))
+    except (Slow, Reject, RecursionError, OverflowError):
+        return None
 
 
 def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: FieldMap | None = None) -> Item:
@@ -272,8 +321,7 @@ def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: Field
         return Item(lines[0][0], reason="JSON nested too deeply to read")
 
 
-def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
-    body = fh.read().removeprefix(BOM)
+def _numbered(body: bytes) -> Iterator[tuple[int, Any, str | None]]:
     lines = body.split(b"\n")
     numbers = [number for number, raw in enumerate(lines, start=1) if raw.strip(JSON_SPACE)]
     try:  # every line at once; a malformed line (or a count that differs) is found line by line below
@@ -294,9 +342,12 @@ def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
 
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     """One item: the session in ``path`` (a record, or a rejection naming the line and field at fault)."""
-    with open_trace_file(Path(path)) as fh:
-        item = session_items(_numbered(fh), fields)
-    yield item
+    with open_trace_file(path if isinstance(path, Path) else Path(path)) as fh:  # the loader gives a Path
+        body = fh.read().removeprefix(BOM)
+    plan = {**FIELDS, **(fields or {})}
+    keys = plain_fields(plan)
+    item = None if keys is None else _fast_item(body, plan, keys)
+    yield item if item is not None else session_items(_numbered(body), fields)
 
 
 def read_objects(objects: Sequence[Any], name: str, fields: FieldMap | None = None) -> Iterator[Item]:
