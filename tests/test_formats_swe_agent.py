@@ -40,9 +40,10 @@ def read(path: Path, **fields: str) -> Item:
 
 
 def record(path: Path, **fields: str) -> dict[str, Any]:
+    """The file's trace record as a dict: a run the reader built in columns gives its ``to_record()``."""
     item = read(path, **fields)
     assert item.record is not None, (item.field, item.reason)
-    return item.record
+    return item.record if isinstance(item.record, dict) else item.record.to_record()
 
 
 def rejection(doc: Any, **fields: str) -> Item:

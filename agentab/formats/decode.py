@@ -160,6 +160,7 @@ class Prepared(NamedTuple):
     agents: list[str] | None = None
     totals: dict[str, int] | None = None  # any of TOKEN_FIELDS: the run's totals over all its model calls
     user_cost_usd: float | None = None
+    terminal_state: dict[str, Any] | None = None
 
     def given(self) -> tuple[int | None, ...]:
         """The run-level token totals, in :data:`~agentab.formats._chunk.TOKEN_FIELDS` order (None: not given)."""
@@ -183,11 +184,17 @@ class Prepared(NamedTuple):
                 if column is not None and column[k] is not None:
                     step[name] = column[k]
             out.append(step)
-        record: dict[str, Any] = {"run_id": self.run_id, "task_id": self.task_id, "seed": self.seed}
+        record: dict[str, Any] = {}
+        for name in ("run_id", "task_id", "seed"):  # None: awaiting the loader (Item.missing), left out
+            if getattr(self, name) is not None:
+                record[name] = getattr(self, name)
         if self.arm is not None:
             record["arm"] = self.arm
         record["steps"] = out
-        record["outcome"] = self.outcome
+        if self.terminal_state is not None:
+            record["terminal_state"] = self.terminal_state
+        if self.outcome is not None:
+            record["outcome"] = self.outcome
         for name in ("cost_usd", "latency_s", "agents", "user_cost_usd"):
             if getattr(self, name) is not None:
                 record[name] = getattr(self, name)
@@ -326,6 +333,8 @@ class RecordDecoder:
                        or step_problem(steps.kind, steps.agent, counts, run.agents))
             if problem is None:
                 totals, problem = run_totals(len(steps.tool), counts, steps.metadata, run.metadata, run.given())
+            if problem is None and run.terminal_state is not None:
+                problem = terminal_problem(run.terminal_state)
             if problem is None and run.metadata is not None:
                 problem = metadata_problem(run.metadata)
             if problem is not None:
@@ -337,8 +346,8 @@ class RecordDecoder:
             accepted.append((self._row(ordinal, run.run_id, run.task_id, run.seed,
                                        arm if arm is not None else run.arm, run.metadata, run.agents, run.outcome,
                                        (len(steps.tool) - n_handoffs, n_handoffs, errors(status, steps.kind)),
-                                       totals, (run.cost_usd, run.user_cost_usd, run.latency_s), None, None, None,
-                                       source, line), steps, status))
+                                       totals, (run.cost_usd, run.user_cost_usd, run.latency_s), None, None,
+                                       run.terminal_state, source, line), steps, status))
             if len(accepted) + len(self._chunk) >= self.chunk_size:
                 self._append_prepared(accepted)
                 accepted = []
