@@ -133,9 +133,16 @@ def _task_from_name(where: str) -> str | None:
     return name or None
 
 
+def _at(obj: dict[str, Any], path: str) -> Any:
+    """:func:`~agentab.formats._base.lookup` in an object: a path without dots (most are) is one key."""
+    if "." in path or path == "*":
+        return lookup(obj, path)
+    return obj.get(path, MISSING)
+
+
 def _value(obj: dict[str, Any], fields: FieldMap, key: str) -> tuple[str, Any]:
     name = fields.get(key) or FIELDS[key]
-    value = lookup(obj, name)
+    value = _at(obj, name)
     return name, (None if value is MISSING else value)
 
 
@@ -208,7 +215,7 @@ def _run_fields(obj: dict[str, Any], fields: FieldMap, out: dict[str, Any]) -> N
     for key, path in (("exit_status", "exit_status"), ("api_calls", "model_stats.api_calls"),
                       ("mini_version", "mini_version"), ("agent_type", "config.agent_type"),
                       ("model_type", "config.model_type")):
-        value = lookup(info, path)
+        value = _at(info, path)
         if value is not MISSING and value is not None and isinstance(value, (str, int, float)):
             meta[key] = value
     if isinstance(info.get("submission"), str):
@@ -250,9 +257,9 @@ def _fast_item(obj: dict[str, Any], line: int, where: str, fields: FieldMap) -> 
     if type(messages) is not list or (info is not None and type(info) is not dict):
         raise Slow
     missing: dict[str, tuple[str | None, str]] = {}
-    out = _identity(obj, fields, where, line, True, missing)
-    if missing:  # a run the loader completes is given as a dict (Item.missing)
-        raise Slow
+    out = _identity(obj, fields, where, line, True, missing)  # what it lacks stays None for the loader to fill
+    if type(out.get("outcome")) is int:
+        raise Slow  # a Prepared holds it as a float: the outcome_in_file a joined verdict keeps would differ
     _run_fields(obj, fields, out)
     steps, totals, format_errors = walk(messages, Run(info or {}, messages))
     meta = out["metadata"]

@@ -122,49 +122,68 @@ def _give(row: list[Any], sums: tuple[Any, ...]) -> None:
 def walk(messages: list[dict[str, Any]], run: Run) -> tuple[PreparedSteps, dict[str, Any], int]:
     """(steps in columns, the run's token totals as :func:`._steps.walk_steps` gives them, format errors) of a
     v1 text-mode message list; :class:`Slow` (or a Reject) for anything else."""
-    # kept whole: one pass with each case inline is what makes it fast
+    # kept whole: one pass with each case inline (no call per message but the regular expressions') is what
+    # makes it fast
+    if run.action.groups > 1:
+        raise Slow  # its findall gives tuples: the reader's own walk
     rows: list[list[Any]] = []
     waiting: list[list[Any]] = []
     pending: tuple[Any, ...] | None = None  # sums of the calls not yet given to a step
     calls: list[tuple[Any, ...]] = []  # every call
     apart = format_errors = 0
     findall = run.action.findall
+    reply_of = _V1_REPLY.match
     for i, msg in enumerate(messages):
         role = msg.get("role")
         if role == "assistant":
             extra = msg.get("extra")
-            if extra is not None and ("actions" in extra or "timestamp" in extra):
-                raise Slow  # v2
-            call, more = _model_call(extra)
-            if more:
+            call = None
+            if extra is not None:
+                if "actions" in extra or "timestamp" in extra:
+                    raise Slow  # v2
+                response = extra.get("response")
+                usage = response.get("usage") if response is not None else None
+                cost = extra.get("cost")
+                if type(usage) is dict and (cost is None or (type(cost) is float and cost >= 0)):
+                    # the plain case of _model_call: the counts alone, whole numbers, a cost in dollars or none
+                    tin, tout = usage.get("prompt_tokens"), usage.get("completion_tokens")
+                    if type(tin) is int and type(tout) is int and tin >= 0 and tout >= 0 and usage.keys() <= _PLAIN:
+                        call = (tin, tout, None, None, cost or None)
+            if call is None:
+                call, more = _model_call(extra)
                 apart += more
             pending = call if pending is None else _sum(pending, call)
             calls.append(call)
             content = msg.get("content")
             if type(content) is not str:
                 raise Slow
-            found = [action.strip() for action in findall(content)]
+            found = findall(content)
             if len(found) != 1:
                 format_errors += 1
                 continue
             # a new step takes the calls not given to a step yet (its row: see _fast_path.TOOL ... COST)
-            row = ["bash", {"command": found[0]}, None, pending[0], pending[1], None, None, {"message": i}, None,
-                   pending[2], pending[3], pending[4]]
+            row = ["bash", {"command": found[0].strip()}, None, pending[0], pending[1], None, None, {"message": i},
+                   None, pending[2], pending[3], pending[4]]
             pending = None
             rows.append(row)
             waiting.append(row)
-        elif role == "user" or role == "tool":
-            if role == "tool" or msg.get("extra") is not None:
+        elif role == "user":
+            if msg.get("extra") is not None:
                 raise Slow  # v2
             if i < 2 or not waiting:
                 continue
             content = msg.get("content")
-            reply = _V1_REPLY.match(content) if type(content) is str else None
-            # a timeout, the submission, a reply without <output>: the reader's own rules
-            waiting.pop(0)[OBSERVATION] = _reply(msg, i, run) if reply is None else _with_code(int(reply.group(1)),
-                                                                                               reply.group(2))
+            reply = reply_of(content) if type(content) is str else None
+            if reply is None:  # a timeout, the submission, a reply without <output>: the reader's own rules
+                waiting.pop(0)[OBSERVATION] = _reply(msg, i, run)
+                continue
+            code, text = reply.groups()
+            code = int(code)
+            waiting.pop(0)[OBSERVATION] = ({"status": "ok", "returncode": 0, "content": text} if code == 0 else
+                                           {"status": "error", "returncode": code, "content": text,
+                                            "error": f"returncode {code}"})
         elif role != "system":
-            raise Slow
+            raise Slow  # a tool message (v2), or an unknown role
     if rows and pending is not None:
         _give(rows[-1], pending)
     totals: dict[str, Any] = {}
