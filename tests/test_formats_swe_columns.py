@@ -13,9 +13,12 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import agentab
 from agentab.formats import mini_swe_agent, swe_agent
+from agentab.formats._base import lookup
 from agentab.formats._fast_path import Slow
 from agentab.formats.decode import Prepared
 
@@ -247,3 +250,16 @@ def test_prepared_to_record_leaves_out_what_awaits_the_loader():
     assert record["terminal_state"]["files_modified"] == ["a"]
     full = run._replace(run_id="r", task_id="t", seed=0, outcome=True).to_record()
     assert list(full)[:3] == ["run_id", "task_id", "seed"] and full["outcome"] is True
+
+
+_KEYS = st.sampled_from(["a", "b", "0", "1", "a.b", "*", "", "x.y"])
+_JSON = st.recursive(st.none() | st.integers(), lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=8)
+_PATHS = st.lists(st.sampled_from(["a", "b", "0", "1", "*", "", "x", "y"]), min_size=1, max_size=3).map(".".join) | _KEYS
+
+
+@settings(max_examples=500, suppress_health_check=list(HealthCheck), deadline=None)
+@given(st.dictionaries(_KEYS, _JSON, max_size=4), _PATHS)
+def test_mini_swe_agent_field_lookup_is_lookups(obj, path):
+    found, expected = mini_swe_agent._at(obj, path), lookup(obj, path)
+    assert found is expected or found == expected

@@ -52,36 +52,6 @@ def _calls(history: Any) -> list[tuple[str, Any]]:
     return calls
 
 
-def _function_call(tool_calls: list[Any], action: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(name, parsed arguments) of an entry's first function call; its id and the action text go to ``meta``."""
-    call = tool_calls[0]
-    function = call.get("function") if type(call) is dict else None
-    if type(function) is not dict:
-        raise Slow
-    name = function.get("name")
-    if type(name) is not str or not name:
-        raise Slow
-    arguments = function.get("arguments", {})
-    if type(arguments) is str:
-        try:
-            arguments = _decode(arguments)
-        except msgspec.DecodeError:
-            raise Slow from None  # blank, NaN, beyond 64 bits or not JSON: the usual walk's rules
-        if arguments is None:
-            arguments = {}
-    elif arguments is None:
-        arguments = {}
-    if type(arguments) is not dict:
-        raise Slow
-    meta["action"] = action
-    call_id = call.get("id")
-    if type(call_id) is str:
-        meta["tool_call_id"] = call_id
-    if len(tool_calls) > 1:
-        meta["tool_calls"] = len(tool_calls)
-    return name, arguments
-
-
 def walk(trajectory: list[Any], history: Any) -> tuple[PreparedSteps, dict[str, Any], int]:
     """(steps in columns, run metadata about them, the number of steps) of a trajectory and its history, by the
     rules of :mod:`agentab.formats.swe_agent`; :class:`Slow` for anything but the plain case."""
@@ -117,11 +87,33 @@ def walk(trajectory: list[Any], history: Any) -> tuple[PreparedSteps, dict[str, 
         if not action.strip():
             without_action += 1
             continue
-        meta: dict[str, Any] = {}
-        if tool_calls:
-            tool, arguments = _function_call(tool_calls, action, meta)
+        if tool_calls:  # the entry's (first) function call: its name and parsed arguments
+            call = tool_calls[0]
+            function = call.get("function") if type(call) is dict else None
+            if type(function) is not dict:
+                raise Slow
+            tool = function.get("name")
+            if type(tool) is not str or not tool:
+                raise Slow
+            arguments = function.get("arguments", {})
+            if type(arguments) is str:
+                try:
+                    arguments = _decode(arguments)
+                except msgspec.DecodeError:
+                    raise Slow from None  # blank, NaN, beyond 64 bits or not JSON: the usual walk's rules
+                if arguments is None:
+                    arguments = {}
+            elif arguments is None:
+                arguments = {}
+            if type(arguments) is not dict:
+                raise Slow
+            call_id = call.get("id")
+            meta: dict[str, Any] = {"action": action, "tool_call_id": call_id} if type(call_id) is str else \
+                {"action": action}
+            if len(tool_calls) > 1:
+                meta["tool_calls"] = len(tool_calls)
         else:
-            tool, arguments = action.split(None, 1)[0], {"command": action}
+            tool, arguments, meta = action.split(None, 1)[0], {"command": action}, {}
         if "was cancelled because it took more than" in observation and TIMEOUT.match(observation.lstrip()):
             obs = {"content": observation, "status": "error", "error": CANCELLED}
         elif seconds == 0 and not observation and action.strip() != "exit":

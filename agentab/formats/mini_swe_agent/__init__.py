@@ -134,10 +134,24 @@ def _task_from_name(where: str) -> str | None:
 
 
 def _at(obj: dict[str, Any], path: str) -> Any:
-    """:func:`~agentab.formats._base.lookup` in an object: a path without dots (most are) is one key."""
-    if "." in path or path == "*":
+    """:func:`~agentab.formats._base.lookup` in an object, without its lists of candidates (one per part): a key
+    that is the whole path wins, else each dotted part is a key (or a list's index); a ``*`` is lookup's own."""
+    if path in obj:
+        return obj[path]
+    parts = path.split(".")
+    if "*" in parts:
         return lookup(obj, path)
-    return obj.get(path, MISSING)
+    value: Any = obj
+    for part in parts:
+        if isinstance(value, dict):
+            if part not in value:
+                return MISSING
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+    return value
 
 
 def _value(obj: dict[str, Any], fields: FieldMap, key: str) -> tuple[str, Any]:
@@ -200,7 +214,7 @@ def _run_fields(obj: dict[str, Any], fields: FieldMap, out: dict[str, Any]) -> N
             out["arm"] = value
         else:
             meta[key] = value
-    calls = lookup(info, "model_stats.api_calls")
+    calls = _at(info, "model_stats.api_calls")
     for key in ("cost_usd", "latency_s"):
         name, value = _value(obj, fields, key)
         if value is None:
