@@ -98,7 +98,6 @@ def test_swe_agent_runs_awaiting_their_outcome_read_the_same(tmp_path, monkeypat
     folder = _swe_folder(tmp_path, docs)
     (item,) = swe_agent.FORMAT.read_file(next(folder.rglob("*.traj")), dict(swe_agent.FIELDS))
     assert type(item.record) is Prepared and item.record.outcome is None and list(item.missing) == ["outcome"]
-    assert item.record.to_record().keys().isdisjoint({"outcome"})
     verdicts = pd.DataFrame({"run_id": sorted(p.as_posix() for p in folder.rglob("*.traj")), "outcome": 1.0})
     verdicts.loc[::2, "outcome"] = 0.0
     assert_same(folder, "swe-agent", monkeypatch, outcomes=verdicts)
@@ -241,15 +240,13 @@ def test_mini_swe_agent_edited_files_read_the_same(tmp_path, monkeypatch, table)
     assert_same(folder, "mini-swe-agent", monkeypatch, outcomes=verdicts)  # beside the file's own outcome
 
 
-def test_prepared_to_record_leaves_out_what_awaits_the_loader():
+def test_prepared_to_record_gives_the_terminal_state():
     steps = swe_agent.walk([{"action": "ls", "observation": "a"}], None)[0]
-    run = Prepared(None, None, None, None, None, None, None, {"harness": "x"}, steps,  # type: ignore[arg-type]
-                   terminal_state={"files_created": [], "files_modified": ["a"], "files_deleted": []})
-    record = run.to_record()
-    assert record.keys().isdisjoint({"run_id", "task_id", "seed", "outcome"})
-    assert record["terminal_state"]["files_modified"] == ["a"]
-    full = run._replace(run_id="r", task_id="t", seed=0, outcome=True).to_record()
-    assert list(full)[:3] == ["run_id", "task_id", "seed"] and full["outcome"] is True
+    run = Prepared("r", "t", 0, None, True, None, None, {"harness": "x"}, steps)
+    assert "terminal_state" not in run.to_record()
+    state = {"files_created": [], "files_modified": ["a"], "files_deleted": []}
+    record = run._replace(terminal_state=state).to_record()
+    assert record["terminal_state"] == state and record["steps"][0]["tool"] == "ls"
 
 
 _KEYS = st.sampled_from(["a", "b", "0", "1", "a.b", "*", "", "x.y"])

@@ -184,17 +184,13 @@ class Prepared(NamedTuple):
                 if column is not None and column[k] is not None:
                     step[name] = column[k]
             out.append(step)
-        record: dict[str, Any] = {}
-        for name in ("run_id", "task_id", "seed"):  # None: awaiting the loader (Item.missing), left out
-            if getattr(self, name) is not None:
-                record[name] = getattr(self, name)
+        record: dict[str, Any] = {"run_id": self.run_id, "task_id": self.task_id, "seed": self.seed}
         if self.arm is not None:
             record["arm"] = self.arm
         record["steps"] = out
         if self.terminal_state is not None:
             record["terminal_state"] = self.terminal_state
-        if self.outcome is not None:
-            record["outcome"] = self.outcome
+        record["outcome"] = self.outcome
         for name in ("cost_usd", "latency_s", "agents", "user_cost_usd"):
             if getattr(self, name) is not None:
                 record[name] = getattr(self, name)
