@@ -105,7 +105,7 @@ from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, looku
 from agentab.formats._fast_path import Slow, prepared, untouched, whole_first
 from agentab.formats._missing import absent
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
-from agentab.formats.mini_swe_agent._fast import trajectory, walk
+from agentab.formats.mini_swe_agent._fast import as_dicts, trajectory, walk
 from agentab.formats.mini_swe_agent._steps import Run, describe, walk_steps
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "sniff"]
@@ -293,7 +293,7 @@ def _plain(body: bytes, line: int, where: str, fields: FieldMap) -> Item | None:
     try:
         return _fast_item(obj, line, where, fields)
     except (Slow, Reject, RecursionError):
-        return whole_first(_convert(obj, line, where, fields, True),
+        return whole_first(_convert(as_dicts(obj), line, where, fields, True),
                            lambda: _convert(msgspec.json.decode(body), line, where, fields, True))
 
 
