@@ -219,6 +219,17 @@ def _mini_edits() -> dict[str, dict[str, Any]]:
         "two_actions": lambda d: d["messages"][assistant].update(
             content=d["messages"][assistant]["content"] + "\n```bash\nls\n```"),
         "cost_zero": lambda d: d["messages"][assistant]["extra"].update(cost=0),
+        "usage_names": lambda d: d["messages"][assistant]["extra"]["response"].update(
+            usage={"input_tokens": 5, "output_tokens": 2}),
+        "usage_key": lambda d: d["messages"][assistant]["extra"]["response"]["usage"].update(foo=1),
+        "usage_cost": lambda d: (d["messages"][assistant]["extra"].pop("cost", None),
+                                 d["messages"][assistant]["extra"]["response"]["usage"].update(cost=0.5)),
+        "usage_null": lambda d: d["messages"][assistant]["extra"]["response"].update(usage=None),
+        "usage_text": lambda d: d["messages"][assistant]["extra"]["response"].update(usage="5"),
+        "response_null": lambda d: d["messages"][assistant]["extra"].update(response=None),
+        "extra_null": lambda d: d["messages"][assistant].update(extra=None),
+        "no_extra": lambda d: d["messages"][assistant].pop("extra"),
+        "no_content": lambda d: d["messages"][assistant + 1].pop("content"),
         "own_regex": lambda d: d["info"]["config"]["agent"].update(action_regex=r"```sh\s*\n(.*?)\n```"),
     }
     out = {}
