@@ -20,7 +20,7 @@ import agentab
 from agentab.formats import mini_swe_agent, swe_agent
 from agentab.formats._base import lookup
 from agentab.formats._fast_path import Slow
-from agentab.formats.decode import Prepared
+from agentab.formats.decode import Prepared, PreparedSteps
 
 ROOT = Path(__file__).parent.parent
 SWE_DATA = ROOT / "tests" / "data" / "swe_agent"
@@ -252,7 +252,7 @@ def test_mini_swe_agent_edited_files_read_the_same(tmp_path, monkeypatch, table)
 
 
 def test_prepared_to_record_gives_the_terminal_state():
-    steps = swe_agent.walk([{"action": "ls", "observation": "a"}], None)[0]
+    steps = PreparedSteps(["ls"], [{"command": "ls"}], [{"content": "a"}], [None], [None], [None], [None], [None])
     run = Prepared("r", "t", 0, None, True, None, None, {"harness": "x"}, steps)
     assert "terminal_state" not in run.to_record()
     state = {"files_created": [], "files_modified": ["a"], "files_deleted": []}

@@ -20,7 +20,7 @@ import msgspec
 from agentab.formats._fast_path import Slow
 from agentab.formats.decode import PreparedSteps
 
-__all__ = ["CANCELLED", "NOT_RUN", "TIMEOUT", "walk"]
+__all__ = ["CANCELLED", "NOT_RUN", "TIMEOUT", "as_dicts", "trimmed", "walk"]
 
 #: The text SWE-agent's ``command_cancelled_timeout_template`` gives a command its timeout cancelled.
 TIMEOUT = re.compile(r"The command '.*' was cancelled because it took more than \S+ seconds", re.DOTALL)
@@ -30,9 +30,65 @@ CANCELLED = "cancelled: the command took longer than SWE-agent's timeout"
 NOT_RUN = "not run: SWE-agent re-asked the model (a blocked command or a bash syntax error)"
 
 _decode = msgspec.json.decode
+_UNSET = msgspec.UNSET
 
 
-def _calls(history: Any) -> list[tuple[str, Any]]:
+class _Entry(msgspec.Struct, gc=False):
+    """A trajectory entry's keys the reader reads (``UNSET``: absent; ``response``, ``state``, ``query``... are
+    not decoded)."""
+
+    action: Any = _UNSET
+    observation: Any = _UNSET
+    execution_time: Any = _UNSET
+
+
+class _HistoryItem(msgspec.Struct, gc=False):
+    """A history item's keys the reader reads (``content``, ``thought``... are not decoded)."""
+
+    role: Any = _UNSET
+    is_demo: Any = _UNSET
+    action: Any = _UNSET
+    tool_calls: Any = _UNSET
+
+
+class _Traj(msgspec.Struct, forbid_unknown_fields=True):
+    """A .traj with SWE-agent's keys (and a top-level seed and outcome, which the docs have users add): a file
+    with any other key is decoded whole."""
+
+    trajectory: list[_Entry]
+    history: list[_HistoryItem] | None = None
+    info: Any = _UNSET
+    replay_config: Any = _UNSET
+    environment: Any = _UNSET
+    attempts: Any = _UNSET
+    seed: Any = _UNSET
+    outcome: Any = _UNSET
+
+
+_TRAJ = msgspec.json.Decoder(_Traj)
+
+
+def trimmed(raw: bytes) -> dict[str, Any] | None:
+    """The document's keys (entries and history items as structs, cheaper to build than dicts) without the parts
+    the reader never reads, or None (decode it whole)."""
+    try:
+        doc = _TRAJ.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    return {key: value for key, value in zip(_Traj.__struct_fields__, msgspec.structs.astuple(doc))
+            if value is not _UNSET and (key != "history" or value is not None)}
+
+
+def as_dicts(doc: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`trimmed` document with its entries and history items as dicts holding the keys the file has, as the
+    reader's own walk reads them."""
+    out = {**doc, "trajectory": msgspec.to_builtins(doc["trajectory"])}
+    if "history" in doc:
+        out["history"] = msgspec.to_builtins(doc["history"])
+    return out
+
+
+def _calls(history: list[_HistoryItem] | None) -> list[tuple[str, Any]]:
     """(action, tool_calls) of each assistant history item that took an action, demonstrations skipped."""
     calls: list[tuple[str, Any]] = []
     if history is None:
@@ -40,19 +96,19 @@ def _calls(history: Any) -> list[tuple[str, Any]]:
     if type(history) is not list:
         raise Slow
     for item in history:
-        if type(item) is not dict:
-            raise Slow
-        if item.get("role") == "assistant" and not item.get("is_demo"):
-            action = item.get("action")
+        if item.role == "assistant" and (item.is_demo is _UNSET or not item.is_demo):
+            action = item.action
             if type(action) is str:
-                tool_calls = item.get("tool_calls")
-                if tool_calls is not None and type(tool_calls) is not list:
+                tool_calls = item.tool_calls
+                if tool_calls is _UNSET:
+                    tool_calls = None
+                elif tool_calls is not None and type(tool_calls) is not list:
                     raise Slow
                 calls.append((action, tool_calls))
     return calls
 
 
-def walk(trajectory: list[Any], history: Any) -> tuple[PreparedSteps, dict[str, Any], int]:
+def walk(trajectory: list[_Entry], history: list[_HistoryItem] | None) -> tuple[PreparedSteps, dict[str, Any], int]:
     """(steps in columns, run metadata about them, the number of steps) of a trajectory and its history, by the
     rules of :mod:`agentab.formats.swe_agent`; :class:`Slow` for anything but the plain case."""
     # kept whole: one pass with each case inline is what makes it fast
@@ -65,18 +121,18 @@ def walk(trajectory: list[Any], history: Any) -> tuple[PreparedSteps, dict[str, 
     without_action = j = 0
     n_calls = len(calls)
     for entry in trajectory:
-        if type(entry) is not dict:
-            raise Slow
-        action = entry.get("action")
+        action = entry.action
         if type(action) is not str:
             raise Slow
-        observation = entry.get("observation", "")
-        if observation is None:
+        observation = entry.observation
+        if observation is _UNSET or observation is None:
             observation = ""
         elif type(observation) is not str:
             raise Slow
-        seconds = entry.get("execution_time")
-        if seconds is not None and (type(seconds) is not float or not seconds >= 0):
+        seconds = entry.execution_time
+        if seconds is _UNSET:
+            seconds = None
+        elif seconds is not None and (type(seconds) is not float or not seconds >= 0):
             if type(seconds) is not int or seconds < 0:
                 raise Slow
             seconds = float(seconds)

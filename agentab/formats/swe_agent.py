@@ -106,7 +106,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import msgspec
 
@@ -121,7 +121,14 @@ from agentab.formats._base import (
 )
 from agentab.formats._fast_path import Slow, prepared, untouched, whole_first
 from agentab.formats._missing import absent
-from agentab.formats._swe_agent_fast import CANCELLED, NOT_RUN, TIMEOUT, walk
+from agentab.formats._swe_agent_fast import (
+    CANCELLED,
+    NOT_RUN,
+    TIMEOUT,
+    as_dicts,
+    trimmed,
+    walk,
+)
 from agentab.formats.files import BOM, decode_json, open_trace_file
 
 __all__ = ["FIELDS", "FORMAT", "convert", "sniff"]
@@ -162,46 +169,12 @@ def sniff(head: bytes, name: str) -> bool:
 # --------------------------------------------------------------------------- #
 # Reading
 # --------------------------------------------------------------------------- #
-class _Entry(TypedDict, total=False):
-    action: Any
-    observation: Any
-    execution_time: Any
-
-
-class _HistoryItem(TypedDict, total=False):
-    role: Any
-    is_demo: Any
-    action: Any
-    tool_calls: Any
-
-
-class _Traj(msgspec.Struct, forbid_unknown_fields=True):
-    """A .traj with SWE-agent's keys (and a top-level seed and outcome, which the docs have users add), the entries
-    and history items without the keys the reader never reads (``query``, ``state``, ``content``...)."""
-
-    trajectory: list[_Entry]
-    history: list[_HistoryItem] | None = None
-    info: Any = msgspec.UNSET
-    replay_config: Any = msgspec.UNSET
-    environment: Any = msgspec.UNSET
-    attempts: Any = msgspec.UNSET
-    seed: Any = msgspec.UNSET
-    outcome: Any = msgspec.UNSET
-
-
-_TRAJ = msgspec.json.Decoder(_Traj)
-
-
 def _trimmed(raw: bytes, fields: FieldMap) -> dict[str, Any] | None:
-    """The document as dicts without the entry keys the reader never reads, or None (decode it whole)."""
+    """The document without the entry keys the reader never reads (:func:`._swe_agent_fast.trimmed`: entries
+    and history items as structs), or None (decode it whole)."""
     if not untouched(fields, ("trajectory", "history"), ""):
         return None
-    try:
-        doc = _TRAJ.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-    return {key: value for key, value in zip(_Traj.__struct_fields__, msgspec.structs.astuple(doc))
-            if value is not msgspec.UNSET and (key != "history" or value is not None)}
+    return trimmed(raw)
 
 
 def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
@@ -213,7 +186,7 @@ def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
         try:
             item = _fast_item(doc, path.as_posix(), _stem(path.name), fields)
         except (Slow, Reject, RecursionError):  # read the usual way (a rejection: from the whole document)
-            item = whole_first(_item(doc, 1, path.as_posix(), _stem(path.name), fields),
+            item = whole_first(_item(as_dicts(doc), 1, path.as_posix(), _stem(path.name), fields),
                                lambda: _item(msgspec.json.decode(raw), 1, path.as_posix(), _stem(path.name), fields))
         yield item
         return
