@@ -146,6 +146,11 @@ class Prepared(NamedTuple):
     metadata, step times in order, duplicate run ids). It skips building a
     record of dicts and validating it again: for a reader that converts
     many runs (OpenTelemetry spans), that was a fifth of the loading time.
+
+    ``run_id``, ``task_id``, ``seed`` and ``outcome`` are None while the run
+    awaits them from the loader (:attr:`agentab.formats.Item.missing`), which
+    fills them in (``_replace``); ``terminal_state`` is the record's, checked
+    as the record's is (None: not given).
     """
 
     run_id: str
