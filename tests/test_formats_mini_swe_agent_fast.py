@@ -47,8 +47,9 @@ def test_the_real_v1_file_takes_the_fast_path(tmp_path):
     path.write_text(json.dumps({**json.loads(V1.read_text()), "outcome": True}))  # as the docs have users add
     (item,) = mini_swe_agent.read_file(path, mini_swe_agent.FIELDS)
     assert type(item.record) is Prepared and item.missing is None
-    (without,) = mini_swe_agent.read_file(V1, mini_swe_agent.FIELDS)  # the outcome left to the loader: a dict
-    assert isinstance(without.record, dict) and list(without.missing) == ["outcome"]
+    (without,) = mini_swe_agent.read_file(V1, mini_swe_agent.FIELDS)  # the outcome left to the loader: None
+    assert type(without.record) is Prepared and without.record.outcome is None
+    assert list(without.missing) == ["outcome"]
 
 
 def test_edited_trajectories_read_the_same_both_ways(tmp_path, monkeypatch):

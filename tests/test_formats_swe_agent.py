@@ -40,9 +40,13 @@ def read(path: Path, **fields: str) -> Item:
 
 
 def record(path: Path, **fields: str) -> dict[str, Any]:
+    """The file's trace record as a dict: a run the reader built in columns gives its ``to_record()``, without the
+    fields it lacks (``Item.missing``)."""
     item = read(path, **fields)
     assert item.record is not None, (item.field, item.reason)
-    return item.record
+    if isinstance(item.record, dict):
+        return item.record
+    return {key: value for key, value in item.record.to_record().items() if key not in (item.missing or {})}
 
 
 def rejection(doc: Any, **fields: str) -> Item:

@@ -146,6 +146,11 @@ class Prepared(NamedTuple):
     metadata, step times in order, duplicate run ids). It skips building a
     record of dicts and validating it again: for a reader that converts
     many runs (OpenTelemetry spans), that was a fifth of the loading time.
+
+    ``run_id``, ``task_id``, ``seed`` and ``outcome`` are None while the run
+    awaits them from the loader (:attr:`agentab.formats.Item.missing`), which
+    fills them in (``_replace``); ``terminal_state`` is the record's, checked
+    as the record's is (None: not given).
     """
 
     run_id: str
@@ -160,6 +165,7 @@ class Prepared(NamedTuple):
     agents: list[str] | None = None
     totals: dict[str, int] | None = None  # any of TOKEN_FIELDS: the run's totals over all its model calls
     user_cost_usd: float | None = None
+    terminal_state: dict[str, Any] | None = None
 
     def given(self) -> tuple[int | None, ...]:
         """The run-level token totals, in :data:`~agentab.formats._chunk.TOKEN_FIELDS` order (None: not given)."""
@@ -187,6 +193,8 @@ class Prepared(NamedTuple):
         if self.arm is not None:
             record["arm"] = self.arm
         record["steps"] = out
+        if self.terminal_state is not None:
+            record["terminal_state"] = self.terminal_state
         record["outcome"] = self.outcome
         for name in ("cost_usd", "latency_s", "agents", "user_cost_usd"):
             if getattr(self, name) is not None:
@@ -326,6 +334,8 @@ class RecordDecoder:
                        or step_problem(steps.kind, steps.agent, counts, run.agents))
             if problem is None:
                 totals, problem = run_totals(len(steps.tool), counts, steps.metadata, run.metadata, run.given())
+            if problem is None and run.terminal_state is not None:
+                problem = terminal_problem(run.terminal_state)
             if problem is None and run.metadata is not None:
                 problem = metadata_problem(run.metadata)
             if problem is not None:
@@ -337,8 +347,8 @@ class RecordDecoder:
             accepted.append((self._row(ordinal, run.run_id, run.task_id, run.seed,
                                        arm if arm is not None else run.arm, run.metadata, run.agents, run.outcome,
                                        (len(steps.tool) - n_handoffs, n_handoffs, errors(status, steps.kind)),
-                                       totals, (run.cost_usd, run.user_cost_usd, run.latency_s), None, None, None,
-                                       source, line), steps, status))
+                                       totals, (run.cost_usd, run.user_cost_usd, run.latency_s), None, None,
+                                       run.terminal_state, source, line), steps, status))
             if len(accepted) + len(self._chunk) >= self.chunk_size:
                 self._append_prepared(accepted)
                 accepted = []

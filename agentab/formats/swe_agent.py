@@ -106,7 +106,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import msgspec
 
@@ -119,8 +119,16 @@ from agentab.formats._base import (
     lookup,
     token_count,
 )
-from agentab.formats._fast_path import untouched, whole_first
+from agentab.formats._fast_path import Slow, prepared, untouched, whole_first
 from agentab.formats._missing import absent
+from agentab.formats._swe_agent_fast import (
+    CANCELLED,
+    NOT_RUN,
+    TIMEOUT,
+    as_dicts,
+    trimmed,
+    walk,
+)
 from agentab.formats.files import BOM, decode_json, open_trace_file
 
 __all__ = ["FIELDS", "FORMAT", "convert", "sniff"]
@@ -134,8 +142,6 @@ _HARNESS = "SWE-agent"
 #: The run-level fields a record needs: a path the document lacks leaves them to the loader (Item.missing).
 _REQUIRED = ("run_id", "task_id", "seed", "outcome")
 _NO_VERDICT = " (a .traj records no verdict: SWE-bench's evaluation report holds it)"
-_TIMEOUT = re.compile(r"The command '.*' was cancelled because it took more than \S+ seconds", re.DOTALL)
-_NOT_RUN = "not run: SWE-agent re-asked the model (a blocked command or a bash syntax error)"
 _DIFF = re.compile(r"^diff --git a/(.*?) b/(.*)$")
 #: A .traj's top level begins with one of these keys (SWE-agent 0.x and 1.x, retry-loop files).
 _FIRST_KEY = re.compile(rb'\s*\{\s*"(?:environment|trajectory|history|info|attempts|replay_config)"\s*:')
@@ -163,46 +169,12 @@ def sniff(head: bytes, name: str) -> bool:
 # --------------------------------------------------------------------------- #
 # Reading
 # --------------------------------------------------------------------------- #
-class _Entry(TypedDict, total=False):
-    action: Any
-    observation: Any
-    execution_time: Any
-
-
-class _HistoryItem(TypedDict, total=False):
-    role: Any
-    is_demo: Any
-    action: Any
-    tool_calls: Any
-
-
-class _Traj(msgspec.Struct, forbid_unknown_fields=True):
-    """A .traj with SWE-agent's keys (and a top-level seed and outcome, which the docs have users add), the entries
-    and history items without the keys the reader never reads (``query``, ``state``, ``content``...)."""
-
-    trajectory: list[_Entry]
-    history: list[_HistoryItem] | None = None
-    info: Any = msgspec.UNSET
-    replay_config: Any = msgspec.UNSET
-    environment: Any = msgspec.UNSET
-    attempts: Any = msgspec.UNSET
-    seed: Any = msgspec.UNSET
-    outcome: Any = msgspec.UNSET
-
-
-_TRAJ = msgspec.json.Decoder(_Traj)
-
-
 def _trimmed(raw: bytes, fields: FieldMap) -> dict[str, Any] | None:
-    """The document as dicts without the entry keys the reader never reads, or None (decode it whole)."""
+    """The document without the entry keys the reader never reads (:func:`._swe_agent_fast.trimmed`: entries
+    and history items as structs), or None (decode it whole)."""
     if not untouched(fields, ("trajectory", "history"), ""):
         return None
-    try:
-        doc = _TRAJ.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-    return {key: value for key, value in zip(_Traj.__struct_fields__, msgspec.structs.astuple(doc))
-            if value is not msgspec.UNSET and (key != "history" or value is not None)}
+    return trimmed(raw)
 
 
 def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
@@ -211,8 +183,12 @@ def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
         raw = fh.read()
     doc = _trimmed(raw, fields)
     if doc is not None:
-        yield whole_first(_item(doc, 1, path.as_posix(), _stem(path.name), fields),
-                          lambda: _item(msgspec.json.decode(raw), 1, path.as_posix(), _stem(path.name), fields))
+        try:
+            item = _fast_item(doc, path.as_posix(), _stem(path.name), fields)
+        except (Slow, Reject, RecursionError):  # read the usual way (a rejection: from the whole document)
+            item = whole_first(_item(as_dicts(doc), 1, path.as_posix(), _stem(path.name), fields),
+                               lambda: _item(msgspec.json.decode(raw), 1, path.as_posix(), _stem(path.name), fields))
+        yield item
         return
     try:
         doc = msgspec.json.decode(raw)
@@ -234,6 +210,28 @@ def _stem(name: str) -> str:
         if lower.endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+#: The ``fields`` the fast path reads (run-level values it checks as the schema would); any other: the usual way.
+_FAST_FIELDS = frozenset({*_REQUIRED, "model", "harness"})
+
+
+def _fast_item(doc: dict[str, Any], run_id: str, stem: str, fields: FieldMap) -> Item:
+    """The plain case (:mod:`._swe_agent_fast`) in columns; :class:`Slow` (or a Reject) otherwise."""
+    if not fields.keys() <= _FAST_FIELDS:
+        raise Slow
+    missing: dict[str, tuple[str | None, str]] = {}
+    record = _record(doc, run_id, stem, fields, missing, walk)
+    if record.get("tokens_in") is None or record.get("tokens_out") is None:
+        raise Slow  # no run totals: the decoder's rules for a record of the old shape
+    run, task, seed, outcome = record.get("run_id"), record.get("task_id"), record.get("seed"), record.get("outcome")
+    if not ((type(task) is str and task) or type(task) is int or task is None) or not (type(run) is str or run is None):
+        raise Slow  # the schema's rejection, or an integer run id (the overlay matches it as given)
+    if not (type(seed) is int or seed is None) or not (type(outcome) in (bool, float) or outcome is None):
+        raise Slow  # the schema's rejection, or an integer outcome (the decoder's float, the overlay's own)
+    steps = record.pop("steps")
+    totals = {"tokens_in": record.pop("tokens_in"), "tokens_out": record.pop("tokens_out")}
+    return Item(1, record=prepared(record, steps, totals), missing=missing or None)
 
 
 def _item(doc: Any, line: int, run_id: str, stem: str | None, fields: FieldMap) -> Item:
@@ -263,10 +261,20 @@ def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | N
     fields : mapping, optional
         agentab name -> dotted path into the document, overriding the rules.
     """
-    fields = fields or {}
-    missing = {} if missing is None else missing
     if not isinstance(doc, dict):
         raise Reject(None, f"not a SWE-agent .traj: expected a JSON object, got {type(doc).__name__}")
+    return _record(doc, run_id, stem, fields or {}, {} if missing is None else missing, _walk)
+
+
+def _walk(trajectory: list[Any], history: Any) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+    steps, meta = _steps(trajectory, _history_calls(history))
+    return steps, meta, len(steps)
+
+
+def _record(doc: dict[str, Any], run_id: str, stem: str | None, fields: FieldMap,
+            missing: dict[str, tuple[str | None, str]], walk: Any) -> dict[str, Any]:
+    """:func:`convert`, its steps built by ``walk(trajectory, history) -> (steps, metadata, number of steps)``:
+    the usual walk's step dicts, or the fast path's columns."""
     trajectory = _trajectory(doc)
     info = doc.get("info")
     if info is None:
@@ -274,8 +282,8 @@ def convert(doc: Any, run_id: str, stem: str | None = None, fields: FieldMap | N
     if not isinstance(info, dict):
         raise Reject("info", f"expected an object, got {type(info).__name__}")
     replay = _replay_config(doc.get("replay_config"))
-    steps, meta = _steps(trajectory, _history_calls(doc.get("history")))
-    tokens_in, tokens_out, cost, stats_meta = _model_stats(info, bool(steps))
+    steps, meta, n_steps = walk(trajectory, doc.get("history"))
+    tokens_in, tokens_out, cost, stats_meta = _model_stats(info, n_steps > 0)
     meta.update(stats_meta)
     task, task_from = _task(replay, stem)
     record: dict[str, Any] = {"run_id": run_id, "task_id": task, "seed": 0, "steps": steps}
@@ -405,10 +413,10 @@ def _step(index: int, action: str, observation: str, seconds: float | None, tool
     else:
         tool, args = action.split(None, 1)[0], {"command": action}
     obs: dict[str, Any] = {"content": observation}
-    if "was cancelled because it took more than" in observation and _TIMEOUT.match(observation.lstrip()):
-        obs.update(status="error", error="cancelled: the command took longer than SWE-agent's timeout")
+    if "was cancelled because it took more than" in observation and TIMEOUT.match(observation.lstrip()):
+        obs.update(status="error", error=CANCELLED)
     elif seconds == 0 and not observation and action.strip() != "exit":
-        obs.update(status="error", error=_NOT_RUN)
+        obs.update(status="error", error=NOT_RUN)
     if seconds is not None:
         meta["execution_time_s"] = seconds
     step: dict[str, Any] = {"index": index, "tool": tool, "args": args, "observation": obs}

@@ -105,7 +105,7 @@ from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, looku
 from agentab.formats._fast_path import Slow, prepared, untouched, whole_first
 from agentab.formats._missing import absent
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
-from agentab.formats.mini_swe_agent._fast import trajectory, walk
+from agentab.formats.mini_swe_agent._fast import as_dicts, trajectory, walk
 from agentab.formats.mini_swe_agent._steps import Run, describe, walk_steps
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "sniff"]
@@ -133,9 +133,30 @@ def _task_from_name(where: str) -> str | None:
     return name or None
 
 
+def _at(obj: dict[str, Any], path: str) -> Any:
+    """:func:`~agentab.formats._base.lookup` in an object, without its lists of candidates (one per part): a key
+    that is the whole path wins, else each dotted part is a key (or a list's index); a ``*`` is lookup's own."""
+    if path in obj:
+        return obj[path]
+    parts = path.split(".")
+    if "*" in parts:
+        return lookup(obj, path)
+    value: Any = obj
+    for part in parts:
+        if isinstance(value, dict):
+            if part not in value:
+                return MISSING
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+    return value
+
+
 def _value(obj: dict[str, Any], fields: FieldMap, key: str) -> tuple[str, Any]:
     name = fields.get(key) or FIELDS[key]
-    value = lookup(obj, name)
+    value = _at(obj, name)
     return name, (None if value is MISSING else value)
 
 
@@ -193,7 +214,7 @@ def _run_fields(obj: dict[str, Any], fields: FieldMap, out: dict[str, Any]) -> N
             out["arm"] = value
         else:
             meta[key] = value
-    calls = lookup(info, "model_stats.api_calls")
+    calls = _at(info, "model_stats.api_calls")
     for key in ("cost_usd", "latency_s"):
         name, value = _value(obj, fields, key)
         if value is None:
@@ -208,7 +229,7 @@ def _run_fields(obj: dict[str, Any], fields: FieldMap, out: dict[str, Any]) -> N
     for key, path in (("exit_status", "exit_status"), ("api_calls", "model_stats.api_calls"),
                       ("mini_version", "mini_version"), ("agent_type", "config.agent_type"),
                       ("model_type", "config.model_type")):
-        value = lookup(info, path)
+        value = _at(info, path)
         if value is not MISSING and value is not None and isinstance(value, (str, int, float)):
             meta[key] = value
     if isinstance(info.get("submission"), str):
@@ -250,9 +271,9 @@ def _fast_item(obj: dict[str, Any], line: int, where: str, fields: FieldMap) -> 
     if type(messages) is not list or (info is not None and type(info) is not dict):
         raise Slow
     missing: dict[str, tuple[str | None, str]] = {}
-    out = _identity(obj, fields, where, line, True, missing)
-    if missing:  # a run the loader completes is given as a dict (Item.missing)
-        raise Slow
+    out = _identity(obj, fields, where, line, True, missing)  # what it lacks stays None for the loader to fill
+    if type(out.get("outcome")) is int:
+        raise Slow  # a Prepared holds it as a float: the outcome_in_file a joined verdict keeps would differ
     _run_fields(obj, fields, out)
     steps, totals, format_errors = walk(messages, Run(info or {}, messages))
     meta = out["metadata"]
@@ -272,7 +293,7 @@ def _plain(body: bytes, line: int, where: str, fields: FieldMap) -> Item | None:
     try:
         return _fast_item(obj, line, where, fields)
     except (Slow, Reject, RecursionError):
-        return whole_first(_convert(obj, line, where, fields, True),
+        return whole_first(_convert(as_dicts(obj), line, where, fields, True),
                            lambda: _convert(msgspec.json.decode(body), line, where, fields, True))
 
 

@@ -55,9 +55,9 @@ def _call(extra: Any) -> tuple[Any, ...]:
     reasoning = _count(details, "reasoning_tokens", f"{where}.completion_tokens_details") if details else None
     if cost is None:
         cost, at = usage.get("cost"), f"{where}.cost"
-    if cost is not None and (type(cost) is not float or not cost >= 0):
-        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost >= 0:
-            raise Reject(at, f"expected a cost (number >= 0), got {describe(cost)}")
+    if cost is not None and (type(cost) is not float or not cost >= 0) and (
+            isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost >= 0):
+        raise Reject(at, f"expected a cost (number >= 0), got {describe(cost)}")
     return tin, tout, reasoning, cached, cost or None
 
 
