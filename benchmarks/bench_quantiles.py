@@ -208,6 +208,10 @@ def _rss_mb() -> float:
 
 
 def memory_child(tasks: int, trace: bool) -> None:
+    import scipy.stats  # noqa: F401  (imported before measuring: modules are not the call's data)
+
+    import agentab  # noqa: F401
+
     data = experiment(tasks, outcome=True)
     size = data.memory_usage(deep=True).sum() / 2**20
     gc.collect()
