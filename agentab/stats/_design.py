@@ -486,12 +486,14 @@ def _integer_codes(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     "9"), without a text array of one string per run (21 characters of 4 bytes each, 84 bytes per run).
     Distinct integers have distinct text, so the text order has no ties to break.
     """
-    distinct, inverse = np.unique(ids, return_inverse=True)
+    distinct = np.unique(ids)
     text = distinct.astype(str)
     order = np.argsort(text, kind="stable")
-    rank = np.empty(len(order), dtype=np.intp)
-    rank[order] = np.arange(len(order), dtype=np.intp)
-    return text[order], rank[inverse.reshape(-1)]
+    # int32 codes when they and the cells built from them (at most twice the runs) fit: half the memory
+    rank = np.empty(len(order), dtype=np.int32 if len(ids) < 2**30 else np.intp)
+    rank[order] = np.arange(len(order))
+    # Each run's position among the distinct ids (what np.unique's inverse gives), without its temporaries.
+    return text[order], rank[np.searchsorted(distinct, ids)]
 
 
 def make_design(
@@ -548,8 +550,9 @@ def make_design(
         n_tasks = len(shared)
         # Task t of `shared`: baseline cell t, candidate cell n_tasks + t. Each distinct id is looked up once
         # (a text array per run would be 84 bytes a run for integer ids).
-        base_cell = np.searchsorted(shared, base_ids)[base_code[keep_base]]
-        cand_cell = n_tasks + np.searchsorted(shared, cand_ids)[cand_code[keep_cand]]
+        index = np.int32 if 2 * n_tasks < 2**31 else np.intp  # the cells' type (see _cells): no int64 copy
+        base_cell = np.searchsorted(shared, base_ids).astype(index)[base_code[keep_base]]
+        cand_cell = (n_tasks + np.searchsorted(shared, cand_ids)).astype(index)[cand_code[keep_cand]]
         cell = _cells(base_cell, cand_cell, 2 * n_tasks)
         del base_cell, cand_cell
         design = Design(
