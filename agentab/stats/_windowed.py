@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Weights", "Dense", "TaskBlocks", "Atoms", "Runs", "Levels", "product", "reference_positions",
+__all__ = ["cell_sums", "Weights", "Dense", "TaskBlocks", "Atoms", "Runs", "Levels", "product", "reference_positions",
            "windowed_positions", "AMBIGUOUS"]
 
 #: Relative tolerance on cumulative weights (the kernel's ``TOL``), repeated here for the reference formula.
@@ -59,6 +59,20 @@ def product(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     out = np.empty((len(x), a.shape[1]))
     for i in range(0, len(x), PRODUCT_ROWS):
         np.matmul(x[i : i + PRODUCT_ROWS], a, out=out[i : i + PRODUCT_ROWS])
+    return out
+
+
+def cell_sums(cells: np.ndarray, weights: np.ndarray, n_cells: int) -> np.ndarray:
+    """``np.bincount(cells, weights=weights, minlength=n_cells)``, without bincount's copy of int32 cells.
+
+    bincount turns its cells into a platform-integer array first (8 bytes a run); ``np.add.at`` reads
+    them as they are and adds the weights in the same order from the same zeros, so the sums are the same
+    floats.
+    """
+    if cells.dtype == np.intp:
+        return np.bincount(cells, weights=weights, minlength=n_cells)
+    out = np.zeros(max(n_cells, int(cells.max()) + 1 if len(cells) else 0))
+    np.add.at(out, cells, weights)
     return out
 
 
@@ -226,7 +240,7 @@ class Runs(Atoms):
 
     def before(self, i: int) -> np.ndarray:
         cells = self.cells(0, i)
-        return np.bincount(cells, weights=self.weights(0, i, cells), minlength=self.n_cells)
+        return cell_sums(cells, self.weights(0, i, cells), self.n_cells)
 
     def increments(self, wt: Weights, lo: int, hi: int) -> np.ndarray:
         cells = self.cells(lo, hi)
