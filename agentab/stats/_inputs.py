@@ -163,7 +163,8 @@ def _two_sample_iv(
         if len(v) == 0:
             raise ValueError(f"`{name}` has no values" + (" after excluding missing ones" if sum(excluded) else ""))
     if x_strata is not None:
-        design, kb, kc = make_design(len(xv), len(yv), xs[keep_x], ys[keep_y], paired)
+        design, kb, kc = make_design(len(xv), len(yv), xs if keep_x.all() else xs[keep_x],
+                                     ys if keep_y.all() else ys[keep_y], paired)  # no copy of every task id
         if design.kind == "paired" and (design.n_runs[0] == 0 or len(design.base_cells) == 0):
             raise ValueError("a paired design needs tasks run by both arms; these samples share none")
         xv = xv if kb.all() else xv[kb]  # no copy when the design keeps every run
