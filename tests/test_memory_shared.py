@@ -82,3 +82,18 @@ def test_integer_codes_rank_as_text():
     uniques, codes = _codes(ids)
     plain_uniques, plain_codes = np.unique(ids.astype(str), return_inverse=True)
     assert np.array_equal(uniques, plain_uniques) and np.array_equal(codes, plain_codes.reshape(-1))
+
+
+def test_gathered_sums_in_pieces_are_bincounts(monkeypatch):
+    from agentab.stats import _windowed
+
+    monkeypatch.setattr(_windowed, "PIECE_RUNS", 37)  # many pieces
+    rng = np.random.default_rng(4)
+    cells = rng.integers(0, 90, 4000).astype(np.int32)
+    weight = 1.0 / rng.integers(1, 11, 90)
+    plain = np.bincount(cells, weights=weight[cells], minlength=90)
+    assert _windowed.gathered_sums(cells, weight, 90).view(np.uint64).tolist() == plain.view(np.uint64).tolist()
+    runs = _windowed.Runs(cells, None, 90, weight)
+    for i in (0, 36, 37, 38, 1000, 4000):
+        expected = np.bincount(cells[:i], weights=weight[cells[:i]], minlength=90)
+        assert runs.before(i).view(np.uint64).tolist() == expected.view(np.uint64).tolist()

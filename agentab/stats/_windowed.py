@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["cell_sums", "Weights", "Dense", "TaskBlocks", "Atoms", "Runs", "Levels", "product", "reference_positions",
+__all__ = ["cell_sums", "gathered_sums", "Weights", "Dense", "TaskBlocks", "Atoms", "Runs", "Levels", "product", "reference_positions",
            "windowed_positions", "AMBIGUOUS"]
 
 #: Relative tolerance on cumulative weights (the kernel's ``TOL``), repeated here for the reference formula.
@@ -73,6 +73,22 @@ def cell_sums(cells: np.ndarray, weights: np.ndarray, n_cells: int) -> np.ndarra
         return np.bincount(cells, weights=weights, minlength=n_cells)
     out = np.zeros(max(n_cells, int(cells.max()) + 1 if len(cells) else 0))
     np.add.at(out, cells, weights)
+    return out
+
+
+#: Runs per piece when per-cell weights are gathered for a sum: no array of one float per run.
+PIECE_RUNS = 1 << 18
+
+
+def gathered_sums(cells: np.ndarray, cell_weight: np.ndarray, n_cells: int) -> np.ndarray:
+    """:func:`cell_sums` of the weights ``cell_weight[cells]``, gathered a piece at a time.
+
+    ``np.add.at`` adds in order into the same totals, so the pieces continue one another: the same floats.
+    """
+    out = np.zeros(max(n_cells, int(cells.max()) + 1 if len(cells) else 0))
+    for lo in range(0, len(cells), PIECE_RUNS):
+        piece = cells[lo : lo + PIECE_RUNS]
+        np.add.at(out, piece, cell_weight[piece])
     return out
 
 
@@ -239,8 +255,13 @@ class Runs(Atoms):
         return _Subset(self, index)
 
     def before(self, i: int) -> np.ndarray:
-        cells = self.cells(0, i)
-        return cell_sums(cells, self.weights(0, i, cells), self.n_cells)
+        if self._run_weight is not None:
+            return cell_sums(self.cells(0, i), self._run_weight[:i], self.n_cells)
+        out = np.zeros(self.n_cells)
+        for lo in range(0, i, PIECE_RUNS):  # cells and weights a piece at a time (see gathered_sums)
+            piece = self.cells(lo, min(i, lo + PIECE_RUNS))
+            np.add.at(out, piece, self.cell_weight[piece])
+        return out
 
     def increments(self, wt: Weights, lo: int, hi: int) -> np.ndarray:
         cells = self.cells(lo, hi)
