@@ -489,9 +489,8 @@ def _integer_codes(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     distinct = np.unique(ids)
     text = distinct.astype(str)
     order = np.argsort(text, kind="stable")
-    # int32 codes when they and the cells built from them (at most twice the runs) fit: half the memory
-    rank = np.empty(len(order), dtype=np.int32 if len(ids) < 2**30 else np.intp)
-    rank[order] = np.arange(len(order))
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order), dtype=np.intp)
     # Each run's position among the distinct ids (what np.unique's inverse gives), without its temporaries.
     return text[order], rank[np.searchsorted(distinct, ids)]
 
@@ -551,8 +550,8 @@ def make_design(
         # Task t of `shared`: baseline cell t, candidate cell n_tasks + t. Each distinct id is looked up once
         # (a text array per run would be 84 bytes a run for integer ids).
         index = np.int32 if 2 * n_tasks < 2**31 else np.intp  # the cells' type (see _cells): no int64 copy
-        base_cell = np.searchsorted(shared, base_ids).astype(index)[base_code[keep_base]]
-        cand_cell = (n_tasks + np.searchsorted(shared, cand_ids)).astype(index)[cand_code[keep_cand]]
+        base_cell = np.searchsorted(shared, base_ids).astype(index)[_kept(base_code, keep_base)]
+        cand_cell = (n_tasks + np.searchsorted(shared, cand_ids)).astype(index)[_kept(cand_code, keep_cand)]
         cell = _cells(base_cell, cand_cell, 2 * n_tasks)
         del base_cell, cand_cell
         design = Design(
@@ -580,6 +579,11 @@ def make_design(
         cell_weight=_cell_weight(cell, n_b + len(cand_ids)),
     )
     return design, keep_base, keep_cand
+
+
+def _kept(codes: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``codes[keep]``, without a copy when every run is kept."""
+    return codes if keep.all() else codes[keep]
 
 
 def _cells(base: np.ndarray, cand: np.ndarray, n_cells: int) -> np.ndarray:
