@@ -334,9 +334,18 @@ def _check_task_ids(tasks: pd.Series, column: str, error: type[Exception]) -> No
 
 
 def _arm_values(inp: _CompareInput, column: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """One metric column as floats for the baseline and the candidate."""
+    """One metric column as floats for the baseline and the candidate.
+
+    The two arms are the halves of one array (baseline runs, then candidate runs), so a test that pools
+    them (:func:`agentab.stats._inputs._two_sample_iv`) uses that array rather than a copy of both.
+    """
     values = _values(inp.data, column, kind)
-    return values[inp.base_rows], values[inp.cand_rows]
+    n_base = int(inp.base_rows.sum())
+    pooled = np.empty(n_base + int(inp.cand_rows.sum()))
+    np.compress(inp.base_rows, values, out=pooled[:n_base])
+    np.compress(inp.cand_rows, values, out=pooled[n_base:])
+    del values  # the whole column's floats are not kept while the arms are
+    return pooled[:n_base], pooled[n_base:]
 
 
 def _values(frame: pd.DataFrame, column: str, kind: str) -> np.ndarray:

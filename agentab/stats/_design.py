@@ -85,6 +85,21 @@ def _reused(rng: np.random.Generator, key: tuple, draw: Callable[[], Iterator[np
     yield from batches
 
 
+class _RunWeights:
+    """The ``run_weight`` field of :class:`Design`: the array given, or (given None) gathered from the
+    design's ``cell_weight`` on each access, the very same floats, so that no array of one float per run
+    is kept for the life of the design (readers that need it per run build it, and let it go)."""
+
+    def __get__(self, design: Design | None, owner: type | None = None) -> np.ndarray:
+        if design is None:
+            raise AttributeError("run_weight")  # a field without a default
+        given = design.__dict__["_run_weight"]
+        return design.cell_weight[design.cell] if given is None else given
+
+    def __set__(self, design: Design, value: np.ndarray | None) -> None:
+        design.__dict__["_run_weight"] = value
+
+
 @dataclass(frozen=True)
 class Design:
     """Cells of a two-arm experiment and how to resample them.
@@ -101,12 +116,15 @@ class Design:
         The cells of each arm. In a paired design ``base_cells[t]`` and
         ``cand_cells[t]`` are the two arms of task ``t``.
     run_weight : numpy.ndarray of float
-        ``1 / runs in its cell`` for every run, so each cell weighs 1 in total.
+        ``1 / runs in its cell`` for every run, so each cell weighs 1 in total. Given None, it is
+        ``cell_weight[cell]``, built on each access.
     dropped_units : tuple of int
         Tasks of the baseline and candidate arm left out because the other arm
         did not run them (paired design only).
     dropped_runs : tuple of int
         Runs in those tasks.
+    cell_weight : numpy.ndarray of float or None
+        ``1 / runs in the cell`` for every cell, when the run weights are given as None.
     """
 
     kind: str
@@ -114,13 +132,22 @@ class Design:
     n_runs: tuple[int, int]
     base_cells: np.ndarray
     cand_cells: np.ndarray
-    run_weight: np.ndarray
+    run_weight: np.ndarray | None = _RunWeights()  # type: ignore[assignment]
     dropped_units: tuple[int, int] = (0, 0)
     dropped_runs: tuple[int, int] = (0, 0)
+    cell_weight: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.__dict__["_run_weight"] is None and self.cell_weight is None:
+            raise ValueError("give the run weights per run or per cell")
 
     @property
     def n_cells(self) -> int:
         return len(self.base_cells) + len(self.cand_cells)
+
+    def gathered_weights(self) -> np.ndarray | None:
+        """The per-cell weights every run's weight is gathered from, or None when they are given per run."""
+        return self.cell_weight if self.__dict__["_run_weight"] is None else None
 
     @property
     def n_units(self) -> tuple[int, int]:
@@ -459,12 +486,13 @@ def _integer_codes(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     "9"), without a text array of one string per run (21 characters of 4 bytes each, 84 bytes per run).
     Distinct integers have distinct text, so the text order has no ties to break.
     """
-    distinct, inverse = np.unique(ids, return_inverse=True)
+    distinct = np.unique(ids)
     text = distinct.astype(str)
     order = np.argsort(text, kind="stable")
     rank = np.empty(len(order), dtype=np.intp)
     rank[order] = np.arange(len(order), dtype=np.intp)
-    return text[order], rank[inverse.reshape(-1)]
+    # Each run's position among the distinct ids (what np.unique's inverse gives), without its temporaries.
+    return text[order], rank[np.searchsorted(distinct, ids)]
 
 
 def make_design(
@@ -521,8 +549,9 @@ def make_design(
         n_tasks = len(shared)
         # Task t of `shared`: baseline cell t, candidate cell n_tasks + t. Each distinct id is looked up once
         # (a text array per run would be 84 bytes a run for integer ids).
-        base_cell = np.searchsorted(shared, base_ids)[base_code[keep_base]]
-        cand_cell = n_tasks + np.searchsorted(shared, cand_ids)[cand_code[keep_cand]]
+        index = np.int32 if 2 * n_tasks < 2**31 else np.intp  # the cells' type (see _cells): no int64 copy
+        base_cell = np.searchsorted(shared, base_ids).astype(index)[_kept(base_code, keep_base)]
+        cand_cell = (n_tasks + np.searchsorted(shared, cand_ids)).astype(index)[_kept(cand_code, keep_cand)]
         cell = _cells(base_cell, cand_cell, 2 * n_tasks)
         del base_cell, cand_cell
         design = Design(
@@ -531,9 +560,10 @@ def make_design(
             (int(keep_base.sum()), int(keep_cand.sum())),
             np.arange(n_tasks),
             np.arange(n_tasks, 2 * n_tasks),
-            _run_weight(cell, 2 * n_tasks),
+            None,
             dropped_units=(int((~in_base).sum()), int((~in_cand).sum())),
             dropped_runs=(int((~keep_base).sum()), int((~keep_cand).sum())),
+            cell_weight=_cell_weight(cell, 2 * n_tasks),
         )
         return design, keep_base, keep_cand
     n_b = len(base_ids)
@@ -545,9 +575,15 @@ def make_design(
         (n_base, n_cand),
         np.arange(n_b),
         np.arange(n_b, n_b + len(cand_ids)),
-        _run_weight(cell, n_b + len(cand_ids)),
+        None,
+        cell_weight=_cell_weight(cell, n_b + len(cand_ids)),
     )
     return design, keep_base, keep_cand
+
+
+def _kept(codes: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``codes[keep]``, without a copy when every run is kept."""
+    return codes if keep.all() else codes[keep]
 
 
 def _cells(base: np.ndarray, cand: np.ndarray, n_cells: int) -> np.ndarray:
@@ -558,6 +594,8 @@ def _cells(base: np.ndarray, cand: np.ndarray, n_cells: int) -> np.ndarray:
     return cell
 
 
-def _run_weight(cell: np.ndarray, n_cells: int) -> np.ndarray:
+def _cell_weight(cell: np.ndarray, n_cells: int) -> np.ndarray:
+    """``1 / runs in the cell`` per cell: gathered per run, the floats ``1.0 / size[cell]`` would give."""
     size = np.bincount(cell, minlength=n_cells)
-    return 1.0 / size[cell]
+    with np.errstate(divide="ignore"):  # a cell without runs is never gathered
+        return 1.0 / size

@@ -163,7 +163,8 @@ def _two_sample_iv(
         if len(v) == 0:
             raise ValueError(f"`{name}` has no values" + (" after excluding missing ones" if sum(excluded) else ""))
     if x_strata is not None:
-        design, kb, kc = make_design(len(xv), len(yv), xs[keep_x], ys[keep_y], paired)
+        design, kb, kc = make_design(len(xv), len(yv), xs if keep_x.all() else xs[keep_x],
+                                     ys if keep_y.all() else ys[keep_y], paired)  # no copy of every task id
         if design.kind == "paired" and (design.n_runs[0] == 0 or len(design.base_cells) == 0):
             raise ValueError("a paired design needs tasks run by both arms; these samples share none")
         xv = xv if kb.all() else xv[kb]  # no copy when the design keeps every run
@@ -191,7 +192,7 @@ def _two_sample_iv(
                 "no difference can be significant at this level; add tasks"
             )
     return _Input(
-        np.concatenate([xv, yv]),
+        _joined(xv, yv),
         design,
         alternative,
         float(confidence_level),
@@ -201,6 +202,24 @@ def _two_sample_iv(
         excluded,
         notes,
     )
+
+
+def _joined(xv: np.ndarray, yv: np.ndarray) -> np.ndarray:
+    """``np.concatenate([xv, yv])``, or the array of which they are adjacent halves (no copy of every run).
+
+    The caller's arms are often two slices of one pooled array (:func:`agentab.comparison._inputs._arm_values`):
+    the same floats in the same order, so every statistic is the same; the tests only read the values.
+    """
+    base = xv.base
+    if (base is not None and yv.base is base and isinstance(base, np.ndarray) and base.ndim == 1
+            and base.dtype == np.float64 and xv.dtype == np.float64 and yv.dtype == np.float64
+            and base.flags.c_contiguous and xv.flags.c_contiguous and yv.flags.c_contiguous):
+        start = base.__array_interface__["data"][0]
+        x_at, y_at = xv.__array_interface__["data"][0], yv.__array_interface__["data"][0]
+        offset, rest = divmod(x_at - start, base.itemsize)
+        if rest == 0 and y_at == x_at + xv.nbytes and 0 <= offset and offset + len(xv) + len(yv) <= len(base):
+            return base[offset : offset + len(xv) + len(yv)]
+    return np.concatenate([xv, yv])
 
 
 def _result_fields(data: _Input, res: Any, ci_method: str | None, n_permutations: float | None = None) -> dict[str, Any]:

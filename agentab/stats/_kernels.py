@@ -185,7 +185,10 @@ class QuantileKernel:
             self.atoms = _windowed.Runs(cell, np.ascontiguousarray(design.run_weight[order]), design.n_cells)
         else:  # one weight per cell: gathered when needed, not kept per run (twice: pooled and per arm)
             self.atoms = _windowed.Runs(cell, None, design.n_cells, cell_weight)
-        self.cell_total = np.bincount(design.cell, weights=design.run_weight, minlength=design.n_cells)
+        if design.gathered_weights() is not None:  # no array of one weight per run
+            self.cell_total = _windowed.gathered_sums(design.cell, design.gathered_weights(), design.n_cells)
+        else:
+            self.cell_total = _windowed.cell_sums(design.cell, design.run_weight, design.n_cells)
 
     def positions(self, weights: _windowed.Weights, rows: np.ndarray | None = None, *,
                   arm: int | None = None, key: str | None = None) -> np.ndarray:
@@ -233,6 +236,9 @@ class QuantileKernel:
 
 def _per_cell(design: Design) -> np.ndarray | None:
     """Each cell's run weight when all runs of a cell weigh the same (bit for bit), else None."""
+    gathered = design.gathered_weights()
+    if gathered is not None:
+        return gathered  # every run's weight is gathered from these: the same floats by construction
     run_weight = design.run_weight
     if run_weight.dtype != np.float64:
         return None

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Weights", "Dense", "TaskBlocks", "Atoms", "Runs", "Levels", "product", "reference_positions",
+__all__ = ["cell_sums", "gathered_sums", "Weights", "Dense", "TaskBlocks", "Atoms", "Runs", "Levels", "product", "reference_positions",
            "windowed_positions", "AMBIGUOUS"]
 
 #: Relative tolerance on cumulative weights (the kernel's ``TOL``), repeated here for the reference formula.
@@ -59,6 +59,36 @@ def product(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     out = np.empty((len(x), a.shape[1]))
     for i in range(0, len(x), PRODUCT_ROWS):
         np.matmul(x[i : i + PRODUCT_ROWS], a, out=out[i : i + PRODUCT_ROWS])
+    return out
+
+
+def cell_sums(cells: np.ndarray, weights: np.ndarray, n_cells: int) -> np.ndarray:
+    """``np.bincount(cells, weights=weights, minlength=n_cells)``, without bincount's copy of int32 cells.
+
+    bincount turns its cells into a platform-integer array first (8 bytes a run); ``np.add.at`` reads
+    them as they are and adds the weights in the same order from the same zeros, so the sums are the same
+    floats.
+    """
+    if cells.dtype == np.intp:
+        return np.bincount(cells, weights=weights, minlength=n_cells)
+    out = np.zeros(max(n_cells, int(cells.max()) + 1 if len(cells) else 0))
+    np.add.at(out, cells, weights)
+    return out
+
+
+#: Runs per piece when per-cell weights are gathered for a sum: no array of one float per run.
+PIECE_RUNS = 1 << 18
+
+
+def gathered_sums(cells: np.ndarray, cell_weight: np.ndarray, n_cells: int) -> np.ndarray:
+    """:func:`cell_sums` of the weights ``cell_weight[cells]``, gathered a piece at a time.
+
+    ``np.add.at`` adds in order into the same totals, so the pieces continue one another: the same floats.
+    """
+    out = np.zeros(max(n_cells, int(cells.max()) + 1 if len(cells) else 0))
+    for lo in range(0, len(cells), PIECE_RUNS):
+        piece = cells[lo : lo + PIECE_RUNS]
+        np.add.at(out, piece, cell_weight[piece])
     return out
 
 
@@ -202,30 +232,72 @@ class Runs(Atoms):
         self.cell, self.n_cells, self.n = cell, n_cells, len(cell)
         self._run_weight, self.cell_weight = run_weight, cell_weight
 
-    def weights(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
-        """The weights of runs ``lo..hi-1``."""
+    def cells(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """The cells of runs ``lo..hi-1``."""
+        return self.cell[lo:hi]
+
+    def cells_at(self, index: np.ndarray) -> np.ndarray:
+        """The cells of the runs at ``index``."""
+        return self.cell[index]
+
+    def weights(self, lo: int = 0, hi: int | None = None, cells: np.ndarray | None = None) -> np.ndarray:
+        """The weights of runs ``lo..hi-1`` (``cells``: theirs, when already at hand)."""
         if self._run_weight is not None:
             return self._run_weight[lo:hi]
-        return self.cell_weight[self.cell[lo:hi]]
+        return self.cell_weight[self.cells(lo, hi) if cells is None else cells]
 
     @property
     def run_weight(self) -> np.ndarray:
         return self.weights()
 
     def subset(self, index: np.ndarray) -> Runs:
-        """The runs at ``index`` (in that order)."""
-        if self._run_weight is not None:
-            return Runs(self.cell[index], self._run_weight[index], self.n_cells)
-        return Runs(self.cell[index], None, self.n_cells, self.cell_weight)
+        """The runs at ``index`` (in that order): their cells read through ``index``, not copied."""
+        return _Subset(self, index)
 
     def before(self, i: int) -> np.ndarray:
-        return np.bincount(self.cell[:i], weights=self.weights(0, i), minlength=self.n_cells)
+        if self._run_weight is not None:
+            return cell_sums(self.cells(0, i), self._run_weight[:i], self.n_cells)
+        out = np.zeros(self.n_cells)
+        for lo in range(0, i, PIECE_RUNS):  # cells and weights a piece at a time (see gathered_sums)
+            piece = self.cells(lo, min(i, lo + PIECE_RUNS))
+            np.add.at(out, piece, self.cell_weight[piece])
+        return out
 
     def increments(self, wt: Weights, lo: int, hi: int) -> np.ndarray:
-        return wt.columns(self.cell[lo:hi], self.weights(lo, hi))
+        cells = self.cells(lo, hi)
+        return wt.columns(cells, self.weights(lo, hi, cells))
 
     def cumulative(self, w: np.ndarray) -> np.ndarray:
-        return np.cumsum(w[:, self.cell] * self.weights(), axis=1)
+        # With weights per cell, w[r, c] * cell_weight[c] per run is one product per cell, then gathered: the
+        # same floats as gathering both first, without two temporaries of one float per run and row.
+        cells = self.cells()
+        if self._run_weight is None:
+            out = (w * self.cell_weight)[:, cells]
+        else:
+            out = w[:, cells] * self._run_weight
+        del cells
+        return np.cumsum(out, axis=1, out=out)  # in place: the same sums, one array fewer
+
+
+class _Subset(Runs):
+    """Some runs of a :class:`Runs` (an arm's, in sorted order): cells gathered through ``index`` when read,
+    so that an arm's search keeps one index per run rather than its cells as well (the same cells)."""
+
+    def __init__(self, parent: Runs, index: np.ndarray):
+        self.parent, self.index = parent, index
+        self.n_cells, self.n = parent.n_cells, len(index)
+        self.cell_weight = parent.cell_weight
+        self._run_weight = None if parent._run_weight is None else parent._run_weight[index]
+
+    @property
+    def cell(self) -> np.ndarray:  # type: ignore[override]
+        return self.parent.cells_at(self.index)
+
+    def cells(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        return self.parent.cells_at(self.index[lo:hi])
+
+    def cells_at(self, index: np.ndarray) -> np.ndarray:
+        return self.parent.cells_at(self.index[index])
 
 
 class Levels(Atoms):
