@@ -43,8 +43,7 @@ __all__ = ["Design", "CountDesign", "count_design", "make_design", "paired_desig
 DESIGNS = ("paired", "clustered", "independent")
 #: Largest batch of resamples times cells held in memory at once.
 BATCH_CELLS = 1 << 21
-#: Cells of the pieces a batch of bootstrap counts is built from: the uniforms, picks and offsets behind the
-#: counts are drawn a few rows at a time (the same stream, row by row), so only the counts are batch-sized.
+#: Cells per piece of a batch of bootstrap counts (drawn some rows at a time, same stream): only counts are batch-sized.
 _PIECE_CELLS = 1 << 16
 
 #: The random sign-flip patterns drawn inside :func:`shared_draws`, by the generator's state before the draw
