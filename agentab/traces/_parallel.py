@@ -283,7 +283,7 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
     """Read whole files (``weights``: :func:`file_weight`) over this process and ``workers - 1`` subprocesses,
     merged in reading order.
 
-    ``reader`` is the loader's file reader (``agentab.traces._load._Reader``): ``reader.read_here(entries)``
+    ``reader`` is the loader's file reader (``agentab.traces._reader._Reader``): ``reader.read_here(entries)``
     reads files in this process, ``reader.worker_settings()`` is what a worker needs to read them alike (JSON),
     ``reader.decoder`` merges the workers' results and ``reader.chosen`` takes their formats. Group ``k``'s
     records are numbered from ``k << _ORDINAL_BITS`` past the ordinals so far, so a strict load raises its

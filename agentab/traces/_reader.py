@@ -115,7 +115,7 @@ class _Reader:
         if self.workers >= 2 and len(entries) >= 2 and self.overlay.table is None:
             weights = [file_weight(path) for path, _, _ in entries]
             if sum(weights) >= PARALLEL_FILES_MIN_BYTES:
-                workers, self.workers = self.workers, 1  # this process's files whole too: two workers are enough
+                workers, self.workers = self.workers, 1  # its own group whole too: the other CPUs are busy with theirs
                 try:
                     read_files(self, entries, weights, workers)
                 finally:
