@@ -623,6 +623,7 @@ def test_progress_bars_silent_in_a_pipe(example_runs):
     assert BAR not in done.stderr and "\r" not in done.stderr and "VERDICT: inconclusive" in done.stdout
 
 
+@pytest.mark.slow
 def test_compare_report(example_runs, tmp_path, capsys):
     import agentab
 

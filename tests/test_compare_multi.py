@@ -160,6 +160,7 @@ def test_max_t_agrees_with_a_brute_force_max_t_over_the_same_sign_flips():
     assert (res.adjusted <= res.single_step + 1e-12).all() and (res.adjusted >= res.pvalue - 1e-12).all()
 
 
+@pytest.mark.slow
 def test_compare_on_eight_terminal_bench_tasks_is_the_brute_force_max_t(tb):
     arms_with_values = tb[tb["outcome"].notna()].groupby("task_id")["submission"].nunique()
     tasks = sorted(arms_with_values[arms_with_values == 13].index)[:8]  # a task mean in every arm
@@ -264,6 +265,7 @@ def test_cli_one_verdict_line_per_candidate_and_the_gate(tmp_path, capsys):
     assert len(out["pairs"]) == 6
 
 
+@pytest.mark.slow
 def test_cli_many_arm_errors(tmp_path, capsys):
     path = _table(tmp_path, sweep(arms=3, tasks=10))
     base = ["compare", str(path), "--arm-column", "arm", "-q"]

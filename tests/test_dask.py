@@ -34,6 +34,7 @@ def folder(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_dask_scores_and_comparison_equal_the_in_memory_ones(client, folder):
     memory = load_traces(folder, strict=False)
     dask = load_traces(folder, strict=False, engine="dask", scheduler=client)

@@ -48,6 +48,7 @@ def _nav_pages() -> list[str]:
     return re.findall(r"(?:^|:|-)\s*([\w./-]+\.(?:md|ipynb))\s*$", nav, re.M)
 
 
+@pytest.mark.slow
 def test_output_blocks_are_current(outputs):
     stale = outputs.stale()
     assert not stale, f"stale output blocks (run python docs/_outputs.py --write): {stale}"

@@ -137,6 +137,7 @@ def _flipped_or_skip(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     return result.flipped_tasks(n=1000)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(experiments())
 def test_swapping_arms_swaps_regressed_and_improved(experiment):
@@ -153,6 +154,7 @@ def test_swapping_arms_swaps_regressed_and_improved(experiment):
     np.testing.assert_allclose(left["baseline"], right["candidate"], rtol=1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(experiments(), st.sampled_from(["auto", False]))
 def test_tasks_in_one_arm_are_never_listed_and_unknowns_never_read_as_zero(experiment, paired):

@@ -1003,6 +1003,7 @@ def _items_compared(items) -> list:
              else item.record, item.missing) for item in items]
 
 
+@pytest.mark.slow
 def test_column_reader_gives_the_span_reader_s_items():
     # random files: wherever the column reader reads a file, its items and keys are the span reader's
     import numpy as np

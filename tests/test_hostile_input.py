@@ -304,6 +304,7 @@ def _corrupt(line: str, how: str, where: float, junk: bytes) -> bytes:
        how=st.sampled_from(["truncate", "delete", "insert", "replace", "surrogate", "huge", "deep"]),
        where=st.floats(0, 1, exclude_max=True),
        junk=st.binary(min_size=1, max_size=6).filter(lambda b: b"\n" not in b and b"\r" not in b))
+@pytest.mark.slow
 def test_one_corrupt_record_never_costs_another(tmp_path, fmt, which, how, where, junk):
     lines = [LINES[fmt](i) for i in range(N)]
     path = tmp_path / f"{fmt}.jsonl"

@@ -129,6 +129,7 @@ def test_cli_prints_data_without_escapes(tmp_path, capsys):
 # --------------------------------------------------------------------------- #
 # Figure folders
 # --------------------------------------------------------------------------- #
+@pytest.mark.slow
 def test_md_and_markdown_have_their_own_folders_and_spare_user_files(plain, tmp_path):
     _, result = plain
     folder = tmp_path / "r_files"

@@ -100,6 +100,7 @@ def test_workers_argument_is_checked():
         load_traces([make_record()], workers=0)
 
 
+@pytest.mark.slow
 def test_duplicate_messages_and_shadowing_match_serial(tmp_path, split_small_files):
     # "r3" first at line 4; again at lines 40 and 55 (both in later parts); a rejected "r50" is followed by a valid one
     bad = {39: make_record("r3"), 54: make_record("r3"),

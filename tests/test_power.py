@@ -805,6 +805,7 @@ N_RESAMPLES = 299  # 2 x 7 / 300 = 0.0467 effective level (mc_alpha); a round 0.
 MODEL_SLACK = 0.03
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric,effect", [("passed", 0.10), ("rubric", 1.5)])
 @pytest.mark.parametrize("design", ["paired", "independent"])
 def test_plan_power_is_what_agentabs_test_achieves(pilot, metric, effect, design):
@@ -838,6 +839,7 @@ def test_plan_power_is_what_agentabs_test_achieves(pilot, metric, effect, design
     assert sim.mc_se == pytest.approx(math.sqrt(sim.power * (1 - sim.power) / N_SIMS))
 
 
+@pytest.mark.slow
 def test_plan_power_for_a_cost_tail_is_what_agentabs_test_achieves(pilot):
     """The issue's 'detect -20% p95 tokens' question, checked as the passed/rubric plans are above
     (fewer experiments: 150, so 3.5 s.e. is 0.11). The pilot's tail is 3 runs, so both the formula and
@@ -981,6 +983,7 @@ def test_plan_table_rows_are_minimal_and_costed(pilot):
         assert (t["tasks"] >= p.min_tasks).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric,effect,design", [("passed", 0.10, "paired"), ("rubric", 1.5, "independent")])
 def test_cheap_tasks_mean_few_seeds_and_dear_tasks_many(pilot, metric, effect, design):
     ratios = [0.0, 0.5, 1.0, 3.0, 10.0, 100.0, 10_000.0]
@@ -991,6 +994,7 @@ def test_cheap_tasks_mean_few_seeds_and_dear_tasks_many(pilot, metric, effect, d
     assert plan(pilot, metric, effect, design=design, cost_ratio=10_000.0, max_seeds=4).seeds_per_task == 4
 
 
+@pytest.mark.slow
 def test_seeds_per_task_fixes_the_row(pilot):
     full = plan(pilot, "passed", 0.10)
     for m in (1, 3, 7):
@@ -1002,6 +1006,7 @@ def test_seeds_per_task_fixes_the_row(pilot):
     assert beyond.seeds_per_task == 25
 
 
+@pytest.mark.slow
 def test_too_few_tasks_available_warns_and_gives_the_best_feasible(pilot):
     p = plan(pilot, "passed", 0.10, max_tasks=30)
     assert not p.table["feasible"].any()
@@ -1042,6 +1047,7 @@ def test_high_icc_pilot_warns_that_seeds_cannot_rescue_few_tasks():
     assert not any("cannot rescue" in w for w in low.warnings)
 
 
+@pytest.mark.slow
 def test_paired_needs_fewer_tasks_than_independent(pilot):
     for metric, effect in (("passed", 0.10), ("rubric", 1.5)):
         for m in (1, 3):
@@ -1073,6 +1079,7 @@ def test_two_arm_pilot_uses_the_discordance():
         plan(one_arm, "score", 0.3, kind="continuous", seeds_per_task=3, design="independent").tasks
 
 
+@pytest.mark.slow
 def test_two_arm_example_pilot(example_runs, pilot):
     p = plan(example_runs, "passed", 0.10)
     assert any("pilot's two arms" in a for a in p.assumptions)
@@ -1082,6 +1089,7 @@ def test_two_arm_example_pilot(example_runs, pilot):
     assert chosen.icc != p.icc or chosen.tasks != p.tasks
 
 
+@pytest.mark.slow
 def test_pilot_as_traces_and_ordered_categorical(example_runs, pilot):
     traces = agentab.datasets.example_experiment(seed=1, n_tasks=20, n_seeds=3)
     a, b = plan(traces, "rubric", 1.5), plan(example_runs, "rubric", 1.5)
@@ -1122,6 +1130,7 @@ def test_seed_defaults_are_deterministic_and_documented():
         assert default in doc and "fresh entropy" in doc and "seed used" in doc, fn.__name__
 
 
+@pytest.mark.slow
 def test_plan_seed_is_recorded_and_reproduces(pilot):
     a, b = plan(pilot, "rubric", 1.5), plan(pilot, "rubric", 1.5)
     assert a.seed == b.seed == 12345 and str(a) == str(b)
@@ -1164,6 +1173,7 @@ def test_simulated_power_seed_is_recorded_and_reproduces():
     assert replayed.attrs["seed"] == curve.attrs["seed"]
 
 
+@pytest.mark.slow
 def test_plan_effect_direction_and_sizes(pilot):
     """Bigger effects need fewer tasks; a fall is planned as well as a rise; one-sided needs fewer."""
     small, big = plan(pilot, "passed", 0.05, seeds_per_task=3), plan(pilot, "passed", 0.15, seeds_per_task=3)

@@ -1057,6 +1057,7 @@ def test_boxes_catch_overlapping_labels():
 
 @pytest.mark.parametrize("name", ["forest", "level_shares", "ecdf", "quantile_shift", "step_buckets", "failure_rates",
                                   "task_outcomes", "power_curve"])
+@pytest.mark.slow
 def test_figures_with_long_names_have_no_overlapping_or_cut_labels(wide_figures, name):
     if name not in wide_figures:
         pytest.skip(f"no {name} figure for this comparison")
@@ -1141,6 +1142,7 @@ def wide_report(wide, traces, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window", [(1280, 1000), (760, 1000)])
 def test_report_with_long_names_and_many_metrics_fits_the_page(wide_report, tmp_path, window):
     """No two text or figure boxes overlap, none reaches beyond the window, no content spills out of its box,
@@ -1172,6 +1174,7 @@ def wide_many_report(scores, traces, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window", [(1280, 1000), (760, 1000)])
 def test_many_arm_report_with_every_candidates_sections_fits_the_page(wide_many_report, tmp_path, window):
     """The same layout checks on a many-arm report, every candidate's section opened."""
@@ -1188,6 +1191,7 @@ def test_many_arm_report_with_every_candidates_sections_fits_the_page(wide_many_
         assert out["shrunk"] == []
 
 
+@pytest.mark.slow
 def test_independent_runs_for_want_of_a_task_column_are_announced_first(scores, tmp_path):
     result = agentab.compare(scores.drop(columns="task_id"), metrics=["outcome", "tokens"], n_resamples=199, seed=0)
     assert result.design.warning

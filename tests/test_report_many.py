@@ -136,6 +136,7 @@ def test_hostile_arm_names_are_escaped(hostile, tmp_path):
     assert "<script" not in markdown.lower() and "<img" not in markdown
 
 
+@pytest.mark.slow
 def test_the_write_is_atomic_and_goes_through_the_shared_writer(hostile, tmp_path, monkeypatch):
     import sys
 
@@ -279,6 +280,7 @@ def _headings(text: str) -> list[str]:
     return [html.unescape(h) for h in re.findall(r"<h[23]>([^<]*)</h[23]>", text)]
 
 
+@pytest.mark.slow
 def test_each_candidate_has_the_two_arm_reports_sections(sweep, sweep_traces, sweep_html, tmp_path):
     assert list(sweep.candidates) == ["candidate", "candidate 2"]
     for name, comparison in sweep.candidates.items():
@@ -335,6 +337,7 @@ def test_each_candidate_in_markdown_has_the_cost_and_trajectory_sections(sweep, 
     assert text.count("![Tool choice by arm]") == len(sweep.candidates)
 
 
+@pytest.mark.slow
 def test_hostile_names_task_ids_and_arguments_are_escaped_in_every_candidates_sections(record, tmp_path):
     arms = ["prod", "<script>alert(1)</script>", "<img src=x onerror=alert(2)>"]
     task = "<script>alert('task')</script>"

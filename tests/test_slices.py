@@ -119,6 +119,7 @@ def _example(n_tasks: int = 24) -> pd.DataFrame:
     return agentab.score(agentab.datasets.example_experiment(seed=0, n_tasks=n_tasks, n_seeds=2))
 
 
+@pytest.mark.slow
 def test_metadata_key_of_a_runs_table_and_of_traces():
     traces = agentab.datasets.example_experiment(seed=0, n_tasks=20, n_seeds=2)
     runs = traces.runs.copy()
@@ -191,6 +192,7 @@ def test_interaction_constant_slice_gets_a_finite_weight():
     assert math.isnan(flat.pvalue) and "no unit varies" in flat.note
 
 
+@pytest.mark.slow
 def test_slice_whose_tasks_lack_values_in_an_arm_counts_as_small(terminal_bench):
     # suite size 4: 5 tasks run by both arms, one of them with no known outcome in one arm, so compare pairs 4
     data = terminal_bench.assign(suite_n=terminal_bench.groupby("task_id")["n_tests"].transform("max"))

@@ -122,6 +122,7 @@ def _loaded(rec: dict) -> dict:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records())
 def test_valid_records_round_trip(recs):
@@ -144,6 +145,7 @@ CORRUPTIONS = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(records(min_size=2, max_size=8), st.data())
 def test_corrupted_records_are_rejected_and_counted(tmp_path_factory, recs, data):
