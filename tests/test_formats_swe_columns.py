@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import agentab
 from agentab.formats import mini_swe_agent, swe_agent
-from agentab.formats._base import lookup
+from agentab.formats._base import MISSING, lookup
 from agentab.formats._fast_path import Slow
 from agentab.formats.decode import Prepared, PreparedSteps
 
@@ -268,6 +268,27 @@ _PATHS = st.lists(st.sampled_from(["a", "b", "0", "1", "*", "", "x", "y"]), min_
 
 @settings(max_examples=500, suppress_health_check=list(HealthCheck), deadline=None)
 @given(st.dictionaries(_KEYS, _JSON, max_size=4), _PATHS)
-def test_mini_swe_agent_field_lookup_is_lookups(obj, path):
-    found, expected = mini_swe_agent._at(obj, path), lookup(obj, path)
+def test_lookup_walk_without_star_is_the_candidate_walk(obj, path):
+    # lookup walks one value when the path has no `*` (the readers' run fields); the reference is the walk over
+    # lists of candidates that lookup does with a `*`
+    def candidates(obj, path):
+        if isinstance(obj, dict) and path in obj:
+            return obj[path]
+        values, star = [obj], False
+        for part in path.split("."):
+            found = []
+            for value in values:
+                if part == "*" and isinstance(value, dict):
+                    found.extend(value.values())
+                    star = True
+                elif isinstance(value, dict) and part in value:
+                    found.append(value[part])
+                elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                    found.append(value[int(part)])
+            if not found:
+                return MISSING
+            values = found
+        return values if star else values[0]
+
+    found, expected = lookup(obj, path), candidates(obj, path)
     assert found is expected or found == expected

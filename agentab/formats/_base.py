@@ -186,9 +186,22 @@ def lookup(obj: Any, path: str) -> Any:
     """
     if isinstance(obj, dict) and path in obj:
         return obj[path]
+    parts = path.split(".")
+    if "*" not in parts:  # one value at each step: walk it, without lists of candidates (readers call this per run)
+        value = obj
+        for part in parts:
+            if isinstance(value, dict):
+                if part not in value:
+                    return MISSING
+                value = value[part]
+            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                value = value[int(part)]
+            else:
+                return MISSING
+        return value
     values = [obj]
     star = False
-    for part in path.split("."):
+    for part in parts:
         found = []
         for value in values:
             if part == "*" and isinstance(value, dict):

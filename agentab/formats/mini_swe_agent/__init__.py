@@ -133,30 +133,9 @@ def _task_from_name(where: str) -> str | None:
     return name or None
 
 
-def _at(obj: dict[str, Any], path: str) -> Any:
-    """:func:`~agentab.formats._base.lookup` in an object, without its lists of candidates (one per part): a key
-    that is the whole path wins, else each dotted part is a key (or a list's index); a ``*`` is lookup's own."""
-    if path in obj:
-        return obj[path]
-    parts = path.split(".")
-    if "*" in parts:
-        return lookup(obj, path)
-    value: Any = obj
-    for part in parts:
-        if isinstance(value, dict):
-            if part not in value:
-                return MISSING
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return MISSING
-    return value
-
-
 def _value(obj: dict[str, Any], fields: FieldMap, key: str) -> tuple[str, Any]:
     name = fields.get(key) or FIELDS[key]
-    value = _at(obj, name)
+    value = lookup(obj, name)
     return name, (None if value is MISSING else value)
 
 
@@ -214,7 +193,7 @@ def _run_fields(obj: dict[str, Any], fields: FieldMap, out: dict[str, Any]) -> N
             out["arm"] = value
         else:
             meta[key] = value
-    calls = _at(info, "model_stats.api_calls")
+    calls = lookup(info, "model_stats.api_calls")
     for key in ("cost_usd", "latency_s"):
         name, value = _value(obj, fields, key)
         if value is None:
@@ -229,7 +208,7 @@ def _run_fields(obj: dict[str, Any], fields: FieldMap, out: dict[str, Any]) -> N
     for key, path in (("exit_status", "exit_status"), ("api_calls", "model_stats.api_calls"),
                       ("mini_version", "mini_version"), ("agent_type", "config.agent_type"),
                       ("model_type", "config.model_type")):
-        value = _at(info, path)
+        value = lookup(info, path)
         if value is not MISSING and value is not None and isinstance(value, (str, int, float)):
             meta[key] = value
     if isinstance(info.get("submission"), str):

@@ -232,9 +232,7 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     plan = {**FIELDS, **(fields or {})}
     path = Path(path)
     where = str(path)
-    with open_trace_file(path) as fh:
-        start = fh.read(4096).removeprefix(BOM).lstrip(JSON_SPACE)[:1]
-    one_object = start == b"{" and path.name.lower().removesuffix(".gz").endswith(".json")
+    start, one_object = _shape(path)
     if start != b"[" and not one_object:
         yield from _lines(path, where, plan)
         return
@@ -260,10 +258,15 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
 def splits(path: Path) -> bool:
     """Whether :func:`read_part` can read ``path`` in parts: it is read as JSON Lines (``output.jsonl``), every line
     a run of its own (not an event-stream ``.json``, a JSON array, or one object in a ``.json`` file)."""
-    path = Path(path)
+    start, one_object = _shape(Path(path))
+    return start == b"{" and not one_object
+
+
+def _shape(path: Path) -> tuple[bytes, bool]:
+    """A file's first character of JSON, and whether it is one object in a ``.json`` file (else lines are read)."""
     with open_trace_file(path) as fh:
         start = fh.read(4096).removeprefix(BOM).lstrip(JSON_SPACE)[:1]
-    return start == b"{" and not path.name.lower().removesuffix(".gz").endswith(".json")
+    return start, start == b"{" and path.name.lower().removesuffix(".gz").endswith(".json")
 
 
 def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMap | None = None) -> Part:
