@@ -49,6 +49,7 @@ def test_every_converted_reader_is_reached_through_load_traces(tmp_path, name, m
 
     every = {**formats.available(), name: dataclasses.replace(fmt, read_file=read_file, read_whole=None)}
     monkeypatch.setattr(formats, "available", lambda: dict(every))
+    monkeypatch.setattr(formats, "get", every.__getitem__)
     for given in (name, "auto"):
         traces = agentab.load_traces(path, format=given)
         assert len(traces.runs) == 1 and len(traces.steps) >= 1

@@ -106,7 +106,7 @@ def test_a_file_no_format_reads_raises_as_serial_without_a_warning(tmp_path, fil
 
 
 def test_a_crashed_files_worker_costs_only_time(tmp_path, files_in_parallel, monkeypatch):
-    monkeypatch.setattr(agentab.traces._parallel, "_start", lambda command, out: subprocess.Popen(
+    monkeypatch.setattr(agentab.traces._parallel, "_start", lambda command, out, stdin=None: subprocess.Popen(
         [sys.executable, "-c", "raise SystemExit(9)"]))
     source = _folder(tmp_path)
     with pytest.warns(RuntimeWarning, match=r"worker process failed \(exit code 9\); its files were read"):
@@ -170,13 +170,36 @@ def test_a_files_worker_starts_without_pandas(tmp_path):
     path = write_jsonl(tmp_path / "x.jsonl", [make_record("r1"), make_record("r2")])
     manifest = {"format": "auto", "fields": None, "template": None, "first_ordinal": 1 << 40,
                 "files": [[str(path), "a", None]]}
-    (out / "manifest.json").write_text(json.dumps(manifest))
     code = agentab.traces._parallel._PACKAGES + (
         "from agentab.traces._reader import files_worker; code = files_worker(sys.argv[1:]); print(code, sorted(name for name in sys.modules if name.split('.')[0] in "
         "('pandas', 'scipy', 'statsmodels', 'matplotlib') or name.split('.')[:2] in "
         "(['agentab', 'comparison'], ['agentab', 'scoring'], ['agentab', 'stats'])))")
-    done = subprocess.run([sys.executable, "-c", code, agentab.traces._parallel.PACKAGE_FOLDER, str(out)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code, agentab.traces._parallel.PACKAGE_FOLDER, str(out), "auto"],
+                          input=json.dumps(manifest), capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0 []"
     part = agentab.traces._parallel._read_part(out)[0]
     assert part.n_read == 2 and json.loads((out / "meta.json").read_text())["chosen"] == [[str(path), "record"]]
+
+
+def test_a_worker_given_no_manifest_exits_unused(tmp_path):
+    # workers start while the source is listed; a load that needs fewer than were started closes the others' input
+    workers = agentab.traces._parallel.FileWorkers(2, "swe-agent")
+    procs = [proc for proc, _ in workers.slots]
+    folder = Path(workers._tmp.name)
+    for proc in procs:
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    workers.close()
+    assert not folder.exists() and [p.returncode for p in procs] == [0, 0]
+
+
+def test_workers_started_while_listing_are_stopped_when_the_load_fails(tmp_path, files_in_parallel, monkeypatch):
+    started = []
+    original = agentab.traces._parallel.FileWorkers.__init__
+    monkeypatch.setattr(agentab.traces._parallel.FileWorkers, "__init__",
+                        lambda self, *args: original(self, *args) or started.append(self))
+    source = _folder(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        load_traces({**source, "c": tmp_path / "missing"}, workers=3)
+    assert len(started) == 1 and all(proc.poll() is not None for proc, _ in started[0].slots)
+    assert not Path(started[0]._tmp.name).exists()

@@ -26,6 +26,8 @@ its choice in ``Traces.formats``.
 
 from __future__ import annotations
 
+import importlib
+
 from agentab.formats._base import FieldMap, Format, Item, resolve_fields
 from agentab.formats._missing import settle
 from agentab.formats.files import first_keys, is_record_keys
@@ -64,33 +66,34 @@ RECORD = Format(
 )
 
 
-def available() -> dict[str, Format]:
-    """Every format by name."""
-    from agentab.formats.atif import FORMAT as ATIF
-    from agentab.formats.claude_code import FORMAT as CLAUDE_CODE
-    from agentab.formats.inspect_ai import FORMAT as INSPECT
-    from agentab.formats.messages import ANTHROPIC, OPENAI
-    from agentab.formats.mini_swe_agent import FORMAT as MINI_SWE_AGENT
-    from agentab.formats.openai_agents import FORMAT as OPENAI_AGENTS
-    from agentab.formats.openhands import FORMAT as OPENHANDS
-    from agentab.formats.otel import FORMAT as OTEL
-    from agentab.formats.swe_agent import FORMAT as SWE_AGENT
-    from agentab.formats.tau2 import FORMAT as TAU2
+#: Where each converted format is defined (module, name), in detection order: specific signatures before the message
+#: lists (openai's sniff also claims tau2, mini-SWE-agent, SWE-agent and OpenHands files, whose histories hold chat
+#: messages; anthropic's claims Claude Code sessions).
+_MODULES = {
+    "otel": ("otel", "FORMAT"), "openai-agents": ("openai_agents", "FORMAT"), "tau2": ("tau2", "FORMAT"),
+    "mini-swe-agent": ("mini_swe_agent", "FORMAT"), "swe-agent": ("swe_agent", "FORMAT"),
+    "openhands": ("openhands", "FORMAT"), "claude-code": ("claude_code", "FORMAT"), "openai": ("messages", "OPENAI"),
+    "anthropic": ("messages", "ANTHROPIC"), "inspect": ("inspect_ai", "FORMAT"), "atif": ("atif", "FORMAT"),
+}
 
-    # Order matters to detection: specific signatures before the message lists (openai's sniff also claims
-    # tau2, mini-SWE-agent, SWE-agent and OpenHands files, whose histories hold chat messages; anthropic's
-    # claims Claude Code sessions).
-    return {"record": RECORD, "otel": OTEL, "openai-agents": OPENAI_AGENTS, "tau2": TAU2,
-            "mini-swe-agent": MINI_SWE_AGENT, "swe-agent": SWE_AGENT, "openhands": OPENHANDS,
-            "claude-code": CLAUDE_CODE, "openai": OPENAI, "anthropic": ANTHROPIC, "inspect": INSPECT, "atif": ATIF}
+
+def _converted(name: str) -> Format:
+    module, attribute = _MODULES[name]
+    return getattr(importlib.import_module(f"agentab.formats.{module}"), attribute)
+
+
+def available() -> dict[str, Format]:
+    """Every format by name (in the order :func:`detect` tries them, our record first)."""
+    return {"record": RECORD, **{name: _converted(name) for name in _MODULES}}
 
 
 def get(name: str) -> Format:
-    """The format called ``name``; a ValueError listing the formats otherwise."""
-    formats = available()
-    if name not in formats:
-        raise ValueError(f"unknown trace format {name!r}; formats: auto, {', '.join(formats)}")
-    return formats[name]
+    """The format called ``name`` (only its own module is imported); a ValueError listing the formats otherwise."""
+    if name == "record":
+        return RECORD
+    if name not in _MODULES:
+        raise ValueError(f"unknown trace format {name!r}; formats: auto, {', '.join(['record', *_MODULES])}")
+    return _converted(name)
 
 
 def detect(head: bytes, name: str = "") -> str | None:

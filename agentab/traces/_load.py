@@ -165,12 +165,15 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
         return _load_batched(reader, source, engine, batch_bytes, scheduler, load_args)
     if progress is not None:
         reader.total = sum(1 for _ in _paths(source))
-    if isinstance(source, Mapping):
-        for arm_name, part in source.items():
-            reader.feed(part, arm_name)
-    else:
-        reader.feed(source, arm)
-    reader.flush()
+    try:
+        if isinstance(source, Mapping):
+            for arm_name, part in source.items():
+                reader.feed(part, arm_name)
+        else:
+            reader.feed(source, arm)
+        reader.flush()
+    finally:
+        reader.close()
     sources = reader.sources
     runs_table, steps_table, rejected = decoder.finish()
     if decoder.n_read == 0:

@@ -129,7 +129,8 @@ _PACKAGES = ("import os, sys, types; root = sys.argv.pop(1)\n"
 _BOOTSTRAP = _PACKAGES + "from agentab.traces._parallel import _worker"
 _WORKER = _BOOTSTRAP + "; sys.exit(_worker(sys.argv[1:]))"
 #: A worker reading whole files (:func:`read_files`) runs the loader's reader
-#: (:func:`agentab.traces._reader.files_worker`, named here as text: this module does not import the reader).
+#: (:func:`agentab.traces._reader.files_worker`, named here as text: this module does not import the reader); it is
+#: started ahead of its work (:class:`FileWorkers`) and reads its manifest from its standard input.
 _FILES_WORKER = _PACKAGES + "from agentab.traces._reader import files_worker; sys.exit(files_worker(sys.argv[1:]))"
 #: The folder of the ``agentab`` package, the first argument of a worker.
 PACKAGE_FOLDER = str(Path(__file__).resolve().parent.parent)
@@ -144,9 +145,9 @@ def _launch(path: Path, arm: str | None, part: tuple[int, int, int], first_ordin
     return _start(command, out)
 
 
-def _start(command: list[str], out: Path) -> subprocess.Popen:
+def _start(command: list[str], out: Path, stdin: int = subprocess.DEVNULL) -> subprocess.Popen:
     with (out / "stderr.txt").open("wb") as errors:  # a file, not a pipe: a chatty worker cannot block
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
+        return subprocess.Popen(command, stdin=stdin, stdout=subprocess.DEVNULL, stderr=errors)
 
 
 def write_part(part: DecodedPart, out: Path, keys: frozenset[str] = frozenset(),
@@ -279,65 +280,108 @@ def plan_files(weights: list[int], workers: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
-def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: int) -> None:
+class FileWorkers:
+    """Worker processes of :func:`read_files`, started before their files are known.
+
+    A worker starts Python and imports the reader (and the format read: ``fmt``) while this process is still
+    listing the source's folders, then waits for its manifest on its standard input. Workers not given one
+    (:meth:`close`) exit unused. Each has a folder (in the system's temporary folder) for its result.
+    """
+
+    def __init__(self, n: int, fmt: str) -> None:
+        sweep_stale(tempfile.gettempdir(), _TEMP_PREFIX)  # the parts folders of loads that were killed
+        self._tmp = tempfile.TemporaryDirectory(prefix=owned_prefix(_TEMP_PREFIX))
+        self.slots: list[tuple[subprocess.Popen | None, Path]] = []
+        for k in range(1, n + 1):
+            out = Path(self._tmp.name) / f"files{k}"
+            out.mkdir()
+            try:
+                proc: subprocess.Popen | None = _start([sys.executable, "-c", _FILES_WORKER, PACKAGE_FOLDER, str(out),
+                                                        fmt], out, subprocess.PIPE)
+            except OSError as err:
+                proc = None
+                (out / "stderr.txt").write_text(f"could not start: {err}")
+            self.slots.append((proc, out))
+
+    def send(self, k: int, manifest: dict[str, Any]) -> bool:
+        """Give worker ``k`` its manifest; False if it cannot take it (it failed to start, or died)."""
+        proc = self.slots[k][0]
+        if proc is None or proc.stdin is None:
+            return False
+        try:
+            with proc.stdin:
+                proc.stdin.write(json.dumps(manifest).encode())
+        except OSError:  # a broken pipe: the worker is gone
+            return False
+        return True
+
+    def close(self) -> None:
+        """Stop the workers still running (unused, or abandoned by an error) and remove their folders."""
+        for proc, _ in self.slots:
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+            if proc is not None:
+                proc.wait()
+                if proc.stdin is not None and not proc.stdin.closed:
+                    try:
+                        proc.stdin.close()
+                    except OSError:
+                        pass
+        self._tmp.cleanup()
+
+    def __enter__(self) -> FileWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: int,
+               started: FileWorkers | None = None) -> None:
     """Read whole files (``weights``: :func:`file_weight`) over this process and ``workers - 1`` subprocesses,
     merged in reading order.
 
     ``reader`` is the loader's file reader (``agentab.traces._reader._Reader``): ``reader.read_here(entries)``
     reads files in this process, ``reader.worker_settings()`` is what a worker needs to read them alike (JSON),
-    ``reader.decoder`` merges the workers' results and ``reader.chosen`` takes their formats. Group ``k``'s
-    records are numbered from ``k << _ORDINAL_BITS`` past the ordinals so far, so a strict load raises its
-    earliest problem and duplicates name their first run exactly as a serial read does. A worker that failed
-    costs time only: its files are then read here, in their turn.
+    ``reader.decoder`` merges the workers' results and ``reader.chosen`` takes their formats. ``started``: the
+    workers, if the reader started them while listing (:class:`FileWorkers`; closed here), else they are started
+    here. Group ``k``'s records are numbered from ``k << _ORDINAL_BITS`` past the ordinals so far, so a strict load
+    raises its earliest problem and duplicates name their first run exactly as a serial read does. A worker that
+    failed costs time only: its files are then read here, in their turn.
     """
     groups = plan_files(weights, workers)
     if len(groups) < 2:
+        if started is not None:
+            started.close()
         reader.read_here(entries)
         return
     base = reader.decoder.next_ordinal
     settings = reader.worker_settings()
-    sweep_stale(tempfile.gettempdir(), _TEMP_PREFIX)
-    with tempfile.TemporaryDirectory(prefix=owned_prefix(_TEMP_PREFIX)) as tmp:
-        launched = []
-        try:
-            for k, (i, j) in enumerate(groups[1:], start=1):
-                out = Path(tmp) / f"files{k}"
-                out.mkdir()
-                manifest = dict(settings, first_ordinal=base + (k << _ORDINAL_BITS),
-                                files=[[str(p), arm, None if root is None else str(root)] for p, arm, root in entries[i:j]])
-                (out / "manifest.json").write_text(json.dumps(manifest))
-                try:
-                    proc: subprocess.Popen | None = _start([sys.executable, "-c", _FILES_WORKER, PACKAGE_FOLDER,
-                                                            str(out)], out)
-                except OSError as err:
-                    proc = None
-                    (out / "stderr.txt").write_text(f"could not start: {err}")
-                launched.append((proc, (i, j), out, manifest["first_ordinal"]))
-            first = groups[0]
-            reader.read_here(entries[first[0]:first[1]])
-            for proc, (i, j), out, first_ordinal in launched:
-                part = None
-                if proc is not None:
-                    proc.wait()
-                    if proc.returncode == 0:
-                        part = _read_part(out)[0]
-                        chosen = json.loads((out / "meta.json").read_text())["chosen"]
-                    elif proc.returncode != RAISED:
-                        _warn_failed(proc, out, "its files were")
-                else:
-                    _warn_failed(proc, out, "its files were")
-                if part is None:
-                    reader.decoder.next_ordinal = max(reader.decoder.next_ordinal, first_ordinal)
-                    reader.read_here(entries[i:j])
-                else:
-                    reader.decoder.merge(part)
-                    reader.chosen.extend(tuple(pair) for pair in chosen)
-                    reader.files_done(entries[i:j])
-        finally:
-            for proc, _, _, _ in launched:
-                if proc is not None and proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+    with started if started is not None else FileWorkers(len(groups) - 1, settings["format"]) as pool:
+        sent = []
+        for k, (i, j) in enumerate(groups[1:], start=1):
+            manifest = dict(settings, first_ordinal=base + (k << _ORDINAL_BITS),
+                            files=[[str(p), arm, None if root is None else str(root)] for p, arm, root in entries[i:j]])
+            sent.append((pool.send(k - 1, manifest), (i, j), manifest["first_ordinal"]))
+        first = groups[0]
+        reader.read_here(entries[first[0]:first[1]])
+        for k, (given, (i, j), first_ordinal) in enumerate(sent):
+            proc, out = pool.slots[k]
+            part = None
+            if proc is not None:
+                proc.wait()
+            if given and proc is not None and proc.returncode == 0:
+                part = _read_part(out)[0]
+                chosen = json.loads((out / "meta.json").read_text())["chosen"]
+            elif not given or proc is None or proc.returncode != RAISED:
+                _warn_failed(proc, out, "its files were")
+            if part is None:
+                reader.decoder.next_ordinal = max(reader.decoder.next_ordinal, first_ordinal)
+                reader.read_here(entries[i:j])
+            else:
+                reader.decoder.merge(part)
+                reader.chosen.extend(tuple(pair) for pair in chosen)
+                reader.files_done(entries[i:j])
 
 
 def _read_converted(fmt: Format, fields: dict[str, str] | None, path: Path, arm: str | None,

@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import stat
+import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ from agentab.traces._parallel import (
     PARALLEL_MIN_BYTES,
     RAISED,
     Entry,
+    FileWorkers,
     arrow_without_pandas,
     file_weight,
     read_files,
@@ -66,6 +68,12 @@ class _Reader:
         self.chosen: list[tuple[str, str]] = []  # (source, format) in reading order
         self._named: dict[str, formats.Format] = {}  # the format asked for, looked up once per load
         self.pending: list[Entry] = []  # files listed, not yet read (:meth:`flush`)
+        # their weights (:func:`file_weight`) when they may be read over several processes, and those processes,
+        # started as soon as the files listed are enough (:meth:`_listed`)
+        self._weighed = workers >= 2 and self.overlay.table is None
+        self._weights: list[int] = []
+        self._weight = 0
+        self._started: FileWorkers | None = None
 
     def feed(self, source: Any, arm: str | None) -> None:
         """List the files of ``source`` to read (:meth:`flush` reads them), or read its records in memory."""
@@ -80,7 +88,7 @@ class _Reader:
                     self.decoder.reject(str(path), 1, None, path.reason)
                     self.files_done([(path, arm, root)])
                 else:
-                    self.pending.append((path, arm, root))
+                    self._listed((path, arm, root))
         elif isinstance(source, (list, tuple)):
             self.flush()  # records in memory come after the files listed before them
             name = "<records>" if arm is None else f"<{arm} records>"
@@ -107,21 +115,39 @@ class _Reader:
         else:
             raise TypeError(f"cannot read traces from a {type(source).__name__}")
 
+    def _listed(self, entry: Entry) -> None:
+        """A file listed, to read at the next :meth:`flush`. Once the files listed are several and weigh enough to
+        be read over several processes, the workers are started, so that their start-up overlaps the listing."""
+        self.pending.append(entry)
+        if not self._weighed:
+            return
+        weight = file_weight(entry[0])
+        self._weights.append(weight)
+        self._weight += weight
+        if self._started is None and len(self.pending) >= 2 and self._weight >= PARALLEL_FILES_MIN_BYTES:
+            self._started = FileWorkers(self.workers - 1, self.format)
+
     def flush(self) -> None:
         """Read the files listed so far: over several processes, whole files each, when there are several and
         enough bytes (:func:`agentab.traces._parallel.read_files`: the same result as one by one), and not when
         an outcomes table is joined (it is joined here, run by run); else one by one in this process."""
         entries, self.pending = self.pending, []
-        if self.workers >= 2 and len(entries) >= 2 and self.overlay.table is None:
-            weights = [file_weight(path) for path, _, _ in entries]
-            if sum(weights) >= PARALLEL_FILES_MIN_BYTES:
-                workers, self.workers = self.workers, 1  # its own group whole too: the other CPUs are busy with theirs
-                try:
-                    read_files(self, entries, weights, workers)
-                finally:
-                    self.workers = workers
-                return
+        weights, self._weights, self._weight = self._weights, [], 0
+        started, self._started = self._started, None
+        if started is not None:
+            workers, self.workers = self.workers, 1  # its own group whole too: the other CPUs are busy with theirs
+            try:
+                read_files(self, entries, weights, workers, started)
+            finally:
+                self.workers = workers
+            return
         self.read_here(entries)
+
+    def close(self) -> None:
+        """Stop workers started for files not read (the load failed while listing)."""
+        started, self._started = self._started, None
+        if started is not None:
+            started.close()
 
     def read_here(self, entries: Iterable[Entry]) -> None:
         """Read files in this process, one by one."""
@@ -267,11 +293,23 @@ def worker_reader(decoder: RecordDecoder, settings: Mapping[str, Any]) -> _Reade
     return _Reader(decoder, 1, None, settings["format"], settings["fields"], overlay)
 
 def files_worker(argv: list[str]) -> int:
-    """A worker process of :func:`agentab.traces._parallel.read_files`: its group of files (``argv``: the folder
-    holding ``manifest.json``) read by the loader's own reader, the result written beside the manifest."""
+    """A worker process of :func:`agentab.traces._parallel.read_files`: its group of files read by the loader's own
+    reader, the result written to the folder ``argv[0]``.
+
+    Started ahead of its work (:class:`agentab.traces._parallel.FileWorkers`): it imports what reading the format
+    ``argv[1]`` takes, then reads its manifest (JSON) from its standard input; none (the input closed empty): it
+    was not needed, and exits.
+    """
     arrow_without_pandas()
-    out = Path(argv[0])
-    manifest = json.loads((out / "manifest.json").read_text())
+    out, fmt = Path(argv[0]), argv[1]
+    if fmt == "auto":
+        formats.available()
+    else:
+        formats.get(fmt)
+    data = sys.stdin.buffer.read()
+    if not data:
+        return 0
+    manifest = json.loads(data)
     decoder = RecordDecoder(strict=False, first_ordinal=manifest["first_ordinal"])
     reader = worker_reader(decoder, manifest)
     try:
