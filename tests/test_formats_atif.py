@@ -269,6 +269,40 @@ def test_whole_job_folder_with_results(tmp_path):
     assert runs["seed"].nunique() == 4
 
 
+def test_a_named_load_leaves_companion_files_unopened_with_the_same_runs(tmp_path, monkeypatch):
+    for source in (SUMMARIZED, BAD_JSON, TIMEOUT, OPENHANDS):
+        trial = source.parent.parent.name
+        trial_copy(tmp_path, source, trial_result("hello-world", trial, 1.0 if "Ti" not in trial else 0.0))
+        (tmp_path / trial / "config.json").write_text("{}")
+    multi = tmp_path / "task-a__abcdefg"  # a multi-step trial: steps/<name>/agent/trajectory.json
+    (multi / "steps" / "build" / "agent").mkdir(parents=True)
+    shutil.copy(TIMEOUT, multi / "steps" / "build" / "agent" / "trajectory.json")
+    (multi / "result.json").write_text(json.dumps(trial_result(
+        "task-a", "task-a__abcdefg", reward=None,
+        step_results=[{"step_name": "build", "verifier_result": {"rewards": {"reward": 0.25}}}])))
+    alone = tmp_path / "lonely__zzzzzzz"  # a result.json with no trajectory: still read (a rejection)
+    alone.mkdir()
+    (alone / "result.json").write_text(json.dumps(trial_result("lonely", "lonely__zzzzzzz")))
+    opened = []
+    read_file = FORMAT.read_file
+    every = dict(formats.available())
+    monkeypatch.setattr(formats, "get", lambda name: every[name])
+    every["atif"] = replace(FORMAT, read_file=lambda path, fields: opened.append(path.name) or read_file(path, fields))
+    named = agentab.load_traces(tmp_path, format="atif", strict=False)
+    assert sorted(opened) == ["result.json", *["trajectory.json"] * 5]  # the lonely trial's result.json only
+    every["atif"] = replace(every["atif"], companions=None)  # every file opened, each companion giving no run
+    opened.clear()
+    every_file = agentab.load_traces(tmp_path, format="atif", strict=False)
+    assert len(opened) == len(list(tmp_path.rglob("*.json")))
+    assert named.runs.drop(columns="source").equals(every_file.runs.drop(columns="source"))
+    assert named.steps.equals(every_file.steps) and len(named.runs) == 5
+    assert list(named.rejected["field"]) == list(every_file.rejected["field"]) == ["agent/trajectory.json"]
+    assert [Path(s).name for s in named.sources].count("result.json") == 1
+    assert [Path(s).name for s in every_file.sources].count("config.json") == 4
+    parts = [str(p) for p in sorted(tmp_path.rglob("*.json"))]
+    assert all("cont-" not in p and "summarization" not in p for p in FORMAT.companions(parts))
+
+
 # --------------------------------------------------------------------------- #
 # result.json
 # --------------------------------------------------------------------------- #

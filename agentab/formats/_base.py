@@ -100,6 +100,13 @@ class Format:
         ``read_whole(path, fields) -> Part | None``: a reader of the whole
         file that is faster than reading it in parts but may decline (None),
         tried first on a file large enough to split.
+    companions : callable or None
+        ``companions(paths) -> paths``: of the files found under a folder
+        (their paths as text, in reading order), the ones to read; a format
+        whose files are read along with another (Harbor's ``result.json``
+        with the trajectory beside it) leaves those out, so the loader does
+        not open them on their own. Used when the format is named
+        (``format="atif"``); files given by their own path are always read.
     """
 
     name: str
@@ -113,6 +120,7 @@ class Format:
     read_part: Callable[[Path, int, int, int, FieldMap], Part] | None = None
     splits: Callable[[Path], bool] | None = None
     read_whole: Callable[[Path, FieldMap], Part | None] | None = None
+    companions: Callable[[list[str]], list[str]] | None = None
 
 
 @dataclass(frozen=True)

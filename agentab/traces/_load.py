@@ -18,7 +18,7 @@ from agentab.formats.decode import RecordDecoder
 from agentab.traces._outcomes import read_outcomes
 from agentab.traces._overlay import Overlay, PathTemplate
 from agentab.traces._parallel import default_workers
-from agentab.traces._reader import SUFFIXES, _files, _kind, _Reader, _Unreadable
+from agentab.traces._reader import SUFFIXES, _kind, _Reader, _Unreadable
 from agentab.traces._stream import LocalRunner, PathRules, Planner, Settings, check_engine, load_batched
 from agentab.traces._tables import PathLike, Traces, _frames, _rejected_frame
 
@@ -164,7 +164,7 @@ def load_traces(source: Source, *, format: str = "auto", fields: Mapping[str, st
     if engine != "memory":
         return _load_batched(reader, source, engine, batch_bytes, scheduler, load_args)
     if progress is not None:
-        reader.total = sum(1 for _ in _paths(source))
+        reader.total = sum(1 for _ in _paths(source, reader.files))
     try:
         if isinstance(source, Mapping):
             for arm_name, part in source.items():
@@ -193,7 +193,7 @@ def _load_batched(reader: _Reader, source: Any, engine: str, batch_bytes: int, s
         runner: Any = DaskRunner(scheduler)
     else:
         runner = LocalRunner()
-    planner = Planner(reader, batch_bytes, PathRules(_files, _Unreadable, _kind))
+    planner = Planner(reader, batch_bytes, PathRules(reader.files, _Unreadable, _kind))
     if isinstance(source, Mapping):
         for arm_name, part in source.items():
             planner.feed(part, arm_name)
@@ -254,17 +254,17 @@ def _describe(sources: list[str], source: Any) -> str:
     return repr(source) if not isinstance(source, (list, tuple)) else "an empty list"
 
 
-def _paths(source: Any) -> Iterator[Path]:
-    """Every file a source names (records given in memory are not files)."""
+def _paths(source: Any, files: Callable[[Path], list[Path]]) -> Iterator[Path]:
+    """Every file a source names, as ``files`` lists a path's (records given in memory are not files)."""
     if isinstance(source, Mapping):
         for part in source.values():
-            yield from _paths(part)
+            yield from _paths(part, files)
     elif isinstance(source, (str, os.PathLike)):
-        yield from _files(Path(source))
+        yield from files(Path(source))
     elif isinstance(source, (list, tuple)):
         for item in source:
             if isinstance(item, (str, os.PathLike)):
-                yield from _files(Path(item))
+                yield from files(Path(item))
 
 
 # --------------------------------------------------------------------------- #

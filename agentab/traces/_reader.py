@@ -43,7 +43,7 @@ from agentab.traces._parallel import (
     write_part,
 )
 
-__all__ = ["SUFFIXES", "files_worker", "worker_reader"]
+__all__ = ["SUFFIXES", "files_worker", "listing", "worker_reader"]
 
 #: File name endings read from a directory, and what each holds.
 SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjson.gz": "lines",
@@ -63,6 +63,7 @@ class _Reader:
         self.total = 0
         self.done = 0
         self.format = format
+        self.files = listing(format)  # a source's files
         self.fields = fields
         self.overlay = Overlay() if overlay is None else overlay
         self.chosen: list[tuple[str, str]] = []  # (source, format) in reading order
@@ -79,7 +80,7 @@ class _Reader:
         """List the files of ``source`` to read (:meth:`flush` reads them), or read its records in memory."""
         if isinstance(source, (str, os.PathLike)):
             root = Path(source) if os.path.isdir(source) else None
-            for path in _files(Path(source)):
+            for path in self.files(Path(source)):
                 self.sources.append(str(path))
                 if isinstance(path, _Unreadable):  # a folder that cannot be listed, a FIFO or device found in one
                     self.flush()  # the files before it first, in their order
@@ -336,8 +337,18 @@ def _unreadable(path: Path, reason: str) -> _Unreadable:
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device): refused"
 
 
-def _files(path: Path) -> list[Path]:
-    """The trace files a path names: itself, or every file under a folder (sorted), recursively.
+def listing(format: str) -> Callable[[Path], list[Path]]:
+    """How the loader lists a source's files when reading ``format``: :func:`_files`, without the files a named
+    format reads along with others (:attr:`agentab.formats.Format.companions`)."""
+    companions = None if format == "auto" else formats.get(format).companions
+    if companions is None:
+        return _files
+    return lambda path: _files(path, companions)
+
+
+def _files(path: Path, companions: Callable[[list[str]], list[str]] | None = None) -> list[Path]:
+    """The trace files a path names: itself, or every file under a folder (sorted), recursively; of a folder's,
+    those ``companions`` keeps (if given).
 
     A folder that cannot be listed, or a FIFO/device with a trace file's name in a folder, is listed as an
     :class:`_Unreadable` (the reader rejects it: an error under ``strict=True``).
@@ -350,6 +361,9 @@ def _files(path: Path) -> list[Path]:
         raise TraceError(f"cannot read this path: {err.strerror or err}", source=str(path)) from err
     if stat.S_ISDIR(mode):
         found = sorted(_walk(path), key=_sort_key)
+        if companions is not None and found:
+            kept = set(companions([p for p in found if isinstance(p, str)]))
+            found = [p for p in found if not isinstance(p, str) or p in kept]
         if not found:
             raise TraceError(f"no {', '.join(SUFFIXES)} files in this directory", source=str(path))
         return [Path(p) if isinstance(p, str) else p for p in found]

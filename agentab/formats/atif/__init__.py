@@ -67,7 +67,8 @@ Segments
     run's too; a continuation that is not there rejects the run. Files Harbor writes beside a trajectory
     as parts of it (``trajectory.cont-N.json``, Terminus-2's ``trajectory.summarization-N-*.json``
     sub-agents), when their ``trajectory.json`` is there, and its bookkeeping files (``result.json``,
-    ``config.json``, ``lock.json``) give no run of their own when a folder is read; a trial's
+    ``config.json``, ``lock.json``) give no run of their own when a folder is read (with ``format="atif"`` the
+    loader does not open them: :attr:`~agentab.formats.Format.companions`); a trial's
     ``result.json`` without ``agent/trajectory.json`` is a rejection (the agent wrote no trajectory).
 Rejected
     A file that is not JSON or not an ATIF object, an unknown ``schema_version``, no steps, a step
@@ -153,6 +154,32 @@ def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
                    reason="not an ATIF trajectory: expected a JSON object with a `schema_version` \"ATIF-v1.x\"")
         return
     yield _item(doc, path, fields, 1)
+
+
+def _companions(paths: list[str]) -> list[str]:
+    """The files of a folder listing to read: not a trial's bookkeeping beside its trajectory, nor a part of a
+    trajectory listed beside it (:func:`_read_file` gives neither a run: each is read with its trajectory)."""
+    found = set(paths)
+    trials = set()  # the folders holding a trial's trajectory: <trial>/agent/, or <trial>/steps/<name>/agent/
+    for path in paths:
+        if path.endswith("trajectory.json") and os.path.basename(path) == "trajectory.json":
+            agent = os.path.dirname(path)
+            if os.path.basename(agent) == "agent":
+                trial = os.path.dirname(agent)
+                trials.add(trial)
+                steps = os.path.dirname(trial)
+                if os.path.basename(steps) == "steps":
+                    trials.add(os.path.dirname(steps))
+    keep = []
+    for path in paths:
+        folder, name = os.path.split(path)
+        if name.lower() in _BOOKKEEPING and folder in trials:
+            continue
+        part = _PART_FILE.search(name)
+        if part is not None and os.path.join(folder, f"{name[:part.start()]}.json") in found:
+            continue
+        keep.append(path)
+    return keep
 
 
 def _read_objects(objects: Sequence[Any], name: str, fields: FieldMap) -> Iterator[Item]:
@@ -300,4 +327,5 @@ FORMAT = Format(
     sniff=_sniff,
     read_file=_read_file,
     read_objects=_read_objects,
+    companions=_companions,
 )
