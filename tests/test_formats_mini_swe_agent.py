@@ -297,6 +297,10 @@ def test_bad_shapes_are_rejections():
     assert convert(bad_cost).field == "messages[2].extra.response.usage.cost"
     bad_regex = v1([*START], instance_id="t", config={"agent": {"action_regex": "(unclosed"}})
     assert convert(bad_regex).field == "info.config.agent.action_regex"
+    two_groups = v1([*START, said("```bash\nls\n```", {"prompt_tokens": 1})], instance_id="t",
+                    config={"agent": {"action_regex": "```(bash)\\n(.*?)\n```"}})
+    item = convert(two_groups)  # a typed rejection, not a crash on findall's tuples
+    assert item.field == "info.config.agent.action_regex" and "2 groups" in item.reason
 
 
 def test_malformed_file(tmp_path):

@@ -163,8 +163,15 @@ def test_swe_agent_edited_files_read_the_same(tmp_path, monkeypatch, how):
         assert_same(folder, "swe-agent", monkeypatch, fields={"seed": "seed", "outcome": "outcome"})
     elif how == "table":  # a verdict beside the file's own: outcome_in_file
         names = sorted(p.as_posix() for p in folder.rglob("*.traj"))
-        assert_same(folder, "swe-agent", monkeypatch, fields={"seed": "seed", "outcome": "outcome"},
-                    outcomes=pd.DataFrame({"run_id": names, "outcome": True}))
+        runs = assert_same(folder, "swe-agent", monkeypatch, fields={"seed": "seed", "outcome": "outcome"},
+                           outcomes=pd.DataFrame({"run_id": names, "outcome": True}))[0]
+        # an integer outcome takes the column path and is kept as read (0, not 0.0), as the usual path keeps it
+        (item,) = swe_agent.FORMAT.read_file(folder / "int_outcome" / "int_outcome.traj",
+                                      {**swe_agent.FIELDS, "seed": "seed", "outcome": "outcome"})
+        assert type(item.record) is Prepared and type(item.record.outcome) is int
+        kept = json.loads(runs.set_index("run_id").loc[(folder / "int_outcome" / "int_outcome.traj").as_posix(),
+                                                        "metadata"])["outcome_in_file"]
+        assert kept == 0 and type(kept) is int
     else:
         assert_same(folder, "swe-agent", monkeypatch)
 

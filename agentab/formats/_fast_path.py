@@ -162,8 +162,8 @@ def prepared(out: dict[str, Any], steps: PreparedSteps, totals: dict[str, int] |
     seed, outcome = out.get("seed"), out.get("outcome")
     if seed is not None and not -INT64_MAX - 1 <= seed <= INT64_MAX:
         raise Slow
-    if outcome is not None and type(outcome) is not bool:
-        outcome = float(outcome)
+    if outcome is not None and type(outcome) not in (bool, int, float):
+        raise Slow  # the usual path rejects it by name (an int is kept: metadata.outcome_in_file shows it as read)
     run_id = out.get("run_id")
     return Prepared(None if run_id is None else str(run_id), out.get("task_id"), seed, out.get("arm"),  # type: ignore[arg-type]
                     outcome, out.get("cost_usd"), out.get("latency_s"), out.get("metadata"), steps, None,

@@ -227,8 +227,8 @@ def _fast_item(doc: dict[str, Any], run_id: str, stem: str, fields: FieldMap) ->
     run, task, seed, outcome = record.get("run_id"), record.get("task_id"), record.get("seed"), record.get("outcome")
     if not ((type(task) is str and task) or type(task) is int or task is None) or not (type(run) is str or run is None):
         raise Slow  # the schema's rejection, or an integer run id (the overlay matches it as given)
-    if not (type(seed) is int or seed is None) or not (type(outcome) in (bool, float) or outcome is None):
-        raise Slow  # the schema's rejection, or an integer outcome (the decoder's float, the overlay's own)
+    if not (type(seed) is int or seed is None) or not (type(outcome) in (bool, int, float) or outcome is None):
+        raise Slow  # the schema's rejection
     steps = record.pop("steps")
     totals = {"tokens_in": record.pop("tokens_in"), "tokens_out": record.pop("tokens_out")}
     return Item(1, record=prepared(record, steps, totals), missing=missing or None)

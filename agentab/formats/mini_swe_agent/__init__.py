@@ -251,8 +251,6 @@ def _fast_item(obj: dict[str, Any], line: int, where: str, fields: FieldMap) -> 
         raise Slow
     missing: dict[str, tuple[str | None, str]] = {}
     out = _identity(obj, fields, where, line, True, missing)  # what it lacks stays None for the loader to fill
-    if type(out.get("outcome")) is int:
-        raise Slow  # a Prepared holds it as a float: the outcome_in_file a joined verdict keeps would differ
     _run_fields(obj, fields, out)
     steps, totals, format_errors = walk(messages, Run(info or {}, messages))
     meta = out["metadata"]

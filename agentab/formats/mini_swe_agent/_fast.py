@@ -135,8 +135,6 @@ def walk(messages: list[_Message], run: Run) -> tuple[PreparedSteps, dict[str, A
     v1 text-mode message list; :class:`Slow` (or a Reject) for anything else."""
     # kept whole: one pass with each case inline (no call per message but the regular expressions') is what
     # makes it fast
-    if run.action.groups > 1:
-        raise Slow  # its findall gives tuples: the reader's own walk
     rows: list[list[Any]] = []
     waiting: list[list[Any]] = []
     pending: tuple[Any, ...] | None = None  # sums of the calls not yet given to a step

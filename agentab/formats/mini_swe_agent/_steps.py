@@ -159,6 +159,9 @@ class Run:
             self.action = re.compile(regex if isinstance(regex, str) and regex else _DEFAULT_ACTION, re.DOTALL)
         except re.error as err:
             raise Reject("info.config.agent.action_regex", f"not a regular expression: {err}") from None
+        if self.action.groups > 1:  # mini-swe-agent takes each match's one group (or the whole match) as the command
+            raise Reject("info.config.agent.action_regex", f"a regular expression with {self.action.groups} groups: "
+                         "mini-swe-agent reads the command from one group (or the whole match)")
         timeout = agent.get("timeout_template")
         prefix = timeout.split("{", 1)[0] if isinstance(timeout, str) else ""
         self.timeout = prefix if len(prefix) >= 8 else _DEFAULT_TIMEOUT
