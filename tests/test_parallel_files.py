@@ -21,9 +21,11 @@ from agentab import TraceError, load_traces
 
 @pytest.fixture
 def files_in_parallel(monkeypatch):
-    """Every load of two or more files is 'large' and cut evenly, so tests stay small; count the workers' groups."""
+    """Every load of two or more files is 'large', so tests stay small, and this process claims no chunk after its
+    first (the workers read every other: small files are read before a worker starts); count the workers' chunks."""
     monkeypatch.setattr(agentab.traces._reader, "PARALLEL_FILES_MIN_BYTES", 0)
     monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._parallel, "claim", lambda claims, k: False)
     merged = []
     read_part = agentab.traces._parallel._read_part
     monkeypatch.setattr(agentab.traces._parallel, "_read_part", lambda out: merged.append(out) or read_part(out))
@@ -53,7 +55,21 @@ def _folder(tmp_path, n_files=6, per_file=4, bad=None):
 def test_files_in_parallel_equal_serial(tmp_path, files_in_parallel, workers):
     source = _folder(tmp_path)
     _same(load_traces(source, workers=workers), load_traces(source, workers=1))
-    assert len(files_in_parallel) == workers - 1  # the workers really read groups of files
+    chunks = agentab.traces._parallel.plan_files([1] * 12, workers * agentab.traces._parallel.CHUNKS_PER_PROCESS, 0)
+    assert len(files_in_parallel) == len(chunks) - 1 == 11  # the workers really read every chunk but the first
+
+
+def test_chunks_claimed_by_whichever_process_is_free_equal_serial(tmp_path, monkeypatch):
+    # no claim forced: this process and the workers race for the chunks (tiny files: this process mostly wins)
+    monkeypatch.setattr(agentab.traces._reader, "PARALLEL_FILES_MIN_BYTES", 0)
+    source = _folder(tmp_path, n_files=20)
+    for workers in (2, 3):
+        _same(load_traces(source, workers=workers), load_traces(source, workers=1))
+
+
+def test_claim_gives_each_chunk_to_one_process(tmp_path):
+    claim = agentab.traces._parallel.claim
+    assert [claim(str(tmp_path), k) for k in (1, 2, 1, 2, 3)] == [True, True, False, False, True]
 
 
 def test_plan_files_keeps_order_and_balances(monkeypatch):
@@ -149,7 +165,7 @@ def test_converted_formats_with_a_path_template(harbor_trials, files_in_parallel
     serial = load_traces(source, format="atif", fields=fields, workers=1)
     parallel = load_traces(source, format="atif", fields=fields, workers=3)
     _same(parallel, serial)
-    assert len(files_in_parallel) == 2 and len(serial.runs) == 24
+    assert len(files_in_parallel) >= 2 and len(serial.runs) == 24
 
 
 def test_an_outcomes_table_is_joined_in_this_process(harbor_trials, files_in_parallel):
@@ -168,8 +184,9 @@ def test_a_files_worker_starts_without_pandas(tmp_path):
     out = tmp_path / "files1"
     out.mkdir()
     path = write_jsonl(tmp_path / "x.jsonl", [make_record("r1"), make_record("r2")])
-    manifest = {"format": "auto", "fields": None, "template": None, "first_ordinal": 1 << 40,
-                "files": [[str(path), "a", None]]}
+    (tmp_path / "claims").mkdir()
+    manifest = {"format": "auto", "fields": None, "template": None, "strict": False, "first_ordinal": 0,
+                "claims": str(tmp_path / "claims"), "chunks": [[0, 0], [0, 1]], "files": [[str(path), "a", None]]}
     code = agentab.traces._parallel._PACKAGES + (
         "from agentab.traces._reader import files_worker; code = files_worker(sys.argv[1:]); print(code, sorted(name for name in sys.modules if name.split('.')[0] in "
         "('pandas', 'scipy', 'statsmodels', 'matplotlib') or name.split('.')[:2] in "
@@ -177,8 +194,9 @@ def test_a_files_worker_starts_without_pandas(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, agentab.traces._parallel.PACKAGE_FOLDER, str(out), "auto"],
                           input=json.dumps(manifest), capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0 []"
-    part = agentab.traces._parallel._read_part(out)[0]
-    assert part.n_read == 2 and json.loads((out / "meta.json").read_text())["chosen"] == [[str(path), "record"]]
+    part = agentab.traces._parallel._read_part(out / "chunk1")[0]  # chunk 0 is the parent's
+    assert part.n_read == 2 and json.loads((out / "chunk1" / "meta.json").read_text())["chosen"] == [[str(path), "record"]]
+    assert part.next_ordinal == (1 << 40) + 2
 
 
 def test_a_worker_given_no_manifest_exits_unused(tmp_path):
@@ -203,3 +221,17 @@ def test_workers_started_while_listing_are_stopped_when_the_load_fails(tmp_path,
         load_traces({**source, "c": tmp_path / "missing"}, workers=3)
     assert len(started) == 1 and all(proc.poll() is not None for proc, _ in started[0].slots)
     assert not Path(started[0]._tmp.name).exists()
+
+
+def test_a_corrupt_gzip_file_raises_as_serial_under_strict(tmp_path, files_in_parallel):
+    # a chunk read apart has a lenient decoder, but the loader's strictness is the load's: the same error is raised
+    source = _folder(tmp_path)
+    (tmp_path / "b" / "runs03.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00not really gzip")
+    with pytest.raises(TraceError) as serial:
+        load_traces(source, workers=1)
+    with pytest.raises(TraceError) as parallel:
+        load_traces(source, workers=3)
+    assert str(parallel.value) == str(serial.value)
+    lenient = load_traces(source, workers=3, strict=False)
+    _same(lenient, load_traces(source, workers=1, strict=False))
+    assert "the rest of the file was left out" in lenient.rejected["reason"].iloc[0]

@@ -54,11 +54,8 @@ _BLOCK = 8 * 2**20
 #: (a compressed file's bytes counted :data:`COMPRESSED_WEIGHT` times: it inflates to several times its size).
 PARALLEL_FILES_MIN_BYTES = 16 * 2**20
 COMPRESSED_WEIGHT = 8
-#: A worker's exit code when the loader itself raised (a file no format reads, say): its files are then read in
-#: this process, which raises the same error at the same place a serial read does (no warning: no worker failed).
-RAISED = 3
-#: Records of the ``k``-th group of files read by a worker are numbered from ``k << _ORDINAL_BITS`` past the
-#: load's ordinals so far, so that groups order their records as one serial read does.
+#: Records of the ``k``-th chunk of files (:func:`read_files`) are numbered from ``k << _ORDINAL_BITS`` past the
+#: load's ordinals so far, so that chunks order their records as one serial read does.
 _ORDINAL_BITS = 40
 
 
@@ -163,7 +160,8 @@ def write_part(part: DecodedPart, out: Path, keys: frozenset[str] = frozenset(),
         "keys": sorted(keys),
         "chosen": chosen or [],
     }
-    (out / "meta.json").write_text(json.dumps(meta))
+    (out / "meta.json.tmp").write_text(json.dumps(meta))
+    os.replace(out / "meta.json.tmp", out / "meta.json")  # last, whole: its presence says the part is complete
 
 
 def _read_part(out: Path) -> tuple[DecodedPart, frozenset[str]]:
@@ -258,14 +256,16 @@ def file_weight(path: Path) -> int:
     return size * COMPRESSED_WEIGHT if path.name.lower().endswith((".gz", ".eval")) else size
 
 
-def plan_files(weights: list[int], workers: int) -> list[tuple[int, int]]:
+def plan_files(weights: list[int], workers: int, head_start: int | None = None) -> list[tuple[int, int]]:
     """Cut files (their weights, in reading order) into at most ``workers`` contiguous groups ``[i, j)`` of about
-    equal weight, the first (this process's) larger by ``_HEAD_START_BYTES`` (a worker starts later)."""
+    equal weight, the first (this process's) larger by ``head_start`` bytes (default ``_HEAD_START_BYTES``: a worker
+    starts later)."""
     n = min(workers, len(weights))
     total = sum(weights)
     if n < 2 or total <= 0:
         return [(0, len(weights))]
-    first = min(total, (total + _HEAD_START_BYTES * (n - 1)) / n)
+    head_start = _HEAD_START_BYTES if head_start is None else head_start
+    first = min(total, (total + head_start * (n - 1)) / n)
     targets = [first + (total - first) * k / (n - 1) for k in range(n - 1)]
     cuts, running, i = [0], 0, 0
     for target in targets:
@@ -291,6 +291,7 @@ class FileWorkers:
     def __init__(self, n: int, fmt: str) -> None:
         sweep_stale(tempfile.gettempdir(), _TEMP_PREFIX)  # the parts folders of loads that were killed
         self._tmp = tempfile.TemporaryDirectory(prefix=owned_prefix(_TEMP_PREFIX))
+        self.folder = self._tmp.name
         self.slots: list[tuple[subprocess.Popen | None, Path]] = []
         for k in range(1, n + 1):
             out = Path(self._tmp.name) / f"files{k}"
@@ -336,52 +337,88 @@ class FileWorkers:
         self.close()
 
 
+#: A load's files are cut into about this many chunks per process, which the processes claim one by one
+#: (:func:`claim`): whichever is quicker reads more, and the last chunk is what one process may wait for.
+CHUNKS_PER_PROCESS = 6
+
+
+def claim(claims: str, k: int) -> bool:
+    """Take chunk ``k`` for this process: True for exactly one of the processes that ask (a file created in the
+    folder ``claims`` only if it is not there yet)."""
+    try:
+        os.close(os.open(os.path.join(claims, str(k)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
 def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: int,
                started: FileWorkers | None = None) -> None:
     """Read whole files (``weights``: :func:`file_weight`) over this process and ``workers - 1`` subprocesses,
     merged in reading order.
 
+    The files are cut into contiguous chunks of about equal weight (:data:`CHUNKS_PER_PROCESS` per process). This
+    process reads the first itself; then each process claims the next chunk not yet taken (:func:`claim`) until
+    none is left, so a process slowed down (by starting later, or by the machine) reads fewer. The chunks are
+    merged in reading order: chunk ``k``'s records are numbered from ``k << _ORDINAL_BITS`` past the ordinals so
+    far, so a strict load raises its earliest problem and duplicates name their first run exactly as a serial
+    read does. A chunk on which the loader itself raised (a file no format reads) is read again here in its turn,
+    which raises the same error at the same place; a chunk a failed worker left unread is read here (a warning).
+
     ``reader`` is the loader's file reader (``agentab.traces._reader._Reader``): ``reader.read_here(entries)``
-    reads files in this process, ``reader.worker_settings()`` is what a worker needs to read them alike (JSON),
-    ``reader.decoder`` merges the workers' results and ``reader.chosen`` takes their formats. ``started``: the
-    workers, if the reader started them while listing (:class:`FileWorkers`; closed here), else they are started
-    here. Group ``k``'s records are numbered from ``k << _ORDINAL_BITS`` past the ordinals so far, so a strict load
-    raises its earliest problem and duplicates name their first run exactly as a serial read does. A worker that
-    failed costs time only: its files are then read here, in their turn.
+    reads files in this process, ``reader.read_chunk(entries, first_ordinal)`` reads them apart (their part, their
+    formats, or None where the loader raised), ``reader.worker_settings()`` is what a worker needs to read them
+    alike (JSON), ``reader.decoder`` merges the parts and ``reader.chosen`` takes their formats. ``started``: the
+    workers, if the reader started them while listing (:class:`FileWorkers`; closed here), else started here.
     """
-    groups = plan_files(weights, workers)
-    if len(groups) < 2:
+    n = min(workers, len(entries))
+    chunks = plan_files(weights, n * CHUNKS_PER_PROCESS, head_start=0) if n >= 2 else [(0, len(entries))]
+    if len(chunks) < 2:
         if started is not None:
             started.close()
         reader.read_here(entries)
         return
     base = reader.decoder.next_ordinal
     settings = reader.worker_settings()
-    with started if started is not None else FileWorkers(len(groups) - 1, settings["format"]) as pool:
-        sent = []
-        for k, (i, j) in enumerate(groups[1:], start=1):
-            manifest = dict(settings, first_ordinal=base + (k << _ORDINAL_BITS),
-                            files=[[str(p), arm, None if root is None else str(root)] for p, arm, root in entries[i:j]])
-            sent.append((pool.send(k - 1, manifest), (i, j), manifest["first_ordinal"]))
-        first = groups[0]
+    with started if started is not None else FileWorkers(n - 1, settings["format"]) as pool:
+        claims = os.path.join(pool.folder, "claims")
+        os.mkdir(claims)
+        manifest = dict(settings, first_ordinal=base, claims=claims, chunks=chunks,
+                        files=[[str(p), arm, None if root is None else str(root)] for p, arm, root in entries])
+        given = [pool.send(k, manifest) for k in range(len(pool.slots))]
+        first = chunks[0]
         reader.read_here(entries[first[0]:first[1]])
-        for k, (given, (i, j), first_ordinal) in enumerate(sent):
-            proc, out = pool.slots[k]
-            part = None
+        mine = {}  # chunk -> (its part and formats, or None: the loader raised on it)
+        for k in range(1, len(chunks)):
+            if claim(claims, k):
+                i, j = chunks[k]
+                mine[k] = reader.read_chunk(entries[i:j], base + (k << _ORDINAL_BITS))
+        for proc, _ in pool.slots:
             if proc is not None:
                 proc.wait()
-            if given and proc is not None and proc.returncode == 0:
-                part = _read_part(out)[0]
-                chosen = json.loads((out / "meta.json").read_text())["chosen"]
-            elif not given or proc is None or proc.returncode != RAISED:
-                _warn_failed(proc, out, "its files were")
-            if part is None:
-                reader.decoder.next_ordinal = max(reader.decoder.next_ordinal, first_ordinal)
+        for k in range(1, len(chunks)):
+            i, j = chunks[k]
+            found = mine[k] if k in mine else _worker_chunk(pool, k)
+            if found is None:  # the loader raised on it, or a worker left it unread: read here, in its turn
+                reader.decoder.next_ordinal = max(reader.decoder.next_ordinal, base + (k << _ORDINAL_BITS))
                 reader.read_here(entries[i:j])
             else:
+                part, chosen = found
                 reader.decoder.merge(part)
                 reader.chosen.extend(tuple(pair) for pair in chosen)
                 reader.files_done(entries[i:j])
+        for (proc, out), sent in zip(pool.slots, given):
+            if proc is None or not sent or proc.returncode != 0:
+                _warn_failed(proc, out, "its files were")
+
+
+def _worker_chunk(pool: FileWorkers, k: int) -> tuple[DecodedPart, list[Any]] | None:
+    """Chunk ``k`` as a worker read it (its part and formats), or None: no worker read it whole."""
+    for _, out in pool.slots:
+        folder = out / f"chunk{k}"
+        if (folder / "meta.json").exists():
+            return _read_part(folder)[0], json.loads((folder / "meta.json").read_text())["chosen"]
+    return None
 
 
 def _read_converted(fmt: Format, fields: dict[str, str] | None, path: Path, arm: str | None,

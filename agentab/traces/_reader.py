@@ -23,7 +23,7 @@ import numpy as np
 
 from agentab import formats
 from agentab.errors import TraceError
-from agentab.formats.decode import RecordDecoder, gc_paused
+from agentab.formats.decode import DecodedPart, RecordDecoder, gc_paused
 from agentab.formats.files import BOM, JSON_SPACE, InflateLimit, open_trace_file
 from agentab.traces._arrays import locate as _locate
 from agentab.traces._arrays import resync_array as _resync_array
@@ -32,10 +32,11 @@ from agentab.traces._overlay import Overlay, PathTemplate
 from agentab.traces._parallel import (
     PARALLEL_FILES_MIN_BYTES,
     PARALLEL_MIN_BYTES,
-    RAISED,
+    _ORDINAL_BITS,
     Entry,
     FileWorkers,
     arrow_without_pandas,
+    claim,
     file_weight,
     read_files,
     read_lines,
@@ -57,6 +58,7 @@ class _Reader:
                  progress: Callable[[str, int, int], None] | None = None, format: str = "auto",
                  fields: Mapping[str, str] | None = None, overlay: Overlay | None = None) -> None:
         self.decoder = decoder
+        self.strict = decoder.strict  # the load's (a chunk read apart has a lenient decoder of its own)
         self.workers = workers
         self.sources: list[str] = []
         self.progress = progress
@@ -84,7 +86,7 @@ class _Reader:
                 self.sources.append(str(path))
                 if isinstance(path, _Unreadable):  # a folder that cannot be listed, a FIFO or device found in one
                     self.flush()  # the files before it first, in their order
-                    if self.decoder.strict:
+                    if self.strict:
                         raise TraceError(path.reason, source=str(path))
                     self.decoder.reject(str(path), 1, None, path.reason)
                     self.files_done([(path, arm, root)])
@@ -156,6 +158,23 @@ class _Reader:
             self.read_file(path, arm, root)
             self.files_done([(path, arm, root)])
 
+    def read_chunk(self, entries: Sequence[Entry], first_ordinal: int
+                   ) -> tuple[DecodedPart, list[tuple[str, str]]] | None:
+        """Read files apart from the load so far (:func:`agentab.traces._parallel.read_files`): their records
+        numbered from ``first_ordinal``, nothing raised for a bad record (the load's decoder does, when it merges
+        the part); their part and formats, or None if the loader raised on one of them (then read again in order,
+        which raises it). Progress is not reported (the merge does)."""
+        decoder, chosen = self.decoder, self.chosen
+        self.decoder, self.chosen = RecordDecoder(strict=False, first_ordinal=first_ordinal), []
+        try:
+            for path, arm, root in entries:
+                self.read_file(path, arm, root)
+            return self.decoder.export(), self.chosen
+        except TraceError:
+            return None
+        finally:
+            self.decoder, self.chosen = decoder, chosen
+
     def files_done(self, entries: Sequence[Entry]) -> None:
         """Count files read (for ``progress``)."""
         for path, _, _ in entries:
@@ -167,7 +186,7 @@ class _Reader:
         """What a worker process reads files with (:func:`worker_reader`), as JSON."""
         template = self.overlay.template
         return {"format": self.format, "fields": None if self.fields is None else dict(self.fields),
-                "template": None if template is None else template.text}
+                "template": None if template is None else template.text, "strict": self.strict}
 
     def _objects_format(self, name: str, first: Mapping[str, Any]) -> formats.Format:
         """The format of in-memory records: the one asked for, or detected from the first record."""
@@ -250,7 +269,7 @@ class _Reader:
             self._read_file(path, arm, root)
         except TraceError as err:  # past the limits, or a corrupt gzip stream (truncated, not gzip, bad CRC/data)
             corrupt = isinstance(err.__cause__, (EOFError, zlib.error, gzip.BadGzipFile))
-            if self.decoder.strict or not (isinstance(err, InflateLimit) or corrupt):
+            if self.strict or not (isinstance(err, InflateLimit) or corrupt):
                 raise
             self.decoder.reject(str(path), self.decoder.n_read - n_read + 1, None,
                                 f"{err.reason}; the rest of the file was left out")
@@ -291,11 +310,14 @@ def worker_reader(decoder: RecordDecoder, settings: Mapping[str, Any]) -> _Reade
     :meth:`_Reader.worker_settings`: one process, the path template of the load (no outcomes table)."""
     template = settings["template"]
     overlay = Overlay(None if template is None else PathTemplate.compile(template))
-    return _Reader(decoder, 1, None, settings["format"], settings["fields"], overlay)
+    reader = _Reader(decoder, 1, None, settings["format"], settings["fields"], overlay)
+    reader.strict = settings.get("strict", False)
+    return reader
 
 def files_worker(argv: list[str]) -> int:
-    """A worker process of :func:`agentab.traces._parallel.read_files`: its group of files read by the loader's own
-    reader, the result written to the folder ``argv[0]``.
+    """A worker process of :func:`agentab.traces._parallel.read_files`: the chunks of files it claims read by the
+    loader's own reader, each chunk's result written to ``<argv[0]>/chunk<k>`` (a chunk on which the loader raised:
+    an empty ``raised`` file there, and no more chunks claimed).
 
     Started ahead of its work (:class:`agentab.traces._parallel.FileWorkers`): it imports what reading the format
     ``argv[1]`` takes, then reads its manifest (JSON) from its standard input; none (the input closed empty): it
@@ -311,13 +333,18 @@ def files_worker(argv: list[str]) -> int:
     if not data:
         return 0
     manifest = json.loads(data)
-    decoder = RecordDecoder(strict=False, first_ordinal=manifest["first_ordinal"])
-    reader = worker_reader(decoder, manifest)
-    try:
-        reader.read_here([(Path(p), arm, None if root is None else Path(root)) for p, arm, root in manifest["files"]])
-    except TraceError:  # the loader's own error: the parent reads the group again and raises it in its turn
-        return RAISED
-    write_part(decoder.export(), out, chosen=reader.chosen)
+    files = [(Path(p), arm, None if root is None else Path(root)) for p, arm, root in manifest["files"]]
+    reader = worker_reader(RecordDecoder(strict=False), manifest)
+    for k, (i, j) in enumerate(manifest["chunks"]):
+        if k == 0 or not claim(manifest["claims"], k):  # the first is the parent's
+            continue
+        folder = out / f"chunk{k}"
+        folder.mkdir()
+        read = reader.read_chunk(files[i:j], manifest["first_ordinal"] + (k << _ORDINAL_BITS))
+        if read is None:  # the loader's own error: the parent reads the chunk again and raises it in its turn
+            (folder / "raised").touch()
+            break
+        write_part(read[0], folder, chosen=read[1])
     return 0
 
 
