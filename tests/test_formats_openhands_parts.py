@@ -20,7 +20,7 @@ DATA = Path(__file__).parent / "data" / "openhands"
 @pytest.fixture
 def split_small_files(monkeypatch):
     monkeypatch.setattr(agentab.traces._reader, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._parallel, "claim", lambda claims, k: False)  # the workers read every part but the first
 
 
 def _same(a, b):
@@ -63,7 +63,7 @@ def test_parts_equal_one_read(tmp_path, split_small_files, workers, monkeypatch)
     path = _output(tmp_path)
     parallel = load_traces(path, format="openhands", workers=workers)
     _same(parallel, load_traces(path, format="openhands", workers=1))
-    assert len(parallel.runs) > 4 and len(merged) == workers - 1  # the workers really read parts
+    assert len(parallel.runs) > 4 and len(merged) >= workers - 1  # the workers really read parts
 
 
 def test_rejections_and_duplicates_across_parts(tmp_path, split_small_files):

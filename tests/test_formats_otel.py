@@ -754,7 +754,7 @@ def split_small_files(monkeypatch):
     import agentab.traces._reader
 
     monkeypatch.setattr(agentab.traces._reader, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._parallel, "claim", lambda claims, k: False)  # the workers read every part but the first
     monkeypatch.setattr(otel_module, "FORMAT", dataclasses.replace(FORMAT, read_whole=lambda path, fields: None))
     calls = []
     read_parallel = agentab.traces._reader.read_parallel
@@ -839,7 +839,9 @@ def test_a_large_file_the_column_reader_reads_is_read_whole(tmp_path, monkeypatc
     import agentab.traces._reader
 
     monkeypatch.setattr(agentab.traces._reader, "PARALLEL_MIN_BYTES", 0)
-    path = write_lines(tmp_path / "t.jsonl", *_runs_by_trace(6))
+    # each trace's spans over two lines, as a collector exporting by time writes them: its parts would share traces
+    halves = [half for spans in _runs_by_trace(6) for half in (spans[:len(spans) // 2], spans[len(spans) // 2:])]
+    path = write_lines(tmp_path / "t.jsonl", *halves)
     monkeypatch.setattr(agentab.traces._parallel, "_launch", lambda *a, **k: pytest.fail("no worker for this file"))
     whole = agentab.load_traces(path, format="otel", workers=2)
     _assert_same(whole, agentab.load_traces(path, format="otel", workers=1))

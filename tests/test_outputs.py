@@ -348,7 +348,6 @@ def test_a_parallel_load_removes_the_parts_folders_of_killed_loads(tmp_path, mon
     stale = tmp_path / "tmp" / f"agentab-load-{_write._host()}-{_dead_pid()}-x"
     (stale / "part1").mkdir(parents=True)
     monkeypatch.setattr(agentab.traces._reader, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(parallel, "_HEAD_START_BYTES", 0)
     records = list(agentab.datasets.example_records(0, n_tasks=4, n_seeds=2))
     path = tmp_path / "runs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))

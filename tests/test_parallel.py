@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from conftest import make_record, write_jsonl
@@ -15,7 +17,7 @@ from agentab import TraceError, load_traces
 def split_small_files(monkeypatch):
     """Make every file 'large' and split it evenly, so tests stay small."""
     monkeypatch.setattr(agentab.traces._reader, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._parallel, "claim", lambda claims, k: False)  # the workers read every part but the first
 
 
 def _lines(n, bad=()):
@@ -34,7 +36,7 @@ def _assert_same(a, b):
 
 
 def test_plan_parts_cut_at_line_starts(tmp_path, monkeypatch):
-    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
+    monkeypatch.setattr(agentab.traces._parallel, "claim", lambda claims, k: False)  # the workers read every part but the first
     path = write_jsonl(tmp_path / "x.jsonl", _lines(50))
     data = path.read_bytes()
     parts = agentab.traces._parallel.plan_parts(path, 3)
@@ -51,7 +53,8 @@ def test_parallel_equals_serial(tmp_path, split_small_files, monkeypatch):
     monkeypatch.setattr(agentab.traces._parallel, "_read_part", lambda out: merged.append(out) or read_part(out))
     path = write_jsonl(tmp_path / "x.jsonl", _lines(60))
     _assert_same(load_traces(path, workers=3), load_traces(path, workers=1))
-    assert len(merged) == 2  # two worker processes really ran
+    parts = agentab.traces._parallel.plan_parts(path, 3 * agentab.traces._parallel.CHUNKS_PER_PROCESS)
+    assert len(merged) == len(parts) - 1 == 17  # the workers really decoded every part but the first
 
 
 def test_parallel_lenient_accounting_and_cross_part_duplicates(tmp_path, split_small_files):
@@ -133,7 +136,9 @@ def test_a_worker_starts_without_pandas_or_the_package_init(tmp_path):
         "('pandas', 'scipy', 'statsmodels', 'matplotlib') or name.split('.')[:2] in "
         "(['agentab', 'comparison'], ['agentab', 'scoring'], ['agentab', 'stats'])))")
     package = agentab.traces._parallel.PACKAGE_FOLDER
-    done = subprocess.run([sys.executable, "-c", code, package, str(path), "0", str(path.stat().st_size), "1", "0",
-                           "", str(out), "record", "{}"], capture_output=True, text=True, check=True)
+    (tmp_path / "claims").mkdir()
+    parts = [[0, 0, 1, 0], [0, path.stat().st_size, 1, 0]]  # the first part is the parent's
+    done = subprocess.run([sys.executable, "-c", code, package, str(path), "", str(out), "record", "{}",
+                           str(tmp_path / "claims"), json.dumps(parts)], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
-    assert agentab.traces._parallel._read_part(out)[0].n_read == 5
+    assert agentab.traces._parallel._read_part(out / "part1")[0].n_read == 5

@@ -24,7 +24,6 @@ def files_in_parallel(monkeypatch):
     """Every load of two or more files is 'large', so tests stay small, and this process claims no chunk after its
     first (the workers read every other: small files are read before a worker starts); count the workers' chunks."""
     monkeypatch.setattr(agentab.traces._reader, "PARALLEL_FILES_MIN_BYTES", 0)
-    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
     monkeypatch.setattr(agentab.traces._parallel, "claim", lambda claims, k: False)
     merged = []
     read_part = agentab.traces._parallel._read_part
@@ -55,7 +54,7 @@ def _folder(tmp_path, n_files=6, per_file=4, bad=None):
 def test_files_in_parallel_equal_serial(tmp_path, files_in_parallel, workers):
     source = _folder(tmp_path)
     _same(load_traces(source, workers=workers), load_traces(source, workers=1))
-    chunks = agentab.traces._parallel.plan_files([1] * 12, workers * agentab.traces._parallel.CHUNKS_PER_PROCESS, 0)
+    chunks = agentab.traces._parallel.plan_files([1] * 12, workers * agentab.traces._parallel.CHUNKS_PER_PROCESS)
     assert len(files_in_parallel) == len(chunks) - 1 == 11  # the workers really read every chunk but the first
 
 
@@ -72,8 +71,7 @@ def test_claim_gives_each_chunk_to_one_process(tmp_path):
     assert [claim(str(tmp_path), k) for k in (1, 2, 1, 2, 3)] == [True, True, False, False, True]
 
 
-def test_plan_files_keeps_order_and_balances(monkeypatch):
-    monkeypatch.setattr(agentab.traces._parallel, "_HEAD_START_BYTES", 0)
+def test_plan_files_keeps_order_and_balances():
     plan = agentab.traces._parallel.plan_files
     assert plan([10] * 10, 2) == [(0, 5), (5, 10)]
     assert plan([10] * 9, 3) == [(0, 3), (3, 6), (6, 9)]

@@ -45,10 +45,6 @@ if TYPE_CHECKING:
 _TEMP_PREFIX = "agentab-load-"
 #: Files smaller than this are read by one process.
 PARALLEL_MIN_BYTES = 48 * 2**20
-#: This process starts decoding at once, a worker only after starting Python and importing the loader
-#: (about 0.2 s), and then runs slower for a while (its memory is fresh): give the first part this many
-#: more bytes.
-_HEAD_START_BYTES = 16 * 2**20
 _BLOCK = 8 * 2**20
 #: A load of several files is read whole file by whole file over several processes when their bytes reach this
 #: (a compressed file's bytes counted :data:`COMPRESSED_WEIGHT` times: it inflates to several times its size).
@@ -57,6 +53,19 @@ COMPRESSED_WEIGHT = 8
 #: Records of the ``k``-th chunk of files (:func:`read_files`) are numbered from ``k << _ORDINAL_BITS`` past the
 #: load's ordinals so far, so that chunks order their records as one serial read does.
 _ORDINAL_BITS = 40
+#: A file (or a load's files) is cut into about this many parts per process, which the processes claim one by one
+#: (:func:`claim`): whichever is quicker reads more, and the last part is what one process may wait for.
+CHUNKS_PER_PROCESS = 6
+
+
+def claim(claims: str, k: int) -> bool:
+    """Take chunk ``k`` for this process: True for exactly one of the processes that ask (a file created in the
+    folder ``claims`` only if it is not there yet)."""
+    try:
+        os.close(os.open(os.path.join(claims, str(k)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
 
 
 def read_lines(decoder: RecordDecoder, path: Path, arm: str | None, start: int = 0, end: int | None = None,
@@ -91,13 +100,10 @@ def default_workers() -> int:
     return max(1, min(cpus, 8))
 
 
-def plan_parts(path: Path, workers: int) -> list[tuple[int, int, int]]:
-    """Cut ``path`` into ``(start, end, first_line)`` parts at line boundaries."""
+def plan_parts(path: Path, n: int) -> list[tuple[int, int, int]]:
+    """Cut ``path`` into ``n`` ``(start, end, first_line)`` parts of about equal bytes, at line boundaries."""
     size = path.stat().st_size
-    share = (size + _HEAD_START_BYTES * (workers - 1)) / workers
-    cuts = [0, min(size, int(share))]
-    rest = (size - cuts[1]) / (workers - 1)
-    cuts += [int(cuts[1] + rest * k) for k in range(1, workers - 1)] + [size]
+    cuts = [int(size * k / n) for k in range(n)] + [size]
     parts: list[tuple[int, int, int]] = []
     with path.open("rb") as fh:
         starts = [0]
@@ -133,12 +139,11 @@ _FILES_WORKER = _PACKAGES + "from agentab.traces._reader import files_worker; sy
 PACKAGE_FOLDER = str(Path(__file__).resolve().parent.parent)
 
 
-def _launch(path: Path, arm: str | None, part: tuple[int, int, int], first_ordinal: int, out: Path,
-            fmt: str = "record", fields: dict[str, str] | None = None) -> subprocess.Popen:
-    start, end, first_line = part
-    command = [sys.executable, "-c", _WORKER, PACKAGE_FOLDER, str(path), str(start),
-               str(end), str(first_line), str(first_ordinal), "" if arm is None else arm, str(out), fmt,
-               json.dumps(fields or {})]
+def _launch(path: Path, arm: str | None, parts: list[tuple[int, int, int]], firsts: list[int], claims: str,
+            out: Path, fmt: str = "record", fields: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start a worker of :func:`read_parallel` (:func:`_worker`): the parts of ``path`` it claims, into ``out``."""
+    command = [sys.executable, "-c", _WORKER, PACKAGE_FOLDER, str(path), "" if arm is None else arm, str(out), fmt,
+               json.dumps(fields or {}), claims, json.dumps([[*part, first] for part, first in zip(parts, firsts)])]
     return _start(command, out)
 
 
@@ -181,12 +186,14 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
                   fmt: Format | None = None, fields: dict[str, str] | None = None) -> bool:
     """Decode ``path`` with this process and ``workers - 1`` subprocesses; False if it was not.
 
-    ``fmt``: a converted format with :attr:`~agentab.formats.Format.read_part`
-    (default: our record), ``fields`` its field mapping. False (nothing
-    decoded) when two parts of a converted format share a key: the caller
-    then reads the file in one piece.
+    The file is cut at line boundaries into :data:`CHUNKS_PER_PROCESS` parts per process. This process decodes
+    the first while the workers start; then each process claims the next part not yet taken (:func:`claim`), so
+    a slower process decodes fewer. ``fmt``: a converted format with
+    :attr:`~agentab.formats.Format.read_part` (default: our record), ``fields`` its field mapping. False
+    (nothing decoded) when two parts of a converted format share a key: the caller then reads the file in one
+    piece. A part a failed worker left undecoded is decoded here (a warning).
     """
-    parts = plan_parts(path, workers)
+    parts = plan_parts(path, workers * CHUNKS_PER_PROCESS)
     if not parts:  # an empty file
         return True
     base = decoder.next_ordinal
@@ -197,40 +204,45 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
     here: list[tuple[DecodedPart, frozenset[str]]] = []  # a converted format's parts, merged at the end
     sweep_stale(tempfile.gettempdir(), _TEMP_PREFIX)  # the parts folders of loads that were killed
     with tempfile.TemporaryDirectory(prefix=owned_prefix(_TEMP_PREFIX)) as tmp:
+        claims = os.path.join(tmp, "claims")
+        os.mkdir(claims)
         launched = []
         try:
-            for k, part in enumerate(parts[1:], start=1):
-                out = Path(tmp) / f"part{k}"
+            for w in range(1, min(workers, len(parts))):
+                out = Path(tmp) / f"worker{w}"
                 out.mkdir()
                 try:
-                    proc = _launch(path, arm, part, firsts[k], out, name, fields)
+                    proc = _launch(path, arm, parts, firsts, claims, out, name, fields)
                 except OSError as err:
                     proc = None
                     (out / "stderr.txt").write_text(f"could not start: {err}")
-                launched.append((proc, part, out))
+                launched.append((proc, out))
             if fmt is None:
                 read_lines(decoder, path, arm, *parts[0])
             else:
                 here.append(_read_converted(fmt, fields, path, arm, parts[0], firsts[0]))
-            for k, (proc, part, out) in enumerate(launched, start=1):
-                result = None
+            mine = {k: _read_apart(fmt, fields, path, arm, parts[k], firsts[k])
+                    for k in range(1, len(parts)) if claim(claims, k)}
+            for proc, _ in launched:
                 if proc is not None:
                     proc.wait()
-                    if proc.returncode == 0:
-                        result = _read_part(out)
-                if result is None:  # the worker failed: decode the part here
-                    _warn_failed(proc, out)
-                    if fmt is None:
-                        decoder.next_ordinal = max(decoder.next_ordinal, firsts[k])
-                        read_lines(decoder, path, arm, *part)
-                    else:
-                        here.append(_read_converted(fmt, fields, path, arm, part, firsts[k]))
-                elif fmt is None:
-                    decoder.merge(result[0])
+            for k in range(1, len(parts)):
+                folder = None if k in mine else _finished(launched, f"part{k}")
+                if k in mine:
+                    found = mine[k]
+                elif folder is not None:
+                    found = _read_part(folder)
+                else:  # a failed worker's: decoded here
+                    found = _read_apart(fmt, fields, path, arm, parts[k], firsts[k])
+                if fmt is None:
+                    decoder.merge(found[0])
                 else:
-                    here.append(result)
+                    here.append(found)
+            for proc, out in launched:
+                if proc is None or proc.returncode != 0:
+                    _warn_failed(proc, out)
         finally:
-            for proc, _, _ in launched:
+            for proc, _ in launched:
                 if proc is not None and proc.poll() is None:
                     proc.kill()
                     proc.wait()
@@ -246,6 +258,24 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
     return True
 
 
+def _read_apart(fmt: Format | None, fields: dict[str, str] | None, path: Path, arm: str | None,
+                part: tuple[int, int, int], first_ordinal: int) -> tuple[DecodedPart, frozenset[str]]:
+    """One part of ``path`` decoded on its own (our record when ``fmt`` is None): its records and keys."""
+    if fmt is not None:
+        return _read_converted(fmt, fields, path, arm, part, first_ordinal)
+    decoder = RecordDecoder(strict=False, first_ordinal=first_ordinal)
+    read_lines(decoder, path, arm, *part)
+    return decoder.export(), frozenset()
+
+
+def _finished(workers: list[tuple[subprocess.Popen | None, Path]], name: str) -> Path | None:
+    """The folder of the part ``name`` a worker wrote whole (its ``meta.json`` is written last), or None."""
+    for _, out in workers:
+        if (out / name / "meta.json").exists():
+            return out / name
+    return None
+
+
 #: One file of a load: its path, arm and the source folder it was found in (None: named itself).
 Entry = tuple[Path, "str | None", "Path | None"]
 
@@ -256,17 +286,14 @@ def file_weight(path: Path) -> int:
     return size * COMPRESSED_WEIGHT if path.name.lower().endswith((".gz", ".eval")) else size
 
 
-def plan_files(weights: list[int], workers: int, head_start: int | None = None) -> list[tuple[int, int]]:
-    """Cut files (their weights, in reading order) into at most ``workers`` contiguous groups ``[i, j)`` of about
-    equal weight, the first (this process's) larger by ``head_start`` bytes (default ``_HEAD_START_BYTES``: a worker
-    starts later)."""
-    n = min(workers, len(weights))
+def plan_files(weights: list[int], n: int) -> list[tuple[int, int]]:
+    """Cut files (their weights, in reading order) into at most ``n`` contiguous groups ``[i, j)`` of about equal
+    weight."""
+    n = min(n, len(weights))
     total = sum(weights)
     if n < 2 or total <= 0:
         return [(0, len(weights))]
-    head_start = _HEAD_START_BYTES if head_start is None else head_start
-    first = min(total, (total + head_start * (n - 1)) / n)
-    targets = [first + (total - first) * k / (n - 1) for k in range(n - 1)]
+    targets = [total * k / n for k in range(1, n)]
     cuts, running, i = [0], 0, 0
     for target in targets:
         # the cut after the file whose end is nearest the target (at least one file past the last cut)
@@ -337,21 +364,6 @@ class FileWorkers:
         self.close()
 
 
-#: A load's files are cut into about this many chunks per process, which the processes claim one by one
-#: (:func:`claim`): whichever is quicker reads more, and the last chunk is what one process may wait for.
-CHUNKS_PER_PROCESS = 6
-
-
-def claim(claims: str, k: int) -> bool:
-    """Take chunk ``k`` for this process: True for exactly one of the processes that ask (a file created in the
-    folder ``claims`` only if it is not there yet)."""
-    try:
-        os.close(os.open(os.path.join(claims, str(k)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        return False
-    return True
-
-
 def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: int,
                started: FileWorkers | None = None) -> None:
     """Read whole files (``weights``: :func:`file_weight`) over this process and ``workers - 1`` subprocesses,
@@ -372,7 +384,7 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
     workers, if the reader started them while listing (:class:`FileWorkers`; closed here), else started here.
     """
     n = min(workers, len(entries))
-    chunks = plan_files(weights, n * CHUNKS_PER_PROCESS, head_start=0) if n >= 2 else [(0, len(entries))]
+    chunks = plan_files(weights, n * CHUNKS_PER_PROCESS) if n >= 2 else [(0, len(entries))]
     if len(chunks) < 2:
         if started is not None:
             started.close()
@@ -398,7 +410,9 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
                 proc.wait()
         for k in range(1, len(chunks)):
             i, j = chunks[k]
-            found = mine[k] if k in mine else _worker_chunk(pool, k)
+            folder = None if k in mine else _finished(pool.slots, f"chunk{k}")
+            found = mine[k] if k in mine else None if folder is None else (
+                _read_part(folder)[0], json.loads((folder / "meta.json").read_text())["chosen"])
             if found is None:  # the loader raised on it, or a worker left it unread: read here, in its turn
                 reader.decoder.next_ordinal = max(reader.decoder.next_ordinal, base + (k << _ORDINAL_BITS))
                 reader.read_here(entries[i:j])
@@ -410,15 +424,6 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
         for (proc, out), sent in zip(pool.slots, given):
             if proc is None or not sent or proc.returncode != 0:
                 _warn_failed(proc, out, "its files were")
-
-
-def _worker_chunk(pool: FileWorkers, k: int) -> tuple[DecodedPart, list[Any]] | None:
-    """Chunk ``k`` as a worker read it (its part and formats), or None: no worker read it whole."""
-    for _, out in pool.slots:
-        folder = out / f"chunk{k}"
-        if (folder / "meta.json").exists():
-            return _read_part(folder)[0], json.loads((folder / "meta.json").read_text())["chosen"]
-    return None
 
 
 def _read_converted(fmt: Format, fields: dict[str, str] | None, path: Path, arm: str | None,
@@ -462,17 +467,20 @@ def arrow_without_pandas() -> None:
 
 
 def _worker(argv: list[str]) -> int:
+    """A worker of :func:`read_parallel`: the parts it claims decoded, each into ``<out>/part<k>``."""
     arrow_without_pandas()
-    path, start, end, first_line, first_ordinal, arm, out, fmt, fields = argv
-    part = (int(start), int(end), int(first_line))
-    if fmt == "record":
-        decoder = RecordDecoder(strict=False, first_ordinal=int(first_ordinal))
-        read_lines(decoder, Path(path), arm or None, *part)
-        write_part(decoder.export(), Path(out))
-    else:
+    path, arm, out, fmt, fields, claims, parts = argv
+    converted = None
+    if fmt != "record":
         from agentab.formats import get
 
-        decoded, keys = _read_converted(get(fmt), json.loads(fields), Path(path), arm or None, part,
-                                        int(first_ordinal))
-        write_part(decoded, Path(out), keys)
+        converted = get(fmt)
+    for k, (start, end, first_line, first_ordinal) in enumerate(json.loads(parts)):
+        if k == 0 or not claim(claims, k):  # the first is the parent's
+            continue
+        folder = Path(out) / f"part{k}"
+        folder.mkdir()
+        decoded, keys = _read_apart(converted, json.loads(fields), Path(path), arm or None, (start, end, first_line),
+                                    first_ordinal)
+        write_part(decoded, folder, keys)
     return 0
