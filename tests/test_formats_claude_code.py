@@ -285,6 +285,18 @@ def test_malformed_json_line_rejects_the_session(tmp_path: Path) -> None:
     assert item.record is None and item.line == 16 and "malformed JSON" in item.reason
 
 
+def test_an_object_over_two_lines_rejects_the_session_even_when_the_counts_agree(tmp_path: Path) -> None:
+    """Three objects on three lines, not one on each (one spread over two, two on one line): read line by line,
+    the first line is malformed JSON, not the session read with its line numbers shifted."""
+    lines = (DATA / "short.jsonl").read_text(encoding="utf-8").splitlines()
+    first = lines[0].replace(",", ",\n", 1)
+    assert first != lines[0]
+    path = tmp_path / "s.jsonl"
+    path.write_text(first + " " + lines[1] + "\n" + "\n".join(lines[2:]) + "\n", encoding="utf-8")
+    item = item_of(path)
+    assert item.record is None and item.line == 1 and "malformed JSON" in item.reason
+
+
 def test_empty_file_is_a_rejection(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_text("\n", encoding="utf-8")

@@ -374,6 +374,8 @@ def test_no_steps_and_empty_files_read_the_same(tmp_path, monkeypatch):
     (tmp_path / "array.jsonl").write_text('[1, 2]\n')
     two = json.dumps(_base("two")[1])  # two objects on a line beside a blank one: as many objects as lines
     (tmp_path / "two-on-a-line.jsonl").write_text(two + two.replace('"u1"', '"u9"') + "\n\n" + two + "\n")
+    split = two.replace(", ", ",\n", 1)  # one object over two lines, two on another: as many objects as lines
+    (tmp_path / "split-and-two.jsonl").write_text(split + " " + two + "\n" + two.replace('"u1"', '"u9"') + "\n")
     assert_same(tmp_path, monkeypatch)
     assert claude_code._fast_item(b"", claude_code.FIELDS, ()) is None
 

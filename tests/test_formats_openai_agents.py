@@ -349,3 +349,14 @@ def test_a_later_part_with_a_line_of_its_own_sends_the_file_whole(tmp_path: Path
     assert not first.keys.isdisjoint(last.keys)
     (tmp_path / "array.json").write_text(json.dumps(raw()), encoding="utf-8")
     assert not splits(tmp_path / "array.json")
+
+
+def test_an_object_over_two_lines_is_read_line_by_line(tmp_path: Path) -> None:
+    """Three objects on three lines, not one on each (the second spread over two, two on the last): read line by
+    line, lines 2 and 3 are malformed JSON, never the spans read under other lines' numbers."""
+    lines = _exported(1).splitlines()
+    second = lines[1].replace(", ", ",\n", 1)
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join([lines[0], second + " " + lines[2], *lines[3:]]) + "\n", encoding="utf-8")
+    problems = [(item.line, item.reason) for item in FORMAT.read_file(path, FORMAT.fields) if item.record is None]
+    assert [line for line, _ in problems][:2] == [2, 3] and all("JSON" in reason for _, reason in problems[:2])

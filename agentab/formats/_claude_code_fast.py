@@ -27,7 +27,7 @@ from agentab.formats._claude_code_lines import Session
 from agentab.formats._fast_path import Slow
 from agentab.formats._message_parts import call_arguments, observation_of
 from agentab.formats.decode import PreparedSteps
-from agentab.formats.files import JSON_SPACE
+from agentab.formats.files import object_lines
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
 __all__ = ["LINE_KEYS", "Dicts", "Extra", "Line", "Source", "lines_of", "plain_fields", "step_times", "walk"]
@@ -188,10 +188,10 @@ def lines_of(body: bytes) -> Source | None:
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     # numbered as the usual path numbers them: one object per line that is not blank (else it reads them one by
-    # one: two objects on a line are malformed JSON there)
+    # one: two objects on a line, or one over two lines, are malformed JSON there)
     rows = body.split(b"\n")
-    numbers = [k for k, raw in enumerate(rows, start=1) if raw.strip(JSON_SPACE)]
-    if len(numbers) != len(lines):
+    numbers, whole = object_lines(rows)
+    if not whole or len(numbers) != len(lines):
         return None
     source = Source(body, lines, numbers)
     source.rows = rows

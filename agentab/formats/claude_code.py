@@ -110,6 +110,7 @@ from agentab.formats.files import (
     JSON_SPACE,
     first_keys,
     is_record_keys,
+    object_lines,
     open_trace_file,
 )
 
@@ -323,9 +324,9 @@ def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: Field
 
 def _numbered(body: bytes) -> Iterator[tuple[int, Any, str | None]]:
     lines = body.split(b"\n")
-    numbers = [number for number, raw in enumerate(lines, start=1) if raw.strip(JSON_SPACE)]
+    numbers, whole = object_lines(lines)
     try:  # every line at once; a malformed line (or a count that differs) is found line by line below
-        objects = _lines_decoder.decode_lines(body)
+        objects = _lines_decoder.decode_lines(body) if whole else None
     except (msgspec.DecodeError, RecursionError):
         objects = None
     if objects is not None and len(objects) == len(numbers):

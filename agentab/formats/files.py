@@ -26,8 +26,8 @@ import msgspec
 from agentab.errors import TraceError
 
 __all__ = ["BOM", "JSON_SPACE", "Budget", "InflateLimit", "MAX_INFLATED_BYTES", "MAX_INFLATION_RATIO",
-           "RATIO_FREE_BYTES", "decode_json", "first_keys", "inflate_cap", "is_record_keys", "open_trace_file", "printable",
-           "read_member"]
+           "RATIO_FREE_BYTES", "decode_json", "first_keys", "inflate_cap", "is_record_keys", "object_lines", "open_trace_file",
+           "printable", "read_member"]
 
 #: Most bytes one compressed file or archive member may inflate to (4 GiB).
 MAX_INFLATED_BYTES = 4 * 2**30
@@ -213,3 +213,29 @@ def decode_json(data: bytes | bytearray | str) -> tuple[Any, tuple[int, str] | N
             return None, (1, "nested too deeply")
         return None, (1, str(err).split(";")[0])  # e.g. an integer of more than 4,300 digits
     return value, None
+
+
+def object_lines(rows: list[bytes], first: int = 1) -> tuple[list[int], bool]:
+    """The numbers of the ``rows`` (a body split at ``b"\\n"``; the first is line ``first``) that are not blank,
+    and whether each of them opens with ``{`` and closes with ``}``.
+
+    When they all do, no JSON object runs over two lines (a ``}`` then a ``{`` across a line break is valid JSON only
+    between two objects), so a ``decode_lines`` of the body that finds as many objects as there are such lines
+    found one on each, and the numbers are theirs; else the lines are to be read one by one.
+
+    Examples
+    --------
+    >>> object_lines([b'{"a": 1}', b"", b' {"b": 2}\\r'])
+    ([1, 3], True)
+    >>> object_lines([b'{"a":', b'1} {"b": 2}', b'{"c": 3}'])  # three objects on three lines, not one on each
+    ([1, 2, 3], False)
+    """
+    numbers = []
+    whole = True
+    for number, raw in enumerate(rows, start=first):
+        text = raw.strip(JSON_SPACE)
+        if text:
+            numbers.append(number)
+            if whole and (text[0] != 123 or text[-1] != 125):  # b"{", b"}"
+                whole = False
+    return numbers, whole

@@ -97,6 +97,7 @@ from agentab.formats.files import (
     JSON_SPACE,
     first_keys,
     is_record_keys,
+    object_lines,
     open_trace_file,
 )
 
@@ -282,9 +283,9 @@ def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
 def _lines(body: bytes, first: int) -> Iterator[tuple[int, Any, str | None]]:
     """``(line, object, problem)`` of JSON Lines (``body``, whole lines; its first is line ``first``)."""
     lines = body.split(b"\n")
-    numbers = [first + k for k, raw in enumerate(lines) if raw.strip(JSON_SPACE)]
+    numbers, whole = object_lines(lines, first)
     try:  # every line at once; a malformed line (or a count that differs) is found line by line below
-        objects = span_decoder.decode_lines(body)
+        objects = span_decoder.decode_lines(body) if whole else None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         objects = None
     if objects is not None and len(objects) == len(numbers):
@@ -316,14 +317,14 @@ class _Bad:
 def _line(raw: bytes, number: int) -> Any:
     """A line's span (:class:`Span`) or other value, or why it is not JSON."""
     try:
-        return span_decoder.decode(raw)
-    except msgspec.ValidationError:
-        pass
+        try:
+            return span_decoder.decode(raw)
+        except msgspec.ValidationError:  # another value, or a malformed line that opens as one ('"id": 1}')
+            return _decode(raw)
     except msgspec.DecodeError as err:
         return _Bad(f"malformed JSON on line {number}: {err}")
     except RecursionError:
         return _Bad(f"JSON nested too deeply to read on line {number}")
-    return _decode(raw)
 
 
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
