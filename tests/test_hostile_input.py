@@ -341,3 +341,21 @@ def test_a_lone_surrogate_in_an_atif_trajectory_or_swe_agent_arguments_is_one_re
     (tmp_path / "run.traj").write_text(json.dumps(raw))
     traces = load_traces(tmp_path / "run.traj", strict=False)
     assert traces.runs.empty and traces.rejected.loc[0, "reason"].startswith("arguments are not JSON")
+
+
+def _object_lines_by_hand(body: bytes, first: int) -> tuple[list[int], bool]:
+    """The definition of ``files.object_lines``, line by line."""
+    kept = [(number, raw.strip(b" \t\r\n")) for number, raw in enumerate(body.split(b"\n"), start=first)]
+    kept = [(number, text) for number, text in kept if text]
+    return [n for n, _ in kept], all(text.startswith(b"{") and text.endswith(b"}") for _, text in kept)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([b"{", b"}", b"{}", b'{"a": 1}', b" ", b"\t", b"\r", b"\n", b"\r\n", b"x", b"[1]",
+                                 b'"s"', b"\n\n", b",", b":"]), max_size=30),
+       st.integers(1, 5))
+@example([b'{"a":', b"\n", b'1} {"b": 2}', b"\n", b'{"c": 3}'], 1)
+def test_object_lines_matches_its_definition(pieces: list[bytes], first: int) -> None:
+    """The look in C that spares the walk gives what the walk over the lines gives, whatever the bytes."""
+    body = b"".join(pieces)
+    assert files.object_lines(body, body.split(b"\n"), first) == _object_lines_by_hand(body, first)

@@ -190,7 +190,7 @@ def lines_of(body: bytes) -> Source | None:
     # numbered as the usual path numbers them: one object per line that is not blank (else it reads them one by
     # one: two objects on a line, or one over two lines, are malformed JSON there)
     rows = body.split(b"\n")
-    numbers, whole = object_lines(rows)
+    numbers, whole = object_lines(body, rows)
     if not whole or len(numbers) != len(lines):
         return None
     source = Source(body, lines, numbers)

@@ -324,7 +324,7 @@ def session_items(numbered: Iterable[tuple[int, Any, str | None]], fields: Field
 
 def _numbered(body: bytes) -> Iterator[tuple[int, Any, str | None]]:
     lines = body.split(b"\n")
-    numbers, whole = object_lines(lines)
+    numbers, whole = object_lines(body, lines)
     try:  # every line at once; a malformed line (or a count that differs) is found line by line below
         objects = _lines_decoder.decode_lines(body) if whole else None
     except (msgspec.DecodeError, RecursionError):

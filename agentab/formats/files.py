@@ -215,9 +215,9 @@ def decode_json(data: bytes | bytearray | str) -> tuple[Any, tuple[int, str] | N
     return value, None
 
 
-def object_lines(rows: list[bytes], first: int = 1) -> tuple[list[int], bool]:
-    """The numbers of the ``rows`` (a body split at ``b"\\n"``; the first is line ``first``) that are not blank,
-    and whether each of them opens with ``{`` and closes with ``}``.
+def object_lines(body: bytes, rows: list[bytes], first: int = 1) -> tuple[list[int], bool]:
+    """The numbers of the lines of ``body`` (whole lines, split at ``b"\\n"`` into ``rows``; the first is line
+    ``first``) that are not blank, and whether each of them opens with ``{`` and closes with ``}``.
 
     When they all do, no JSON object runs over two lines (a ``}`` then a ``{`` across a line break is valid JSON only
     between two objects), so a ``decode_lines`` of the body that finds as many objects as there are such lines
@@ -225,11 +225,16 @@ def object_lines(rows: list[bytes], first: int = 1) -> tuple[list[int], bool]:
 
     Examples
     --------
-    >>> object_lines([b'{"a": 1}', b"", b' {"b": 2}\\r'])
+    >>> body = b'{"a": 1}\\n\\n {"b": 2}\\r\\n'
+    >>> object_lines(body, body.split(b"\\n"))
     ([1, 3], True)
-    >>> object_lines([b'{"a":', b'1} {"b": 2}', b'{"c": 3}'])  # three objects on three lines, not one on each
+    >>> body = b'{"a":\\n1} {"b": 2}\\n{"c": 3}'  # three objects on three lines, not one on each
+    >>> object_lines(body, body.split(b"\\n"))
     ([1, 2, 3], False)
     """
+    filled = len(rows) - (rows[-1] == b"")  # the usual file: lines of "{...}" joined by "}\n{", a newline last
+    if rows[0][:1] == b"{" and rows[filled - 1][-1:] == b"}" and body.count(b"}\n{") == filled - 1:
+        return list(range(first, first + filled)), True
     numbers = []
     whole = True
     for number, raw in enumerate(rows, start=first):

@@ -283,7 +283,7 @@ def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
 def _lines(body: bytes, first: int) -> Iterator[tuple[int, Any, str | None]]:
     """``(line, object, problem)`` of JSON Lines (``body``, whole lines; its first is line ``first``)."""
     lines = body.split(b"\n")
-    numbers, whole = object_lines(lines, first)
+    numbers, whole = object_lines(body, lines, first)
     try:  # every line at once; a malformed line (or a count that differs) is found line by line below
         objects = span_decoder.decode_lines(body) if whole else None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
