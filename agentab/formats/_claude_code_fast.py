@@ -183,15 +183,17 @@ class Dicts:
 def lines_of(body: bytes) -> Source | None:
     """The session's lines decoded as :class:`Line`, or None (a line that does not decode so: malformed, not an
     object, a value of another shape; the usual path reads it)."""
+    # numbered as the usual path numbers them: one object per line that is not blank (else it reads them one by
+    # one: two objects on a line, or one over two lines, are malformed JSON there); looked at before decoding
+    rows = body.split(b"\n")
+    numbers, whole = object_lines(body, rows)
+    if not whole:
+        return None
     try:
         lines = _LINES.decode_lines(body)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    # numbered as the usual path numbers them: one object per line that is not blank (else it reads them one by
-    # one: two objects on a line, or one over two lines, are malformed JSON there)
-    rows = body.split(b"\n")
-    numbers, whole = object_lines(body, rows)
-    if not whole or len(numbers) != len(lines):
+    if len(numbers) != len(lines):
         return None
     source = Source(body, lines, numbers)
     source.rows = rows
