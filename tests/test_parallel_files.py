@@ -54,8 +54,8 @@ def _folder(tmp_path, n_files=6, per_file=4, bad=None):
 def test_files_in_parallel_equal_serial(tmp_path, files_in_parallel, workers):
     source = _folder(tmp_path)
     _same(load_traces(source, workers=workers), load_traces(source, workers=1))
-    chunks = agentab.traces._parallel.plan_files([1] * 12, workers * agentab.traces._parallel.CHUNKS_PER_PROCESS)
-    assert len(files_in_parallel) == len(chunks) - 1 == 11  # the workers really read every chunk but the first
+    chunks = agentab.traces._parallel.plan_chunks([1] * 12, workers)
+    assert len(files_in_parallel) == len(chunks) - 1 >= 7  # the workers really read every chunk but the first
 
 
 def test_chunks_claimed_by_whichever_process_is_free_equal_serial(tmp_path, monkeypatch):
@@ -69,6 +69,24 @@ def test_chunks_claimed_by_whichever_process_is_free_equal_serial(tmp_path, monk
 def test_claim_gives_each_chunk_to_one_process(tmp_path):
     claim = agentab.traces._parallel.claim
     assert [claim(str(tmp_path), k) for k in (1, 2, 1, 2, 3)] == [True, True, False, False, True]
+
+
+def test_plan_chunks_shrink_and_cover_the_files_in_order():
+    plan, shrinking = agentab.traces._parallel.plan_chunks, agentab.traces._parallel.shrinking
+    per = agentab.traces._parallel.CHUNKS_PER_PROCESS
+    for processes in (2, 3, 4):
+        cuts = shrinking(1.0, processes)
+        sizes = [b - a for a, b in zip([0.0, *cuts], [*cuts, 1.0])]
+        assert sizes[0] == 1 / (2 * processes)  # half a process's share first: it starts before the others
+        assert all(a >= b for a, b in zip(sizes, sizes[1:]))  # never growing
+        assert min(sizes[:-1]) >= 1 / (4 * processes * per) - 1e-12 and sizes[-1] <= 1.5 / (4 * processes * per)
+        chunks = plan([1] * 1000, processes)
+        assert chunks[0] == (0, round(500 / processes)) and chunks[-1][1] == 1000 and len(chunks) == len(cuts) + 1
+        assert all(g[1] == h[0] and g[0] < g[1] for g, h in zip(chunks, chunks[1:]))
+    assert plan([5, 5], 8) == [(0, 1), (1, 2)] and plan([5], 2) == [(0, 1)] and plan([3, 4], 1) == [(0, 2)]
+    assert plan([0, 0, 0], 2) == [(0, 3)]
+    big = plan([100, 1, 1, 1], 2)  # a file heavier than its share is a chunk alone
+    assert big[0] == (0, 1) and big[-1][1] == 4
 
 
 def test_plan_files_keeps_order_and_balances():
@@ -189,8 +207,9 @@ def test_a_files_worker_starts_without_pandas(tmp_path):
         "from agentab.traces._reader import files_worker; code = files_worker(sys.argv[1:]); print(code, sorted(name for name in sys.modules if name.split('.')[0] in "
         "('pandas', 'scipy', 'statsmodels', 'matplotlib') or name.split('.')[:2] in "
         "(['agentab', 'comparison'], ['agentab', 'scoring'], ['agentab', 'stats'])))")
+    (out / "manifest.json").write_text(json.dumps(manifest))  # as FileWorkers.send gives it: its path on stdin
     done = subprocess.run([sys.executable, "-c", code, agentab.traces._parallel.PACKAGE_FOLDER, str(out), "auto"],
-                          input=json.dumps(manifest), capture_output=True, text=True, check=True)
+                          input=str(out / "manifest.json"), capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0 []"
     part = agentab.traces._parallel._read_part(out / "chunk1")[0]  # chunk 0 is the parent's
     assert part.n_read == 2 and json.loads((out / "chunk1" / "meta.json").read_text())["chosen"] == [[str(path), "record"]]

@@ -46,6 +46,9 @@ from agentab.formats.record import TERMINAL_LISTS, Record
 
 #: Records held as Python objects before a chunk becomes Arrow arrays.
 CHUNK_RECORDS = 2048
+#: Runs built in columns (:meth:`RecordDecoder.add_prepared`) wait until this many are accepted to be appended to
+#: the chunk together (the appending costs per call about what it costs per run).
+PENDING_RUNS = 64
 
 _NO_TOTALS = (None,) * len(TOKEN_FIELDS)
 _FIRST_GROWN_COLUMN = StepColumns._fields.index("kind")
@@ -254,6 +257,8 @@ class RecordDecoder:
         self._run_parts: list[pa.RecordBatch] = []
         self._step_parts: list[pa.RecordBatch] = []
         self._chunk = Chunk(self._encoder)
+        # runs of add_prepared not yet in the chunk: appended many at once, before anything else touches the chunk
+        self._pending: list[tuple[tuple[Any, ...], PreparedSteps, list[Any]]] = []
 
     # -- public ------------------------------------------------------------ #
     def add(self, source: str, line: int, raw: bytes, arm: str | None = None) -> None:
@@ -321,8 +326,8 @@ class RecordDecoder:
     def add_prepared(self, runs: Sequence[tuple[str, int, Prepared]], arm: str | None = None) -> None:
         """Take runs a format reader built in columns (:class:`Prepared`; ``(source, line, run)`` each, in
         reading order): checked and appended without a record of dicts or a second schema validation, the
-        steps of many runs at once."""
-        accepted: list[tuple[tuple[Any, ...], PreparedSteps, list[Any]]] = []  # not yet in the chunk
+        steps of many runs at once (and of consecutive calls: :data:`PENDING_RUNS`)."""
+        accepted = self._pending  # not yet in the chunk
         for source, line, run in runs:
             ordinal = self.next_ordinal
             self.next_ordinal += 1
@@ -338,9 +343,7 @@ class RecordDecoder:
                 problem = terminal_problem(run.terminal_state)
             if problem is None and run.metadata is not None:
                 problem = metadata_problem(run.metadata)
-            if problem is not None:
-                self._append_prepared(accepted)  # earlier runs first: a strict read raises the earliest problem
-                accepted = []
+            if problem is not None:  # the runs pending came earlier: a strict read flushes them before it raises
                 self._reject(Rejection(ordinal, source, line, run.run_id, *problem))
                 continue
             n_handoffs = 0 if steps.kind is None else steps.kind.count("handoff")
@@ -349,15 +352,15 @@ class RecordDecoder:
                                        (len(steps.tool) - n_handoffs, n_handoffs, errors(status, steps.kind)),
                                        totals, (run.cost_usd, run.user_cost_usd, run.latency_s), None, None,
                                        run.terminal_state, source, line), steps, status))
-            if len(accepted) + len(self._chunk) >= self.chunk_size:
-                self._append_prepared(accepted)
-                accepted = []
-        self._append_prepared(accepted)
+            if len(accepted) >= PENDING_RUNS or len(accepted) + len(self._chunk) >= self.chunk_size:
+                self._append_prepared()
 
-    def _append_prepared(self, accepted: list[tuple[tuple[Any, ...], PreparedSteps, list[Any]]]) -> None:
-        """Append runs of :meth:`add_prepared` (rows, steps, statuses) to the chunk; flush it when full."""
+    def _append_prepared(self) -> None:
+        """Append the runs of :meth:`add_prepared` pending (rows, steps, statuses) to the chunk; flush it if full."""
+        accepted = self._pending
         if not accepted:
             return
+        self._pending = []
         c = self._chunk
         if not c.ns:  # a chunk holds step times either as text and numbers, or as nanoseconds
             if len(c):
@@ -495,6 +498,7 @@ class RecordDecoder:
     # -- accumulation ---------------------------------------------------------- #
     def _append(self, rec: Record, ordinal: int, source: str, line: int, run_id: str, arm: str | None,
                 columns: StepColumns | None, totals: tuple[int | None, ...]) -> None:
+        self._append_prepared()  # the converted runs read before it
         c = self._chunk
         if c.ns:  # see add_prepared
             self._flush()
@@ -551,6 +555,7 @@ class RecordDecoder:
         than in :meth:`add` keeps a rejected run from shadowing a valid one,
         whatever the chunk or part boundaries.
         """
+        self._append_prepared()  # (which flushes a full chunk itself)
         c = self._chunk
         if not len(c):
             return

@@ -293,7 +293,45 @@ def plan_files(weights: list[int], n: int) -> list[tuple[int, int]]:
     total = sum(weights)
     if n < 2 or total <= 0:
         return [(0, len(weights))]
-    targets = [total * k / n for k in range(1, n)]
+    return _cut(weights, [total * k / n for k in range(1, n)])
+
+
+def shrinking(total: float, processes: int) -> list[float]:
+    """Where to cut ``total`` (the inner cuts, as running totals) into chunks for ``processes`` that claim them one
+    by one: each chunk takes ``1 / (2 * processes)`` of what is left, and no less than ``total / (4 * processes *``
+    :data:`CHUNKS_PER_PROCESS` ``)`` (the last one excepted: what is left). Large chunks first cost few hand-overs;
+    small ones last leave a process that finishes early little to wait for (the last chunk is all one process may
+    wait for).
+
+    Examples
+    --------
+    >>> [round(cut, 3) for cut in shrinking(1.0, 2)][:4]
+    [0.25, 0.438, 0.578, 0.684]
+    >>> len(shrinking(1.0, 2)), len(shrinking(1.0, 1))
+    (12, 0)
+    """
+    if processes < 2 or total <= 0:
+        return []
+    smallest = total / (4 * processes * CHUNKS_PER_PROCESS)
+    cuts, done = [], 0.0
+    while total - done > smallest * 1.5:  # the last chunk at most 1.5 times the smallest
+        done += max((total - done) / (2 * processes), smallest)
+        cuts.append(done)
+    return cuts
+
+
+def plan_chunks(weights: list[int], processes: int) -> list[tuple[int, int]]:
+    """Cut files (their weights, in reading order) into contiguous chunks ``[i, j)`` for ``processes`` claiming
+    them one by one, of shrinking weight (:func:`shrinking`)."""
+    total = sum(weights)
+    if processes < 2 or len(weights) < 2 or total <= 0:
+        return [(0, len(weights))]
+    return _cut(weights, shrinking(total, processes))
+
+
+def _cut(weights: list[int], targets: list[float]) -> list[tuple[int, int]]:
+    """Contiguous groups ``[i, j)`` of ``weights``, cut after the file whose end is nearest each target (a running
+    total), at least one file each."""
     cuts, running, i = [0], 0, 0
     for target in targets:
         # the cut after the file whose end is nearest the target (at least one file past the last cut)
@@ -336,9 +374,14 @@ class FileWorkers:
         proc = self.slots[k][0]
         if proc is None or proc.stdin is None:
             return False
+        # the manifest (a path per file: megabytes) goes in a file, its path down the pipe: a write that fits the
+        # pipe's buffer returns at once, while the worker is still importing (a write of the whole manifest would
+        # wait for it, and this process's own reading with it)
+        folder = self.slots[k][1]
+        (folder / "manifest.json").write_bytes(json.dumps(manifest).encode())
         try:
             with proc.stdin:
-                proc.stdin.write(json.dumps(manifest).encode())
+                proc.stdin.write(str(folder / "manifest.json").encode())
         except OSError:  # a broken pipe: the worker is gone
             return False
         return True
@@ -384,7 +427,7 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
     workers, if the reader started them while listing (:class:`FileWorkers`; closed here), else started here.
     """
     n = min(workers, len(entries))
-    chunks = plan_files(weights, n * CHUNKS_PER_PROCESS) if n >= 2 else [(0, len(entries))]
+    chunks = plan_chunks(weights, n)
     if len(chunks) < 2:
         if started is not None:
             started.close()

@@ -329,10 +329,10 @@ def files_worker(argv: list[str]) -> int:
         formats.available()
     else:
         formats.get(fmt)
-    data = sys.stdin.buffer.read()
+    data = sys.stdin.buffer.read()  # the manifest's path (FileWorkers.send)
     if not data:
         return 0
-    manifest = json.loads(data)
+    manifest = json.loads(Path(data.decode()).read_bytes())
     files = [(Path(p), arm, None if root is None else Path(root)) for p, arm, root in manifest["files"]]
     reader = worker_reader(RecordDecoder(strict=False), manifest)
     for k, (i, j) in enumerate(manifest["chunks"]):
