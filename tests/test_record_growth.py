@@ -223,6 +223,38 @@ def test_prepared_runs_give_the_same_tables_as_records():
     assert not via_records[2] and not via_columns[2]
 
 
+@pytest.mark.parametrize("chunk_size", [None, 50])
+def test_prepared_runs_many_at_once_and_one_by_one_interleaved_with_records(chunk_size):
+    # the decoder holds runs of add_prepared back (PENDING_RUNS at a time, across calls): none may be lost or
+    # reordered, whether given 150 in one call, one per call (a reader of one run per file), or between records
+    records = [grown_record(f"r{k}") if k % 3 else make_record(f"r{k}") for k in range(400)]
+    for record in records:
+        for name in ("terminal_state", "retries", "backtracks"):
+            record.pop(name, None)
+        for step in record["steps"]:
+            step.pop("started_at", None), step.pop("ended_at", None)
+    records[7]["run_id"] = "r3"  # a duplicate, found at the chunk's flush
+
+    def by_columns(d: RecordDecoder) -> None:
+        d.add_prepared([("s", k + 1, prepared_of(r)) for k, r in enumerate(records[:150])])
+        for k in range(150, 300):
+            d.add_prepared([("s", k + 1, prepared_of(records[k]))])
+        d.add_parsed("s", 301, records[300])  # a record between runs in columns
+        d.add_prepared([("s", k + 1, prepared_of(records[k])) for k in range(301, 400)])
+
+    def decoded_by(add: Any) -> tuple[pd.DataFrame, pd.DataFrame, list[Any]]:
+        decoder = RecordDecoder(strict=False, chunk_size=chunk_size)
+        add(decoder)
+        runs, steps, rejected = decoder.finish()
+        return *_frames(runs, steps, rejected)[:2], rejected
+
+    via_records = decoded_by(lambda d: [d.add_parsed("s", k + 1, r) for k, r in enumerate(records)])
+    via_columns = decoded_by(by_columns)
+    assert len(via_columns[0]) == 399 and via_columns[0]["run_id"].tolist() == via_records[0]["run_id"].tolist()
+    assert via_records[0].equals(via_columns[0]) and via_records[1].equals(via_columns[1])
+    assert [(r.line, r.field) for r in via_columns[2]] == [(r.line, r.field) for r in via_records[2]] == [(8, "run_id")]
+
+
 def test_prepared_without_the_new_fields_loads_as_before():
     record = make_record()
     for name in ("terminal_state", "retries", "backtracks"):

@@ -46,8 +46,7 @@ from agentab.formats.record import TERMINAL_LISTS, Record
 
 #: Records held as Python objects before a chunk becomes Arrow arrays.
 CHUNK_RECORDS = 2048
-#: Runs built in columns (:meth:`RecordDecoder.add_prepared`) wait until this many are accepted to be appended to
-#: the chunk together (the appending costs per call about what it costs per run).
+#: Runs built in columns (:meth:`RecordDecoder.add_prepared`) are appended to the chunk this many at a time.
 PENDING_RUNS = 64
 
 _NO_TOTALS = (None,) * len(TOKEN_FIELDS)
@@ -354,6 +353,7 @@ class RecordDecoder:
                                        run.terminal_state, source, line), steps, status))
             if len(accepted) >= PENDING_RUNS or len(accepted) + len(self._chunk) >= self.chunk_size:
                 self._append_prepared()
+                accepted = self._pending
 
     def _append_prepared(self) -> None:
         """Append the runs of :meth:`add_prepared` pending (rows, steps, statuses) to the chunk; flush it if full."""
