@@ -359,3 +359,4 @@ def test_object_lines_matches_its_definition(pieces: list[bytes], first: int) ->
     """The look in C that spares the walk gives what the walk over the lines gives, whatever the bytes."""
     body = b"".join(pieces)
     assert files.object_lines(body, body.split(b"\n"), first) == _object_lines_by_hand(body, first)
+    assert files.object_lines(body, None, first) == _object_lines_by_hand(body, first)  # its lines split only if needed

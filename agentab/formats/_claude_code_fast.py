@@ -141,21 +141,32 @@ class Source:
         self.numbers = numbers
         self.rows: list[bytes] | None = None  # the body's lines, split when first needed
         self._extras: dict[int, Extra] = {}
+        self._dicts: dict[int, dict[str, Any]] = {}
 
     def extra(self, k: int) -> Extra:
         """The :class:`Extra` of the ``k``-th line (from 0)."""
         found = self._extras.get(k)
         if found is None:
-            rows = self.rows
-            if rows is None:
-                rows = self.rows = self.body.split(b"\n")
-            found = self._extras[k] = _EXTRA.decode(rows[self.numbers[k] - 1])
+            number = self.numbers[k]
+            if number == 1:  # the first line (asked for on every session): no split of the body for it
+                end = self.body.find(b"\n")
+                row = self.body if end < 0 else self.body[:end]
+            else:
+                rows = self.rows
+                if rows is None:
+                    rows = self.rows = self.body.split(b"\n")
+                row = rows[number - 1]
+            found = self._extras[k] = _EXTRA.decode(row)
         return found
 
     def as_dict(self, k: int, keys: tuple[tuple[str, str, bool], ...]) -> dict[str, Any]:
-        """The ``k``-th line's keys ``keys`` (from :func:`plain_fields`) as a dict, UNSET left out."""
+        """The ``k``-th line's keys ``keys`` (from :func:`plain_fields`, the same on every call) as a dict, UNSET
+        left out (made once: the first line's is asked for twice)."""
+        out = self._dicts.get(k)
+        if out is not None:
+            return out
         line = self.lines[k]
-        out = {}
+        out = self._dicts[k] = {}
         for key, name, extra in keys:
             value = getattr(self.extra(k) if extra else line, name)
             if value is not msgspec.UNSET:
@@ -185,8 +196,7 @@ def lines_of(body: bytes) -> Source | None:
     object, a value of another shape; the usual path reads it)."""
     # numbered as the usual path numbers them: one object per line that is not blank (else it reads them one by
     # one: two objects on a line, or one over two lines, are malformed JSON there); looked at before decoding
-    rows = body.split(b"\n")
-    numbers, whole = object_lines(body, rows)
+    numbers, whole = object_lines(body)
     if not whole:
         return None
     try:
@@ -195,9 +205,7 @@ def lines_of(body: bytes) -> Source | None:
         return None
     if len(numbers) != len(lines):
         return None
-    source = Source(body, lines, numbers)
-    source.rows = rows
-    return source
+    return Source(body, lines, numbers)
 
 
 #: The tool-use block types, and the tools whose calls start a sub-agent (as the usual path has them).

@@ -82,6 +82,7 @@ the session's first line.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -111,7 +112,7 @@ from agentab.formats.files import (
     first_keys,
     is_record_keys,
     object_lines,
-    open_trace_file,
+    read_trace_bytes,
 )
 
 __all__ = ["FIELDS", "FORMAT", "read_file", "read_objects", "session_items", "sniff"]
@@ -341,12 +342,20 @@ def _numbered(body: bytes) -> Iterator[tuple[int, Any, str | None]]:
             yield number, None, f"JSON nested too deeply to read on line {number}"
 
 
+@functools.lru_cache(maxsize=8)
+def _plain_fields(plan: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str, bool], ...] | None:
+    """:func:`~._claude_code_fast.plain_fields` of a mapping, found once per mapping (not once per file)."""
+    return plain_fields(dict(plan))
+
+
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     """One item: the session in ``path`` (a record, or a rejection naming the line and field at fault)."""
-    with open_trace_file(path if isinstance(path, Path) else Path(path)) as fh:  # the loader gives a Path
-        body = fh.read().removeprefix(BOM)
+    body = read_trace_bytes(path if isinstance(path, Path) else Path(path)).removeprefix(BOM)  # the loader: a Path
     plan = {**FIELDS, **(fields or {})}
-    keys = plain_fields(plan)
+    try:
+        keys = _plain_fields(tuple(plan.items()))
+    except TypeError:  # a value no cache holds (the mapping's check names it)
+        keys = plain_fields(plan)
     item = None if keys is None else _fast_item(body, plan, keys)
     yield item if item is not None else session_items(_numbered(body), fields)
 

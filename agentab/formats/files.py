@@ -27,7 +27,7 @@ from agentab.errors import TraceError
 
 __all__ = ["BOM", "JSON_SPACE", "Budget", "InflateLimit", "MAX_INFLATED_BYTES", "MAX_INFLATION_RATIO",
            "RATIO_FREE_BYTES", "decode_json", "first_keys", "inflate_cap", "is_record_keys", "object_lines", "open_trace_file",
-           "printable", "read_member"]
+           "printable", "read_member", "read_trace_bytes"]
 
 #: Most bytes one compressed file or archive member may inflate to (4 GiB).
 MAX_INFLATED_BYTES = 4 * 2**30
@@ -98,6 +98,16 @@ def open_trace_file(path: Path):
     except BaseException:
         raw.close()
         raise
+
+
+def read_trace_bytes(path: Path) -> bytes:
+    """A trace file's bytes, whole: a plain file read without a buffer (one system call for its bytes), a ``.gz``
+    one inflated (bounded, as :func:`open_trace_file`)."""
+    if not path.name.lower().endswith(".gz"):
+        with open(path, "rb", buffering=0) as fh:
+            return fh.read()
+    with open_trace_file(path) as fh:
+        return fh.read()
 
 
 class Budget:
@@ -215,9 +225,10 @@ def decode_json(data: bytes | bytearray | str) -> tuple[Any, tuple[int, str] | N
     return value, None
 
 
-def object_lines(body: bytes, rows: list[bytes], first: int = 1) -> tuple[list[int], bool]:
-    """The numbers of the lines of ``body`` (whole lines, split at ``b"\\n"`` into ``rows``; the first is line
-    ``first``) that are not blank, and whether each of them opens with ``{`` and closes with ``}``.
+def object_lines(body: bytes, rows: list[bytes] | None = None, first: int = 1) -> tuple[list[int], bool]:
+    """The numbers of the lines of ``body`` (whole lines, split at ``b"\\n"`` into ``rows``, which are split here
+    if not given and needed; the first is line ``first``) that are not blank, and whether each of them opens with
+    ``{`` and closes with ``}``.
 
     When they all do, no JSON object runs over two lines (a ``}`` then a ``{`` across a line break is valid JSON only
     between two objects), so a ``decode_lines`` of the body that finds as many objects as there are such lines
@@ -232,9 +243,14 @@ def object_lines(body: bytes, rows: list[bytes], first: int = 1) -> tuple[list[i
     >>> object_lines(body, body.split(b"\\n"))
     ([1, 2, 3], False)
     """
-    filled = len(rows) - (rows[-1] == b"")  # the usual file: lines of "{...}" joined by "}\n{", a newline last
-    if rows[0][:1] == b"{" and rows[filled - 1][-1:] == b"}" and body.count(b"}\n{") == filled - 1:
+    # the usual file: lines of "{...}" joined by "}\n{", a newline last (its last line, of rows, is then empty)
+    newline_last = body[-1:] == b"\n"
+    filled = body.count(b"\n") + 1 - newline_last
+    if body[:1] == b"{" and body[-1 - newline_last:len(body) - newline_last] == b"}" and (
+            body.count(b"}\n{") == filled - 1):
         return list(range(first, first + filled)), True
+    if rows is None:
+        rows = body.split(b"\n")
     numbers = []
     whole = True
     for number, raw in enumerate(rows, start=first):

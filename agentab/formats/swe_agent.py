@@ -129,7 +129,7 @@ from agentab.formats._swe_agent_fast import (
     trimmed,
     walk,
 )
-from agentab.formats.files import BOM, decode_json, open_trace_file
+from agentab.formats.files import BOM, decode_json, read_trace_bytes
 
 __all__ = ["FIELDS", "FORMAT", "convert", "sniff"]
 
@@ -179,8 +179,7 @@ def _trimmed(raw: bytes, fields: FieldMap) -> dict[str, Any] | None:
 
 def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
     """The one run of a ``.traj`` file (or its rejection)."""
-    with open_trace_file(path) as fh:
-        raw = fh.read()
+    raw = read_trace_bytes(path)
     doc = _trimmed(raw, fields)
     if doc is not None:
         try:

@@ -40,7 +40,6 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 __all__ = ["Entry", "WriteGuard", "database_changes", "diff", "is_sqlite", "snapshot", "copy_databases"]

@@ -94,7 +94,7 @@ from agentab.formats._fast_path import Slow
 from agentab.formats.atif._fast import item as fast_item
 from agentab.formats.atif._run import DEFAULTS, run_fields, trial_result
 from agentab.formats.atif._steps import VERSIONS, Walk, beside, load
-from agentab.formats.files import decode_json, open_trace_file
+from agentab.formats.files import decode_json, read_trace_bytes
 
 __all__ = ["DEFAULTS", "FORMAT", "VERSIONS"]
 
@@ -123,12 +123,12 @@ def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
     """The run of one ``trajectory.json`` (none for a part of another trajectory or Harbor's bookkeeping)."""
     name = path.name
     if name == "trajectory.json":
-        raw = _bytes(path)
+        raw = read_trace_bytes(path)
     else:
         part = _PART_FILE.search(name)
         if part is not None and os.path.isfile(os.path.join(os.path.dirname(path), f"{name[:part.start()]}.json")):
             return  # read with the trajectory it is part of (``trajectory.cont-1.json`` -> ``trajectory.json``)
-        raw = _bytes(path)
+        raw = read_trace_bytes(path)
         if name.lower() in _BOOKKEEPING and _quiet(raw) and _has_trajectory(path.parent):
             return  # a trial's bookkeeping beside its trajectory: no run of its own (as below, without parsing it)
     try:
@@ -203,14 +203,6 @@ def _item(doc: dict[str, Any], path: Path | None, fields: FieldMap, line: int) -
 def _is_trial_result(doc: Any) -> bool:
     """Harbor's ``TrialResult`` (a trial's result.json)."""
     return isinstance(doc, Mapping) and {"task_name", "trial_name", "task_checksum"} <= doc.keys()
-
-
-def _bytes(path: Path) -> bytes:
-    if not path.name.lower().endswith(".gz"):  # open_trace_file's plain case, without its buffer: read whole
-        with open(path, "rb", buffering=0) as fh:
-            return fh.read()
-    with open_trace_file(path) as fh:
-        return fh.read()
 
 
 class _Nothing(msgspec.Struct):

@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentab.formats._base import Reject, token_count
-from agentab.formats.files import decode_json, open_trace_file
+from agentab.formats.files import decode_json, read_trace_bytes
 from agentab.formats.record import TOKENS_WITH_STEP
 
 __all__ = ["VERSIONS", "Walk", "beside", "load"]
@@ -25,8 +25,7 @@ _COUNTS = ("tokens_in", "tokens_out", "tokens_cached", "cost_usd")
 
 def load(path: Path) -> tuple[Any, tuple[int, str] | None]:
     """A JSON file's value, or (None, (line, message))."""
-    with open_trace_file(path) as fh:
-        return decode_json(fh.read())
+    return decode_json(read_trace_bytes(path))
 
 
 def beside(folder: Path | None, ref: Any) -> Path | None:

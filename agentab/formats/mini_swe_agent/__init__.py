@@ -104,7 +104,7 @@ import msgspec
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
 from agentab.formats._fast_path import Slow, prepared, untouched, whole_first
 from agentab.formats._missing import absent
-from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.files import BOM, JSON_SPACE, read_trace_bytes
 from agentab.formats.mini_swe_agent._fast import as_dicts, trajectory, walk
 from agentab.formats.mini_swe_agent._steps import Run, describe, walk_steps
 
@@ -280,8 +280,7 @@ def _plain(body: bytes, line: int, where: str, fields: FieldMap) -> Item | None:
 def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     """The one run of a trajectory file (``.traj.json``, or gzip-compressed)."""
     plan = {**FIELDS, **(fields or {})}
-    with open_trace_file(Path(path)) as fh:
-        data = fh.read().removeprefix(BOM)
+    data = read_trace_bytes(Path(path)).removeprefix(BOM)
     body = data.lstrip(JSON_SPACE)
     line = data.count(b"\n", 0, len(data) - len(body)) + 1
     item = _plain(body, line, str(path), plan)

@@ -128,7 +128,7 @@ import msgspec
 
 from agentab.formats._base import FieldMap, Format, Item, Part, Reject
 from agentab.formats._fast_path import Slow, timed, untouched, whole_first
-from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
+from agentab.formats.files import BOM, JSON_SPACE, open_trace_file, read_trace_bytes
 from agentab.formats.openhands._fast import line, run
 from agentab.formats.openhands._fields import FIELDS, convert, history_steps
 from agentab.formats.openhands._sdk import is_sdk
@@ -236,8 +236,7 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
     if start != b"[" and not one_object:
         yield from _lines(path, where, plan)
         return
-    with open_trace_file(path) as fh:
-        body = fh.read().removeprefix(BOM).lstrip(JSON_SPACE)
+    body = read_trace_bytes(path).removeprefix(BOM).lstrip(JSON_SPACE)
     try:
         parsed = _decode(body)
     except (msgspec.DecodeError, RecursionError) as err:
