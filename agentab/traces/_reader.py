@@ -49,6 +49,7 @@ __all__ = ["SUFFIXES", "files_worker", "listing", "worker_reader"]
 #: File name endings read from a directory, and what each holds.
 SUFFIXES = {".jsonl": "lines", ".ndjson": "lines", ".jsonl.gz": "lines", ".ndjson.gz": "lines",
             ".json": "array", ".json.gz": "array", ".eval": "archive", ".traj": "array", ".traj.gz": "array"}
+_ENDINGS = tuple(SUFFIXES)  # a trace file's name ends with one (lower-cased)
 
 
 class _Reader:
@@ -402,11 +403,12 @@ def _files(path: Path, companions: Callable[[list[str]], list[str]] | None = Non
 
 
 def _sort_key(path: str | Path) -> Any:
-    """Paths sort part by part: on POSIX their parts as text do (a folder's entries all start alike, so the parts
-    split at the separator sort as ``Path.parts`` would), without a Path comparison per pair."""
+    """Paths sort part by part: on POSIX as their text does with each separator made the smallest character (a NUL,
+    which no path holds: text compared so compares its parts in turn, as ``Path.parts`` would), without a Path
+    comparison per pair."""
     if os.name != "posix":
         return Path(path)
-    return (path if isinstance(path, str) else str(path)).split(os.sep)
+    return (path if isinstance(path, str) else str(path)).replace(os.sep, "\0")
 
 
 def _walk(folder: Path) -> Iterator[str | Path]:
@@ -427,7 +429,7 @@ def _walk(folder: Path) -> Iterator[str | Path]:
                     pending.append(entry.path)
                     continue
                 name = entry.name
-                if _kind_of(name) is None or name == "spec.json":  # `agentab example` writes one
+                if not name.lower().endswith(_ENDINGS) or name == "spec.json":  # `agentab example` writes one
                     continue
                 # a regular file, or a link to one: the folder's entry says so without a system call; anything
                 # else is looked at (a FIFO or device is refused, a broken link cannot be read)

@@ -125,7 +125,7 @@ def _read_file(path: Path, fields: FieldMap) -> Iterator[Item]:
     if name == "trajectory.json":
         raw = read_trace_bytes(path)
     else:
-        part = _PART_FILE.search(name)
+        part = _PART_FILE.search(name) if "-" in name else None  # (a part's name has one)
         if part is not None and os.path.isfile(os.path.join(os.path.dirname(path), f"{name[:part.start()]}.json")):
             return  # read with the trajectory it is part of (``trajectory.cont-1.json`` -> ``trajectory.json``)
         raw = read_trace_bytes(path)
@@ -175,7 +175,7 @@ def _companions(paths: list[str]) -> list[str]:
         folder, name = os.path.split(path)
         if name.lower() in _BOOKKEEPING and folder in trials:
             continue
-        part = _PART_FILE.search(name)
+        part = _PART_FILE.search(name) if "-" in name else None  # (a part's name has one)
         if part is not None and os.path.join(folder, f"{name[:part.start()]}.json") in found:
             continue
         keep.append(path)
