@@ -151,16 +151,10 @@ class Source:
         """The :class:`Extra` of the ``k``-th line (from 0)."""
         found = self._extras.get(k)
         if found is None:
-            number = self.numbers[k]
-            if number == 1:  # the first line (asked for on every session): no split of the body for it
-                end = self.body.find(b"\n")
-                row = self.body if end < 0 else self.body[:end]
-            else:
-                rows = self.rows
-                if rows is None:
-                    rows = self.rows = self.body.split(b"\n")
-                row = rows[number - 1]
-            found = self._extras[k] = _EXTRA.decode(row)
+            rows = self.rows
+            if rows is None:
+                rows = self.rows = self.body.split(b"\n")
+            found = self._extras[k] = _EXTRA.decode(rows[self.numbers[k] - 1])
         return found
 
     def as_dict(self, k: int, keys: tuple[tuple[str, str, bool], ...]) -> dict[str, Any]:
@@ -200,7 +194,8 @@ def lines_of(body: bytes) -> Source | None:
     object, a value of another shape; the usual path reads it)."""
     # numbered as the usual path numbers them: one object per line that is not blank (else it reads them one by
     # one: two objects on a line, or one over two lines, are malformed JSON there); looked at before decoding
-    numbers, whole = object_lines(body)
+    rows = body.split(b"\n")
+    numbers, whole = object_lines(body, rows)
     if not whole:
         return None
     try:
@@ -209,7 +204,9 @@ def lines_of(body: bytes) -> Source | None:
         return None
     if len(numbers) != len(lines):
         return None
-    return Source(body, lines, numbers)
+    source = Source(body, lines, numbers)
+    source.rows = rows
+    return source
 
 
 #: The tool-use block types, and the tools whose calls start a sub-agent (as the usual path has them).
