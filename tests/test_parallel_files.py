@@ -89,8 +89,12 @@ def test_plan_chunks_shrink_and_cover_the_files_in_order():
     assert big[0] == (0, 1) and big[-1][1] == 4
 
 
-def test_plan_files_keeps_order_and_balances():
-    plan = agentab.traces._parallel.plan_files
+def test_cuts_keep_order_and_fall_nearest_their_targets():
+    cut = agentab.traces._parallel._cut
+
+    def plan(weights, n):  # n groups of about equal weight
+        return cut(weights, [sum(weights) * k / n for k in range(1, min(n, len(weights)))])
+
     assert plan([10] * 10, 2) == [(0, 5), (5, 10)]
     assert plan([10] * 9, 3) == [(0, 3), (3, 6), (6, 9)]
     assert plan([100, 1, 1, 1], 2) == [(0, 1), (1, 4)]

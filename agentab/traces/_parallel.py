@@ -286,16 +286,6 @@ def file_weight(path: Path) -> int:
     return size * COMPRESSED_WEIGHT if path.name.lower().endswith((".gz", ".eval")) else size
 
 
-def plan_files(weights: list[int], n: int) -> list[tuple[int, int]]:
-    """Cut files (their weights, in reading order) into at most ``n`` contiguous groups ``[i, j)`` of about equal
-    weight."""
-    n = min(n, len(weights))
-    total = sum(weights)
-    if n < 2 or total <= 0:
-        return [(0, len(weights))]
-    return _cut(weights, [total * k / n for k in range(1, n)])
-
-
 def shrinking(total: float, processes: int) -> list[float]:
     """Where to cut ``total`` (the inner cuts, as running totals) into chunks for ``processes`` that claim them one
     by one: each chunk takes ``1 / (2 * processes)`` of what is left, and no less than ``total / (4 * processes *``

@@ -321,8 +321,8 @@ def files_worker(argv: list[str]) -> int:
     an empty ``raised`` file there, and no more chunks claimed).
 
     Started ahead of its work (:class:`agentab.traces._parallel.FileWorkers`): it imports what reading the format
-    ``argv[1]`` takes, then reads its manifest (JSON) from its standard input; none (the input closed empty): it
-    was not needed, and exits.
+    ``argv[1]`` takes, then reads the path of its manifest (a JSON file) from its standard input; none (the input
+    closed empty): it was not needed, and exits.
     """
     arrow_without_pandas()
     out, fmt = Path(argv[0]), argv[1]
