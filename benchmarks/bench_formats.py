@@ -42,34 +42,37 @@ large: OTLP/JSON takes 3.8 times the bytes of our record), and
 
 Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N] [--formats NAME ...]``.
 
-Last run (2026-12-02 13:33-13:45 UTC, commit cf53742, ``python benchmarks/bench_formats.py --repeat 3``, 2 CPUs,
-otherwise idle; also in ``benchmarks/results/bench_formats.txt``; a slower machine than the run below: the
-record takes 1.3 s here against 0.6 s there, so read the ratios)::
+Last run (2026-12-02 16:43-16:52 UTC, commit 4951b94, ``python benchmarks/bench_formats.py --repeat 3``, 2 CPUs,
+otherwise idle; also in ``benchmarks/results/bench_formats.txt``; this machine's speed varied through the day,
+the record alone taking 0.64 to 1.09 s, so read the ratios)::
 
     10,000 runs, 108,405 tool calls; best of 3, interleaved in random order; 2 CPUs
             format      MB  seconds  x record  seconds, 1 process  x record  check
-            record    35.3     1.32      1.00                1.38      1.00  identical
-            openai    44.9     3.19      2.42                3.47      2.52  identical
-         anthropic    45.0     3.17      2.41                3.17      2.31  identical
-              otel   133.3     3.00      2.28                3.72      2.70  identical
-        otel-spans   133.3     3.11      2.36                6.58      4.79  identical
-           inspect     8.2     2.02      1.53                4.04      2.94  identical
-              tau2   181.2     2.99      2.27                3.89      2.83  identical
-         openhands   180.3     3.27      2.48                4.01      2.91  identical
-    mini-swe-agent   127.4     3.37      2.56                4.69      3.41  identical
-         swe-agent   131.6     3.09      2.35                4.71      3.42  identical
-       claude-code   171.8     4.38      3.32                6.60      4.80  identical
-     openai-agents   124.5     3.76      2.85                5.93      4.31  identical
-              atif    92.1     3.81      2.89                5.60      4.07  identical
+            record    35.3     1.03      1.00                1.11      1.00  identical
+            openai    44.9     2.94      2.85                2.71      2.45  identical
+         anthropic    45.0     2.83      2.75                2.58      2.33  identical
+              otel   133.3     2.52      2.45                3.15      2.85  identical
+        otel-spans   133.3     2.85      2.77                5.80      5.24  identical
+           inspect     8.2     2.07      2.01                3.05      2.75  identical
+              tau2   181.2     2.44      2.37                3.57      3.23  identical
+         openhands   180.3     2.44      2.36                3.82      3.46  identical
+    mini-swe-agent   127.4     2.91      2.83                4.23      3.82  identical
+         swe-agent   131.6     2.45      2.38                3.38      3.06  identical
+       claude-code   171.8     3.07      2.97                5.74      5.18  identical
+     openai-agents   124.5     2.86      2.77                5.01      4.53  identical
+              atif    92.1     2.87      2.78                4.36      3.94  identical
 
-Since the run below: the processes of a parallel load claim the chunks of its files (and the parts of a large
-JSON Lines file) one by one, six per process, so a slower process reads fewer; workers start while a
-folder is still listed; a folder loaded as ``atif`` leaves Harbor's bookkeeping files unopened; the column
-paths keep an integer outcome as read. By default only claude-code is over 3x (3.32; 3.04 in a run an hour
-earlier); in one process mini-swe-agent, swe-agent, claude-code, openai-agents, atif and the span-by-span
-OTel path are (3.4-4.8x).
+Since the 13:33 run (below): the chunks of a parallel load shrink (``plan_chunks``), a worker's manifest goes
+through a file, the record decoder appends runs built in columns 64 at a time, whole files are read
+unbuffered, ``object_lines`` looks at split lines instead of counting over the body, listing is quicker. By
+default every format is within 3x in this run; claude-code is at the line (2.70-3.39 over five runs of
+the same afternoon, ``benchmarks/README.md``). In one process most converted formats are over 3x.
 
-The run before (2026-12-02 05:18-05:25 UTC, commit a6f997b, same command, another machine, idle)::
+The run before that (2026-12-02 13:33 UTC, commit cf53742, same command, another machine): by default
+claude-code 3.32 and the rest within 3x; in one process mini-swe-agent, swe-agent, claude-code,
+openai-agents, atif and the span-by-span OTel path over 3x (3.4-4.8x).
+
+Earlier (2026-12-02 05:18-05:25 UTC, commit a6f997b, same command, another machine, idle)::
 
             record    35.3     0.61      1.00                0.75      1.00  identical
               otel   133.3     1.89      3.09                1.96      2.62  identical
