@@ -157,15 +157,16 @@ def step_columns(steps: list[Step]) -> StepColumns | None:
     if not steps:
         return None
     fields = tuple(zip(*map(astuple, steps)))
-    observations = fields[3]
-    if None in observations:
-        status = [None if o is None else o.get("status") for o in observations]
-        error = [None if o is None else o.get("error") for o in observations]
-    else:
-        status = list(map(dict.get, observations, repeat("status")))
-        error = list(map(dict.get, observations, repeat("error")))
+    status, error = observed(fields[3], "status"), observed(fields[3], "error")
     nothing = (None,) * len(steps)
     return StepColumns(*fields, status, error, fields[_FIRST_GROWN:] != (nothing,) * _N_GROWN)
+
+
+def observed(observations: Sequence[dict[str, Any] | None], key: str) -> list[Any]:
+    """Each observation's ``key`` (None where absent, or no observation), in C when every step has one."""
+    if None in observations:
+        return [None if o is None else o.get(key) for o in observations]
+    return list(map(dict.get, observations, repeat(key)))
 
 
 def run_tokens(counts: Sequence[int | None], metadata: Sequence[dict[str, Any] | None]) -> int | None:

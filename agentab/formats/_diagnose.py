@@ -257,7 +257,7 @@ def run_totals(n_steps: int, counts: Sequence[Sequence[int | None] | None], step
     if n_steps and given.count(None) != len(given):
         for name, g, c in zip(TOKEN_FIELDS, given, counts):
             if g is not None and c is not None:
-                known = sum(x for x in c if x is not None)
+                known = sum(filter(None, c))  # (the zeros left out too: the same sum)
                 if g < known:
                     return totals, (name, f"the run's {name} {g} is less than the sum of its steps' {name}, {known}")
     for (part, whole), (at_part, at_whole) in zip(TOKEN_PARTS, _PART_AT):

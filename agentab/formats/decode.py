@@ -37,8 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentab.errors import TraceError, where
-from agentab.formats._chunk import (AT_N_HANDOFFS, AT_N_STEPS, TOKEN_FIELDS, Chunk, StepColumns, run_tokens,
-                                    runs_batch, step_columns, steps_batch)
+from agentab.formats._chunk import (AT_N_HANDOFFS, AT_N_STEPS, TOKEN_FIELDS, Chunk, StepColumns, observed,
+                                    run_tokens, runs_batch, step_columns, steps_batch)
 from agentab.formats._diagnose import (arm_problem, diagnose, errors, metadata_problem, overflow, run_totals,
                                        statuses_problem, step_problem, terminal_problem)
 from agentab.formats._times import ns_times, parse_times
@@ -332,7 +332,7 @@ class RecordDecoder:
             self.next_ordinal += 1
             self.n_read += 1
             steps = run.steps
-            status = [None if o is None else o.get("status") for o in steps.observation]
+            status = observed(steps.observation, "status")
             counts = (steps.tokens_in, steps.tokens_out, steps.tokens_reasoning, steps.tokens_cached)
             problem = (arm_problem(run.arm, arm) or statuses_problem(status)
                        or step_problem(steps.kind, steps.agent, counts, run.agents))
@@ -370,7 +370,7 @@ class RecordDecoder:
         steps = [entry[1] for entry in accepted]
         observations = list(chain.from_iterable(s.observation for s in steps))
         c.status.extend(chain.from_iterable(entry[2] for entry in accepted))
-        c.error.extend([None if o is None else o.get("error") for o in observations])
+        c.error.extend(observed(observations, "error"))
         c.observation.extend(observations)
         c.args.extend(list(chain.from_iterable(s.args for s in steps)))
         c.tokens_in.extend(chain.from_iterable(s.tokens_in for s in steps))
