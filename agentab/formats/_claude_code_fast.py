@@ -173,20 +173,16 @@ class Source:
 
 
 class Dicts:
-    """The lines of ``source`` as dicts of ``keys`` (:meth:`Source.as_dict`), each made when first reached: the
-    run-level fields are found on the first lines, so the others are never made."""
+    """The lines of ``source`` as dicts of ``keys`` (:meth:`Source.as_dict`, which keeps them), each made when
+    first reached: the run-level fields are found on the first lines, so the others are never made."""
 
     def __init__(self, source: Source, keys: tuple[tuple[str, str, bool], ...]) -> None:
         self.source = source
         self.keys = keys
-        self.made: list[dict[str, Any]] = []
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        made = self.made
         for k in range(len(self.source.lines)):
-            if k == len(made):
-                made.append(self.source.as_dict(k, self.keys))
-            yield made[k]
+            yield self.source.as_dict(k, self.keys)
 
 
 def lines_of(body: bytes) -> Source | None:
