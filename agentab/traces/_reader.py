@@ -14,8 +14,8 @@ import os
 import stat
 import sys
 import zlib
-from itertools import islice
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -157,13 +157,18 @@ class _Reader:
             started.close()
 
     def read_here(self, entries: Iterable[Entry]) -> None:
-        """Read files in this process, one by one (the cyclic collector paused over :data:`GC_FILES` at a time:
-        :func:`batches`)."""
+        """Read files in this process, one by one."""
+        self._read_all(entries, count=True)
+
+    def _read_all(self, entries: Iterable[Entry], count: bool) -> None:
+        """Read files one by one, the cyclic collector paused over :data:`GC_FILES` at a time (:func:`batches`);
+        ``count``: report each as done (``progress``)."""
         for batch in batches(entries):
             with gc_paused():
-                for path, arm, root in batch:
-                    self.read_file(path, arm, root)
-                    self.files_done([(path, arm, root)])
+                for entry in batch:
+                    self.read_file(*entry)
+                    if count:
+                        self.files_done([entry])
 
     def read_chunk(self, entries: Sequence[Entry], first_ordinal: int
                    ) -> tuple[DecodedPart, list[tuple[str, str]]] | None:
@@ -174,10 +179,7 @@ class _Reader:
         decoder, chosen = self.decoder, self.chosen
         self.decoder, self.chosen = RecordDecoder(strict=False, first_ordinal=first_ordinal), []
         try:
-            for batch in batches(entries):
-                with gc_paused():
-                    for path, arm, root in batch:
-                        self.read_file(path, arm, root)
+            self._read_all(entries, count=False)
             return self.decoder.export(), self.chosen
         except TraceError:
             return None
