@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pandas as pd
 import pytest
 
@@ -346,23 +347,62 @@ def test_random_sessions_read_the_same_both_ways(tmp_path, monkeypatch):
     assert_same(tmp_path, monkeypatch)
 
 
-def test_times_read_as_the_decoder_reads_them():
-    """The fast path's own parse of Claude Code's times gives the decoder's nanoseconds."""
-    from agentab.formats._times import parse_times
+def test_times_stay_as_written_for_the_decoder_to_parse(tmp_path, monkeypatch):
+    """The fast path keeps each step's time as written (Prepared.text_times), whatever its shape: the decoder
+    parses them with the chunk's, as the usual path's; only the session's wall time asks for one shape."""
+    odd = ["2026-01-01T10:00:01Z", "2026-01-01T11:00:01.000+01:00", "2262-01-01T00:00:00.000Z",
+           "2026-13-01T00:00:00.000Z", "2026-01-01T24:00:00.000Z", "2026-W01-1T10:00:00.000Z",
+           "\uff12026-01-01T10:00:00.000Z", "1600-01-01T00:00:00.000Z"]
+    for k, stamp in enumerate(odd):
+        lines = identified(_base(f"odd{k}"), task=f"t{k}")
+        lines[2]["timestamp"] = stamp  # the first call's line
+        path = write(tmp_path / f"odd{k}.jsonl", lines)
+        (item,) = claude_code.read_file(path, claude_code.FIELDS)
+        assert type(item.record) is Prepared and item.record.text_times
+        assert stamp in item.record.steps.started_ns + item.record.steps.ended_ns
+    runs, _, rejected = assert_same(tmp_path, monkeypatch)
+    assert len(runs) + len(rejected) == len(odd) and len(rejected) >= 4  # beyond 2262, month 13, hour 24, a week
 
-    rng = random.Random(5)
-    stamps = [f"{rng.randrange(1700, 2262):04d}-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}T"
-              f"{rng.randrange(24):02d}:{rng.randrange(60):02d}:{rng.randrange(60):02d}.{rng.randrange(1000):03d}Z"
-              for _ in range(2000)] + ["1970-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999Z",
-                                       "2261-12-31T23:59:59.999Z", "1700-01-01T00:00:00.001Z"]
-    fast, _ = _claude_code_fast.step_times(stamps, stamps, [])
-    parsed, bad = parse_times(stamps)
-    assert not bad and fast == parsed.view("int64").tolist()
-    for odd in (["2026-01-01T10:00:00Z"], ["2026-01-01T10:00:00.000+00:00"], ["2262-01-01T00:00:00.000Z"],
-                ["1600-01-01T00:00:00.000Z"], ["2026-13-01T00:00:00.000Z"], ["2026-01-01T24:00:00.000Z"],
-                ["2026-01-01T10:00:60.000Z"], ["2026-W01-1T10:00:00.000Z"], ["２026-01-01T10:00:00.000Z"]):
-        with pytest.raises(_claude_code_fast.Slow):
-            _claude_code_fast.step_times(odd, odd, [])
+
+def test_the_default_fields_are_found_as_the_search_finds_them():
+    """default_found reads the default mapping off the lines as _identity's search over their dicts does: the
+    first value that is not null, a literal dotted key winning over the agentab object's key (null too)."""
+    rng = random.Random(11)
+    choices = [msgspec.UNSET, None, "t", 0, 1.5, True]
+    for _ in range(400):
+        lines = []
+        for _ in range(rng.randrange(1, 4)):
+            line: dict[str, Any] = {"type": rng.choice(["user", "summary"])}
+            if rng.random() < 0.6:
+                line["sessionId"] = rng.choice([None, "s1", "s2"])
+            agentab_obj = rng.choice([None, [1], "x", {}, *({k: rng.choice(choices[1:]) for k in keys}
+                                                            for keys in (["task_id"], ["task_id", "seed", "outcome"]))])
+            if agentab_obj is not None or rng.random() < 0.3:
+                line["agentab"] = agentab_obj
+            for name in ("task_id", "seed", "outcome"):
+                value = rng.choice(choices)
+                if value is not msgspec.UNSET:
+                    line[f"agentab.{name}"] = value
+            lines.append(line)
+        source = _claude_code_fast.lines_of("".join(json.dumps(x) + "\n" for x in lines).encode())
+        keys = _claude_code_fast.plain_fields(claude_code.FIELDS)
+        dicts = _claude_code_fast.Dicts(source, keys)
+        want = {}
+        for key, name in claude_code.FIELDS.items():
+            for d in dicts:
+                value = formats._base.lookup(d, name)
+                if value is not formats._base.MISSING and value is not None:
+                    want[key] = (name, value)
+                    break
+        assert _claude_code_fast.default_found(source.lines, claude_code.FIELDS) == want, lines
+
+
+def test_one_shape_of_time_is_known_by_each_time():
+    shaped = ["2026-01-01T10:00:01.000Z", "1999-12-31T23:59:59.999Z"]
+    assert _claude_code_fast.uniform(shaped) and _claude_code_fast.uniform([])
+    # two times that join into the shape twice, neither of it: not one shape
+    assert not _claude_code_fast.uniform(["2026-01-01T10:00:01.000", "Z2026-01-01T10:00:01.000Z"])
+    assert not _claude_code_fast.uniform(shaped + ["2026-01-01T10:00:01Z"])
 
 
 def test_no_steps_and_empty_files_read_the_same(tmp_path, monkeypatch):

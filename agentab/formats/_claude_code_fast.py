@@ -8,7 +8,7 @@ it reads, typed ``Any`` where it reads the value whole (a call's ``input``, a re
 sub-agent's call. The values under the named keys are the ones a whole decode gives.
 
 :func:`walk` mirrors :func:`agentab.formats._claude_code_lines.walk` for the plain case, each case inline;
-anything else (a value of another type, a rejection, a count beyond 64 bits, a time of another shape) raises
+anything else (a value of another type, a rejection, a count beyond 64 bits) raises
 :class:`~agentab.formats._fast_path.Slow`, and the reader reads the session its usual way, decoded whole.
 ``tests/test_formats_claude_code_fast.py`` checks both ways give the same tables.
 """
@@ -21,7 +21,6 @@ from operator import attrgetter, itemgetter
 from typing import Annotated, Any
 
 import msgspec
-import numpy as np
 
 from agentab.formats._claude_code_lines import Session
 from agentab.formats._fast_path import Slow
@@ -30,7 +29,7 @@ from agentab.formats.decode import PreparedSteps
 from agentab.formats.files import object_lines
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
-__all__ = ["LINE_KEYS", "Dicts", "Extra", "Line", "Source", "lines_of", "plain_fields", "step_times", "walk"]
+__all__ = ["LINE_KEYS", "Dicts", "Extra", "Line", "Source", "default_found", "lines_of", "plain_fields", "uniform", "walk"]
 
 
 class _Block(msgspec.Struct, gc=False):
@@ -172,6 +171,33 @@ class Source:
         return out
 
 
+def default_found(lines: list[Line], plan: dict[str, str]) -> dict[str, tuple[str, Any]]:
+    """What :func:`~agentab.formats.claude_code._identity` finds for the default mapping ``plan`` (``run_id``
+    from ``sessionId``, the others from ``agentab.<name>``), read off the lines themselves: each field's first
+    value that is not null, a key that is itself the dotted path winning over the ``agentab`` object's key, as
+    in :func:`~agentab.formats._base.lookup`."""
+    found: dict[str, tuple[str, Any]] = {}
+    wanted = [key for key in plan if key != "run_id"]
+    for line in lines:
+        if "run_id" not in found and line.sessionId is not None:
+            found["run_id"] = (plan["run_id"], line.sessionId)
+        inner = line.agentab
+        for key in wanted:
+            if key not in found:
+                value = getattr(line, _ATTRIBUTE[key])
+                if value is msgspec.UNSET:
+                    value = inner.get(key) if type(inner) is dict else None
+                if value is not None:
+                    found[key] = (plan[key], value)
+        if len(found) == len(plan):
+            break
+    return found
+
+
+#: A run-level field's dotted key (``agentab.<name>``) as an attribute of :class:`Line`.
+_ATTRIBUTE = {dotted.split(".", 1)[1]: attribute for attribute, dotted in _DOTTED.items()}
+
+
 class Dicts:
     """The lines of ``source`` as dicts of ``keys`` (:meth:`Source.as_dict`, which keeps them), each made when
     first reached: the run-level fields are found on the first lines, so the others are never made."""
@@ -212,7 +238,7 @@ _SUB_AGENT_TOTALS = (("totalToolUseCount", "sub_agent_tool_calls"), ("totalToken
                      ("totalDurationMs", "sub_agent_duration_ms"))
 
 #: Where a step's values are in its row while the lines are walked.
-_TOOL, _ARGS, _OBS, _STARTED, _ENDED, _LINE, _CALL, _AGENT, _KEY, _FIRST, _GETS, _SUB = range(12)
+_TOOL, _ARGS, _OBS, _STARTED, _ENDED, _META, _AGENT, _KEY, _FIRST, _GETS = range(10)
 
 
 def _sub_agent(line: Line, extra: Extra) -> dict[str, Any] | None:
@@ -335,7 +361,8 @@ def walk(state: Session, source: Source, costs: dict[str, Any],
                 head = first_of.setdefault(key, len(rows))
                 if agent is not None:
                     state.agents.setdefault(agent)
-                row = [name, args, None, stamp, None, k, call_id, agent, key, head, key in charged, None]
+                row = [name, args, None, stamp, None, {"line": source.numbers[k], "call_id": call_id}, agent, key,
+                       head, key in charged]
                 rows.append(row)
                 waiting[call_id] = row
             elif block_type == "tool_result" or type(block_type) is str and block_type.endswith("_tool_result"):
@@ -357,7 +384,9 @@ def walk(state: Session, source: Source, costs: dict[str, Any],
                 if stamp is not None:
                     row[_ENDED] = stamp
                 if row[_TOOL] in _SUB_AGENT_TOOLS:
-                    row[_SUB] = _sub_agent(line, source.extra(k))
+                    sub = _sub_agent(line, source.extra(k))
+                    if sub is not None:
+                        row[_META].update(sub)
     try:  # every line's type, in order of first appearance (a type no dict holds: the usual path's own)
         kinds = Counter(map(_TYPE, lines))
     except TypeError:
@@ -375,7 +404,7 @@ def walk(state: Session, source: Source, costs: dict[str, Any],
         if len(agents) == 1:
             (only,) = agents
             agent_of = only if type(only) is str and only else None
-    return _columns(rows, charged, usages, prices, costs, state, source.numbers), max(first, 0), agent_of
+    return _columns(rows, charged, usages, prices, costs, state, first_of), max(first, 0), agent_of
 
 
 _TYPE = attrgetter("type")
@@ -383,9 +412,9 @@ _KEY_OF = itemgetter(_KEY)
 
 
 def _columns(rows: list[list[Any]], charged: dict[Any, None], usages: dict[Any, Any], prices: dict[Any, Any],
-             costs: dict[Any, Any], state: Session, numbers: Sequence[int]) -> PreparedSteps:
+             costs: dict[Any, Any], state: Session, first_of: dict[Any, int]) -> PreparedSteps:
     """The walked rows as columns: each response's usage counted once (its last), its tokens on its first step
-    (when it was counted by then), the others pointing at it, the metadata in the usual path's key order."""
+    (``first_of``; when it was counted by then), the response's other steps pointing at it."""
     counts: dict[Any, tuple[int | None, int | None, dict[str, int] | None]] = {}
     add = state.totals.add
     for key in charged:  # as the usual path's _usage, the plain case: whole numbers in 64 bits
@@ -412,35 +441,32 @@ def _columns(rows: list[list[Any]], charged: dict[Any, None], usages: dict[Any, 
         counts[key] = found
         add(*found)
     n = len(rows)
-    per_response = Counter(map(_KEY_OF, rows))
     tokens_in: list[int | None] = [None] * n
     tokens_out: list[int | None] = [None] * n
     cached: list[int | None] = [None] * n
     parallel: list[Any] = [None] * n
-    metadata: list[dict[str, Any] | None] = []
-    for k, row in enumerate(rows):
-        meta = {"line": numbers[row[_LINE]], "call_id": row[_CALL]}
-        head = row[_FIRST]
-        key = row[_KEY]
-        if head == k:
-            if row[_GETS]:
-                tin, tout, cache = counts[key]  # type: ignore[assignment]
-                tokens_in[k], tokens_out[k] = tin, tout
-                if cache:
-                    meta.update(cache)
-                    cached[k] = cache.get("cache_read_input_tokens")
-        elif tokens_in[head] is not None or tokens_out[head] is not None:
-            meta[TOKENS_WITH_STEP] = head
-        if row[_SUB] is not None:
-            meta.update(row[_SUB])
-        if per_response[key] >= 2:
-            parallel[k] = key if type(key) is str else key[1]
-        metadata.append(meta)
-    cols = list(zip(*rows)) if rows else [()] * 12
+    for key, head in first_of.items():
+        row = rows[head]
+        if row[_GETS]:
+            tin, tout, cache = counts[key]  # type: ignore[assignment]
+            tokens_in[head], tokens_out[head] = tin, tout
+            if cache:
+                row[_META].update(cache)
+                cached[head] = cache.get("cache_read_input_tokens")
+    if len(first_of) < n:  # a response that made two calls or more: a parallel group, its tokens on its first
+        per_response = Counter(map(_KEY_OF, rows))
+        for k, row in enumerate(rows):
+            key = row[_KEY]
+            if per_response[key] >= 2:
+                parallel[k] = key if type(key) is str else key[1]
+                head = row[_FIRST]
+                if head != k and (tokens_in[head] is not None or tokens_out[head] is not None):
+                    row[_META][TOKENS_WITH_STEP] = head
+    cols = list(zip(*rows)) if rows else [()] * 10
     nothing = [None] * n
     agents = list(cols[_AGENT])
     return PreparedSteps(list(cols[_TOOL]), list(cols[_ARGS]), list(cols[_OBS]), tokens_in, tokens_out,
-                         list(cols[_STARTED]), list(cols[_ENDED]), metadata, None,
+                         list(cols[_STARTED]), list(cols[_ENDED]), list(cols[_META]), None,
                          None if agents == nothing else agents, None if parallel == nothing else parallel, None,
                          None if cached == nothing else cached, None)
 
@@ -448,33 +474,19 @@ def _columns(rows: list[list[Any]], charged: dict[Any, None], usages: dict[Any, 
 #: The one shape of time Claude Code writes (JavaScript's ``toISOString``), its digits as zeros.
 _SHAPE = b"0000-00-00T00:00:00.000Z"
 _ZEROS = bytes.maketrans(b"123456789", b"000000000")
-#: The years read here (well inside the nanosecond range the record's times have).
-_FIRST_YEAR, _LAST_YEAR = "1700", "2261"
-_NO_TIME = "1970-01-01T00:00:00.000Z"  # in place of a step's missing time while the others are parsed
+_SHAPED = len(_SHAPE)
 
 
-def step_times(stamps: list[str], started: list[Any], ended: list[Any]) -> tuple[list[Any], list[Any]]:
-    """The steps' times as unix nanoseconds, as the decoder's parser reads them, when every time of the
-    session's conversation lines (``stamps``, which hold the steps' own) has the shape Claude Code writes;
-    else :class:`~agentab.formats._fast_path.Slow` (the usual path parses and judges them)."""
-    if not stamps:
-        return started, ended
-    if "".join(stamps).encode().translate(_ZEROS) != _SHAPE * len(stamps):
-        raise Slow
-    if min(stamps)[:4] < _FIRST_YEAR or max(stamps)[:4] > _LAST_YEAR:  # text of one shape sorts as its times do
-        raise Slow
-    values = started + ended
-    missing = [k for k, value in enumerate(values) if value is None] if None in values else []
-    if len(missing) == len(values):
-        return started, ended
-    text = "".join([_NO_TIME if value is None else value for value in values] if missing else values).encode()
-    # numpy reads the text without its "Z" (UTC) as the decoder's parser does, and refuses a day the month does
-    # not have, an hour 24, a second 60 (then the usual path names it)
-    cut = np.frombuffer(text, np.uint8).reshape(-1, len(_SHAPE))[:, :-1].copy().view(f"S{len(_SHAPE) - 1}")
-    try:
-        ns = (cut.astype("datetime64[ms]").view(np.int64) * 1_000_000).ravel().tolist()
-    except ValueError:
-        raise Slow from None
-    for k in missing:
-        ns[k] = None
-    return ns[:len(started)], ns[len(started):]
+def uniform(stamps: list[str]) -> bool:
+    """Whether every time of the session's conversation lines has the shape Claude Code writes (UTC text of one
+    shape, which sorts as its times do). The steps' times themselves stay as written
+    (:attr:`agentab.formats.decode.Prepared.text_times`): the decoder parses them with a chunk's, as the usual
+    path's.
+
+    Examples
+    --------
+    >>> uniform(["2026-11-02T09:00:01.184Z", "2026-11-02T09:00:03.152Z"]), uniform(["2026-11-02T09:00:01Z"])
+    (True, False)
+    """
+    return all(map(_SHAPED.__eq__, map(len, stamps))) and (
+        "".join(stamps).encode().translate(_ZEROS) == _SHAPE * len(stamps))

@@ -156,9 +156,10 @@ def _parsed(batch: list[tuple[Item, Callable[[], Item] | None]]) -> Iterator[Ite
         at += 2 * n
 
 
-def prepared(out: dict[str, Any], steps: PreparedSteps, totals: dict[str, int] | None) -> Prepared:
+def prepared(out: dict[str, Any], steps: PreparedSteps, totals: dict[str, int] | None,
+             text_times: bool = False) -> Prepared:
     """A reader's run fields (the record's keys; a required one the file lacks, in ``Item.missing``, is None
-    here; ``terminal_state`` too) and its columns as a Prepared."""
+    here; ``terminal_state`` too) and its columns as a Prepared (``text_times``: :attr:`Prepared.text_times`)."""
     seed, outcome = out.get("seed"), out.get("outcome")
     if seed is not None and not -INT64_MAX - 1 <= seed <= INT64_MAX:
         raise Slow
@@ -167,7 +168,8 @@ def prepared(out: dict[str, Any], steps: PreparedSteps, totals: dict[str, int] |
     run_id = out.get("run_id")
     return Prepared(None if run_id is None else str(run_id), out.get("task_id"), seed, out.get("arm"),  # type: ignore[arg-type]
                     outcome, out.get("cost_usd"), out.get("latency_s"), out.get("metadata"), steps, None,
-                    fits(totals) if totals else None, out.get("user_cost_usd"), out.get("terminal_state"))
+                    fits(totals) if totals else None, out.get("user_cost_usd"), out.get("terminal_state"),
+                    text_times)
 
 
 def _plus(total: int | None, value: int | None) -> int | None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["ns_times", "parse_times"]
+__all__ = ["iso_texts", "ns_times", "parse_times"]
 
 _MAX_EPOCH_S = 9.2e9  # 2261-07-13, inside datetime64[ns]; milliseconds (1.7e12 today) are far beyond
 _NS = 1_000_000_000
@@ -17,6 +18,13 @@ _NS = 1_000_000_000
 def ns_times(values: list[int | None]) -> np.ndarray:
     """Unix nanoseconds (None: missing) as ``datetime64[ns]`` (NaT where missing)."""
     return pa.array(values, pa.timestamp("ns")).to_numpy(zero_copy_only=False)
+
+
+def iso_texts(values: Sequence[int | None]) -> list[str | None]:
+    """Unix nanoseconds as ISO-8601 UTC text (``2026-01-01T00:00:00.200000000Z``), None kept."""
+    text = pa.array(values, pa.timestamp("ns")).cast(pa.string())  # "YYYY-MM-DD HH:MM:SS.nnnnnnnnn"
+    return pc.binary_join_element_wise(pc.utf8_replace_slice(text, start=10, stop=11, replacement="T"),
+                                       "Z", "").to_pylist()
 
 
 def parse_times(values: list[Any]) -> tuple[np.ndarray, list[tuple[int, str]]]:

@@ -93,7 +93,7 @@ from typing import Any
 import msgspec
 
 from agentab.formats._base import MISSING, FieldMap, Format, Item, Reject, lookup
-from agentab.formats._claude_code_fast import Dicts, lines_of, plain_fields, step_times
+from agentab.formats._claude_code_fast import Dicts, default_found, lines_of, plain_fields, uniform
 from agentab.formats._claude_code_fast import walk as fast_walk
 from agentab.formats._claude_code_lines import (
     UNSEEN,
@@ -187,17 +187,19 @@ _RIGHT_TYPE = {"run_id": _is_id, "task_id": _is_id, "seed": is_int,
                "outcome": lambda value: isinstance(value, (bool, int, float))}
 
 
-def _identity(lines: Iterable[dict[str, Any]], fields: FieldMap,
-              missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+def _identity(lines: Iterable[dict[str, Any]], fields: FieldMap, missing: dict[str, tuple[str | None, str]],
+              found: dict[str, tuple[str, Any]] | None = None) -> dict[str, Any]:
     """The run-level fields, each from the first line that has its mapped key (``lines`` is iterated once per
-    field); the required ones no line has go to ``missing``; raises Reject."""
-    found: dict[str, tuple[str, Any]] = {}
-    for key, name in fields.items():
-        for line in lines:
-            value = lookup(line, name)
-            if value is not MISSING and value is not None:
-                found[key] = (name, value)
-                break
+    field; ``found``: the mapped keys' first values, found already); the required ones no line has go to
+    ``missing``; raises Reject."""
+    if found is None:
+        found = {}
+        for key, name in fields.items():
+            for line in lines:
+                value = lookup(line, name)
+                if value is not MISSING and value is not None:
+                    found[key] = (name, value)
+                    break
     out: dict[str, Any] = {}
     for key in ("run_id", "task_id", "seed", "outcome"):
         if key not in found:
@@ -276,12 +278,12 @@ def _fast_item(body: bytes, fields: FieldMap, keys: tuple[tuple[str, str, bool],
         costs: dict[str, Any] = {}
         sessions: dict[str, None] = {}
         missing: dict[str, tuple[str | None, str]] = {}
-        found = _identity(Dicts(source, keys), fields, missing)
+        found = _identity(Dicts(source, keys), fields, missing, default_found(source.lines, FIELDS)
+                          if fields == FIELDS else None)
         if missing:  # a run the loader completes is given as a dict (Item.missing), by the usual path
             return None
         steps, first, agent = fast_walk(state, source, costs, sessions)
-        started, ended = step_times(state.stamps, steps.started_ns, steps.ended_ns)
-        meta = _session_meta(state, costs, uniform=True)
+        meta = _session_meta(state, costs, uniform=uniform(state.stamps))
         out = _run(state, found, source.as_dict(first, keys), agent, sessions, meta, fields)
         for key in ("cost_usd", "latency_s"):
             if key in out:
@@ -294,7 +296,7 @@ def _fast_item(body: bytes, fields: FieldMap, keys: tuple[tuple[str, str, bool],
             return None  # the schema's judgement
         out["metadata"] = meta
         totals = {name: out.pop(name) for name in ("tokens_in", "tokens_out", "tokens_cached") if name in out}
-        run = prepared(out, steps._replace(started_ns=started, ended_ns=ended), totals)
+        run = prepared(out, steps, totals, text_times=True)
         return Item(source.numbers[0], record=run._replace(agents=out.get("agents")))
     except (Slow, Reject, RecursionError, OverflowError):
         return None

@@ -34,14 +34,13 @@ from typing import Any, NamedTuple
 import msgspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from agentab.errors import TraceError, where
 from agentab.formats._chunk import (AT_N_HANDOFFS, AT_N_STEPS, TOKEN_FIELDS, Chunk, StepColumns, observed,
                                     run_tokens, runs_batch, step_columns, steps_batch)
 from agentab.formats._diagnose import (arm_problem, diagnose, errors, metadata_problem, overflow, run_totals,
                                        statuses_problem, step_problem, terminal_problem)
-from agentab.formats._times import ns_times, parse_times
+from agentab.formats._times import iso_texts, ns_times, parse_times
 from agentab.formats.record import TERMINAL_LISTS, Record
 
 #: Records held as Python objects before a chunk becomes Arrow arrays.
@@ -110,7 +109,7 @@ class DecodedPart:
 class PreparedSteps(NamedTuple):
     """A run's steps as columns, one entry per step (step ``k`` has index ``k``).
 
-    Times are unix nanoseconds (below 2**63) or None; the other columns hold
+    Times are unix nanoseconds (below 2**63) or None (as written: ``Prepared.text_times``); the other columns hold
     what the trace record's step fields hold (:class:`agentab.formats.record.Step`).
     The columns after ``metadata`` may be None as a whole: every step's value
     absent (``kind`` then ``"tool"``, the others unknown).
@@ -152,7 +151,8 @@ class Prepared(NamedTuple):
     ``run_id``, ``task_id``, ``seed`` and ``outcome`` are None while the run
     awaits them from the loader (:attr:`agentab.formats.Item.missing`), which
     fills them in (``_replace``); ``terminal_state`` is the record's, checked
-    as the record's is (None: not given).
+    as the record's is (None: not given). ``text_times``: step times as written,
+    parsed with the chunk's (a record's judgement, far cheaper than run by run).
     """
 
     run_id: str
@@ -168,6 +168,7 @@ class Prepared(NamedTuple):
     totals: dict[str, int] | None = None  # any of TOKEN_FIELDS: the run's totals over all its model calls
     user_cost_usd: float | None = None
     terminal_state: dict[str, Any] | None = None
+    text_times: bool = False
 
     def given(self) -> tuple[int | None, ...]:
         """The run-level token totals, in :data:`~agentab.formats._chunk.TOKEN_FIELDS` order (None: not given)."""
@@ -177,8 +178,8 @@ class Prepared(NamedTuple):
     def to_record(self) -> dict[str, Any]:
         """The trace record (:mod:`agentab.formats.record`) of this run; times as ISO-8601 text with nanoseconds."""
         steps = self.steps
-        started = iso_texts(steps.started_ns)
-        ended = iso_texts(steps.ended_ns)
+        started = steps.started_ns if self.text_times else iso_texts(steps.started_ns)
+        ended = steps.ended_ns if self.text_times else iso_texts(steps.ended_ns)
         out = []
         for k, tool in enumerate(steps.tool):
             step: dict[str, Any] = {"index": k, "tool": tool, "args": steps.args[k],
@@ -222,13 +223,6 @@ def derived_totals(steps: Sequence[dict[str, Any]], metadata: dict[str, Any] | N
                       (None,) * len(TOKEN_FIELDS))[0]
 
 
-def iso_texts(values: Sequence[int | None]) -> list[str | None]:
-    """Unix nanoseconds as ISO-8601 UTC text (``2026-01-01T00:00:00.200000000Z``), None kept."""
-    text = pa.array(values, pa.timestamp("ns")).cast(pa.string())  # "YYYY-MM-DD HH:MM:SS.nnnnnnnnn"
-    return pc.binary_join_element_wise(pc.utf8_replace_slice(text, start=10, stop=11, replacement="T"),
-                                       "Z", "").to_pylist()
-
-
 class RecordDecoder:
     """Accumulate decoded records into Arrow tables (see module docstring).
 
@@ -258,6 +252,7 @@ class RecordDecoder:
         self._chunk = Chunk(self._encoder)
         # runs of add_prepared not yet in the chunk: appended many at once, before anything else touches the chunk
         self._pending: list[tuple[tuple[Any, ...], PreparedSteps, list[Any]]] = []
+        self._pending_text = False  # the pending runs' times are texts (Prepared.text_times), else nanoseconds
 
     # -- public ------------------------------------------------------------ #
     def add(self, source: str, line: int, raw: bytes, arm: str | None = None) -> None:
@@ -345,6 +340,9 @@ class RecordDecoder:
             if problem is not None:  # the runs pending came earlier: a strict read flushes them before it raises
                 self._reject(Rejection(ordinal, source, line, run.run_id, *problem))
                 continue
+            if run.text_times != self._pending_text:  # the runs pending hold their times the other way
+                self._append_prepared()
+                accepted, self._pending_text = self._pending, run.text_times
             n_handoffs = 0 if steps.kind is None else steps.kind.count("handoff")
             accepted.append((self._row(ordinal, run.run_id, run.task_id, run.seed,
                                        arm if arm is not None else run.arm, run.metadata, run.agents, run.outcome,
@@ -362,11 +360,12 @@ class RecordDecoder:
             return
         self._pending = []
         c = self._chunk
-        if not c.ns:  # a chunk holds step times either as text and numbers, or as nanoseconds
+        ns = not self._pending_text
+        if c.ns is not ns:  # a chunk holds step times either as text and numbers, or as nanoseconds
             if len(c):
                 self._flush()
                 c = self._chunk
-            c.ns = True
+            c.ns = ns
         steps = [entry[1] for entry in accepted]
         observations = list(chain.from_iterable(s.observation for s in steps))
         c.status.extend(chain.from_iterable(entry[2] for entry in accepted))

@@ -40,7 +40,8 @@ import pyarrow.compute as pc
 
 from agentab.formats._base import MISSING, Item, Part
 from agentab.formats._base import Reject as _Reject
-from agentab.formats.decode import Prepared, PreparedSteps, iso_texts
+from agentab.formats._times import iso_texts
+from agentab.formats.decode import Prepared, PreparedSteps
 from agentab.formats.files import BOM
 from agentab.formats.otel import _arrays, _messages, _rules
 from agentab.formats.otel._arrays import AGENT, MODEL, Attrs, Layout, Spans, Unhandled
