@@ -150,6 +150,23 @@ def test_a_crashed_files_worker_costs_only_time(tmp_path, files_in_parallel, mon
     _same(parallel, load_traces(source, workers=1))
 
 
+def test_a_files_worker_dying_after_claiming_chunks_costs_only_time(tmp_path, files_in_parallel, monkeypatch):
+    """A worker that claims chunks and exits before writing them: this process does not wait for parts that will
+    never come (it sees the worker gone) and reads them itself, in their turn."""
+    dies = ("import json, os, sys\n"
+            "manifest = json.loads(open(sys.stdin.read()).read())\n"
+            "for k in range(1, len(manifest['chunks'])):\n"
+            "    os.close(os.open(os.path.join(manifest['claims'], str(k)), os.O_CREAT | os.O_WRONLY, 0o600))\n"
+            "raise SystemExit(7)\n")
+    monkeypatch.setattr(agentab.traces._parallel, "_start", lambda command, out, stdin=None: subprocess.Popen(
+        [sys.executable, "-c", dies], stdin=stdin, stderr=subprocess.DEVNULL))
+    source = _folder(tmp_path)
+    with pytest.warns(RuntimeWarning, match=r"worker process failed \(exit code 7\); its files were read"):
+        parallel = load_traces(source, workers=2)
+    _same(parallel, load_traces(source, workers=1))
+    assert files_in_parallel == []  # no part merged: none was written
+
+
 def test_progress_is_reported_for_every_file_in_order(tmp_path, files_in_parallel):
     source = _folder(tmp_path)
     seen = {w: [] for w in (1, 3)}

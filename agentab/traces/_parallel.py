@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -276,6 +277,20 @@ def _finished(workers: list[tuple[subprocess.Popen | None, Path]], name: str) ->
     return None
 
 
+def _awaited(workers: list[tuple[subprocess.Popen | None, Path]], name: str) -> Path | None:
+    """The folder of the part ``name`` (claimed by a worker) once a worker has written it whole; None once the
+    worker says the loader raised on it (its ``raised`` file), or no worker is left running to write it."""
+    pause = 0.0005
+    while True:
+        folder = _finished(workers, name)
+        if folder is not None or any((out / name / "raised").exists() for _, out in workers):
+            return folder
+        if all(proc is None or proc.poll() is not None for proc, _ in workers):
+            return _finished(workers, name)  # (written just before its worker exited)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.005)
+
+
 #: One file of a load: its path, arm and the source folder it was found in (None: named itself).
 Entry = tuple[Path, "str | None", "Path | None"]
 
@@ -438,12 +453,9 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
             if claim(claims, k):
                 i, j = chunks[k]
                 mine[k] = reader.read_chunk(entries[i:j], base + (k << _ORDINAL_BITS))
-        for proc, _ in pool.slots:
-            if proc is not None:
-                proc.wait()
-        for k in range(1, len(chunks)):
+        for k in range(1, len(chunks)):  # merged as each is done, not once the workers have exited (30-70 ms later)
             i, j = chunks[k]
-            folder = None if k in mine else _finished(pool.slots, f"chunk{k}")
+            folder = None if k in mine else _awaited(pool.slots, f"chunk{k}")
             found = mine[k] if k in mine else None if folder is None else (
                 _read_part(folder)[0], json.loads((folder / "meta.json").read_text())["chosen"])
             if found is None:  # the loader raised on it, or a worker left it unread: read here, in its turn
@@ -455,6 +467,8 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
                 reader.chosen.extend(tuple(pair) for pair in chosen)
                 reader.files_done(entries[i:j])
         for (proc, out), sent in zip(pool.slots, given):
+            if proc is not None:
+                proc.wait()
             if proc is None or not sent or proc.returncode != 0:
                 _warn_failed(proc, out, "its files were")
 
