@@ -29,7 +29,8 @@ from agentab.formats.decode import PreparedSteps
 from agentab.formats.files import object_lines
 from agentab.formats.record import INT64_MAX, TOKENS_WITH_STEP
 
-__all__ = ["LINE_KEYS", "Dicts", "Extra", "Line", "Source", "default_found", "lines_of", "plain_fields", "uniform", "walk"]
+__all__ = ["LINE_KEYS", "Dicts", "Extra", "Line", "Source", "default_found", "lines_of", "plain_fields",
+           "uniform", "walk"]
 
 
 class _Block(msgspec.Struct, gc=False):
