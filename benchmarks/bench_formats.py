@@ -42,31 +42,42 @@ large: OTLP/JSON takes 3.8 times the bytes of our record), and
 
 Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N] [--formats NAME ...]``.
 
-Last run (2026-12-02 16:43-16:52 UTC, commit 4951b94, ``python benchmarks/bench_formats.py --repeat 3``, 2 CPUs,
-otherwise idle; also in ``benchmarks/results/bench_formats.txt``; this machine's speed varied through the day,
-the record alone taking 0.64 to 1.09 s, so read the ratios)::
+Last run (2026-12-03 12:21-12:26 UTC, commit 3f1596d, ``python benchmarks/bench_formats.py --repeat 3``, 2 CPUs,
+otherwise idle; also in ``benchmarks/results/bench_formats.txt``)::
 
     10,000 runs, 108,405 tool calls; best of 3, interleaved in random order; 2 CPUs
             format      MB  seconds  x record  seconds, 1 process  x record  check
-            record    35.3     1.03      1.00                1.11      1.00  identical
-            openai    44.9     2.94      2.85                2.71      2.45  identical
-         anthropic    45.0     2.83      2.75                2.58      2.33  identical
-              otel   133.3     2.52      2.45                3.15      2.85  identical
-        otel-spans   133.3     2.85      2.77                5.80      5.24  identical
-           inspect     8.2     2.07      2.01                3.05      2.75  identical
-              tau2   181.2     2.44      2.37                3.57      3.23  identical
-         openhands   180.3     2.44      2.36                3.82      3.46  identical
-    mini-swe-agent   127.4     2.91      2.83                4.23      3.82  identical
-         swe-agent   131.6     2.45      2.38                3.38      3.06  identical
-       claude-code   171.8     3.07      2.97                5.74      5.18  identical
-     openai-agents   124.5     2.86      2.77                5.01      4.53  identical
-              atif    92.1     2.87      2.78                4.36      3.94  identical
+            record    35.3     0.67      1.00                0.69      1.00  identical
+            openai    44.9     1.83      2.73                1.55      2.24  identical
+         anthropic    45.0     1.46      2.19                1.26      1.81  identical
+              otel   133.3     1.60      2.38                2.01      2.90  identical
+        otel-spans   133.3     1.57      2.35                3.23      4.66  identical
+           inspect     8.2     1.31      1.96                1.71      2.46  identical
+              tau2   181.2     1.44      2.15                1.95      2.82  identical
+         openhands   180.3     1.62      2.42                2.74      3.94  identical
+    mini-swe-agent   127.4     1.62      2.42                2.75      3.97  identical
+         swe-agent   131.6     1.39      2.08                1.96      2.83  identical
+       claude-code   171.8     1.70      2.53                2.79      4.03  identical
+     openai-agents   124.5     1.79      2.67                2.88      4.15  identical
+              atif    92.1     1.79      2.68                2.38      3.43  identical
 
-Since the 13:33 run (below): the chunks of a parallel load shrink (``plan_chunks``), a worker's manifest goes
-through a file, the record decoder appends runs built in columns 64 at a time, whole files are read
-unbuffered, ``object_lines`` looks at split lines instead of counting over the body, listing is quicker. By
-default every format is within 3x in this run; claude-code is at the line (2.70-3.39 over five runs of
-the same afternoon, ``benchmarks/README.md``). In one process most converted formats are over 3x.
+The run before it (12:13-12:18 UTC, the same code) had the record at 0.61 s and otel 3.02, openhands 3.19,
+openai-agents 3.31, atif 3.06, claude-code 2.98 (the rest within 3x): on this machine the ratios of two runs
+of the same code differ by up to a quarter. Since the 4951b94 run (below): Claude Code's step times are left
+as written for the decoder to parse with its chunk's (not parsed session by session), its default run fields
+are read off the lines, a parallel load merges each worker's chunk as soon as it is written (not after the
+worker has exited), a worker makes Paths only for the chunks it claims, files are read by their descriptor.
+The run after it (12:26-12:30 UTC): record 0.57 s, openai-agents 3.48, openhands 2.97, claude-code 2.27, the
+rest 1.77-2.74. claude-code by default over six runs of this code: 2.41, 2.42, 2.70, 2.98, 2.53, 2.27;
+openai-agents over three: 3.31, 2.67, 3.48 (at bcb1650, before these changes, 3.76 beside 3.75 here at 12:32,
+``--formats openai-agents``): its two 62 MB files are each cut in parts and read by a worker started per file.
+
+Run of 2026-12-02 16:43-16:52 UTC (commit 4951b94, same command): record 1.03 s; by default every format within
+3x, claude-code 2.97 (2.70-3.39 over five runs); one process: claude-code 5.18, openai-agents 4.53.
+
+Between the 13:33 run (below) and 4951b94: the chunks of a parallel load shrink (``plan_chunks``), a worker's
+manifest goes through a file, the record decoder appends runs built in columns 64 at a time, whole files are
+read unbuffered, ``object_lines`` looks at split lines instead of counting over the body, listing is quicker.
 
 The run before that (2026-12-02 13:33 UTC, commit cf53742, same command, another machine): by default
 claude-code 3.32 and the rest within 3x; in one process mini-swe-agent, swe-agent, claude-code,
