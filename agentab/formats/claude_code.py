@@ -187,19 +187,23 @@ _RIGHT_TYPE = {"run_id": _is_id, "task_id": _is_id, "seed": is_int,
                "outcome": lambda value: isinstance(value, (bool, int, float))}
 
 
-def _identity(lines: Iterable[dict[str, Any]], fields: FieldMap, missing: dict[str, tuple[str | None, str]],
-              found: dict[str, tuple[str, Any]] | None = None) -> dict[str, Any]:
-    """The run-level fields, each from the first line that has its mapped key (``lines`` is iterated once per
-    field; ``found``: the mapped keys' first values, found already); the required ones no line has go to
-    ``missing``; raises Reject."""
-    if found is None:
-        found = {}
-        for key, name in fields.items():
-            for line in lines:
-                value = lookup(line, name)
-                if value is not MISSING and value is not None:
-                    found[key] = (name, value)
-                    break
+def _first_values(lines: Iterable[dict[str, Any]], fields: FieldMap) -> dict[str, tuple[str, Any]]:
+    """Each mapped field's key and first value that is not null, from the first line that has it (``lines`` is
+    iterated once per field)."""
+    found: dict[str, tuple[str, Any]] = {}
+    for key, name in fields.items():
+        for line in lines:
+            value = lookup(line, name)
+            if value is not MISSING and value is not None:
+                found[key] = (name, value)
+                break
+    return found
+
+
+def _identity(found: dict[str, tuple[str, Any]], fields: FieldMap,
+              missing: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+    """The run-level fields from what :func:`_first_values` found (or the fast path's ``default_found``); the
+    required ones no line has go to ``missing``; raises Reject."""
     out: dict[str, Any] = {}
     for key in ("run_id", "task_id", "seed", "outcome"):
         if key not in found:
@@ -235,7 +239,7 @@ def _convert(lines: list[tuple[int, dict[str, Any]]], fields: FieldMap,
     steps, meta = _finish(state, costs)
     if agent is UNSEEN:  # an agentId no set holds (an object, a list): not one text agentId on every line
         agent = None
-    found = _identity([line for _, line in lines], fields, missing)
+    found = _identity(_first_values([line for _, line in lines], fields), fields, missing)
     out = _run(state, found, first, agent, sessions, meta, fields)
     out["steps"] = steps
     out["metadata"] = meta
@@ -278,8 +282,9 @@ def _fast_item(body: bytes, fields: FieldMap, keys: tuple[tuple[str, str, bool],
         costs: dict[str, Any] = {}
         sessions: dict[str, None] = {}
         missing: dict[str, tuple[str | None, str]] = {}
-        found = _identity(Dicts(source, keys), fields, missing, default_found(source.lines, FIELDS)
-                          if fields == FIELDS else None)
+        first_values = (default_found(source.lines, FIELDS) if fields == FIELDS
+                        else _first_values(Dicts(source, keys), fields))
+        found = _identity(first_values, fields, missing)
         if missing:  # a run the loader completes is given as a dict (Item.missing), by the usual path
             return None
         steps, first, agent = fast_walk(state, source, costs, sessions)

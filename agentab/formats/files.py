@@ -101,11 +101,14 @@ def open_trace_file(path: Path):
         raise
 
 
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 def read_trace_bytes(path: Path) -> bytes:
     """A trace file's bytes, whole: a plain file read by its descriptor (one system call for its bytes), a ``.gz``
     one inflated (bounded, as :func:`open_trace_file`)."""
     if not path.name.lower().endswith(".gz"):  # a file descriptor, no file object: 12 us a file, not 14
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, _READ_FLAGS)
         try:
             size = os.fstat(fd).st_size
             data = os.read(fd, size + 1)  # one read for the whole file, a byte more to see it grew

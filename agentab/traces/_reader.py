@@ -366,15 +366,14 @@ def files_worker(argv: list[str]) -> int:
         return 0
     manifest = json.loads(Path(data.decode()).read_bytes())
     files = manifest["files"]  # made Paths chunk by chunk, only those this process claims (20,000: 0.1 s)
-    roots: dict[str, Path] = {}
+    roots = {root: Path(root) for root in {root for _, _, root in files if root is not None}}
     reader = worker_reader(RecordDecoder(strict=False), manifest)
     for k, (i, j) in enumerate(manifest["chunks"]):
         if k == 0 or not claim(manifest["claims"], k):  # the first is the parent's
             continue
         folder = out / f"chunk{k}"
         folder.mkdir()
-        entries = [(Path(p), arm, None if root is None else roots.get(root) or roots.setdefault(root, Path(root)))
-                   for p, arm, root in files[i:j]]
+        entries = [(Path(p), arm, roots.get(root)) for p, arm, root in files[i:j]]
         read = reader.read_chunk(entries, manifest["first_ordinal"] + (k << _ORDINAL_BITS))
         if read is None:  # the loader's own error: the parent reads the chunk again and raises it in its turn
             (folder / "raised").touch()
