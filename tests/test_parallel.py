@@ -9,6 +9,7 @@ import pytest
 from conftest import make_record, write_jsonl
 
 import agentab.traces._parallel
+import agentab.traces._plan
 import agentab.traces._reader
 from agentab import TraceError, load_traces
 
@@ -39,7 +40,7 @@ def test_plan_parts_cut_at_line_starts(tmp_path, monkeypatch):
     monkeypatch.setattr(agentab.traces._parallel, "claim", lambda claims, k: False)  # the workers read every part but the first
     path = write_jsonl(tmp_path / "x.jsonl", _lines(50))
     data = path.read_bytes()
-    parts = agentab.traces._parallel.plan_parts(path, 3)
+    parts = agentab.traces._plan.plan_parts(path, 3)
     assert len(parts) == 3 and parts[0][0] == 0 and parts[-1][1] == len(data)
     for (start, end, _), (next_start, _, _) in zip(parts, parts[1:]):
         assert end == next_start and data[start - 1:start] in (b"", b"\n")
@@ -53,7 +54,7 @@ def test_parallel_equals_serial(tmp_path, split_small_files, monkeypatch):
     monkeypatch.setattr(agentab.traces._parallel, "_read_part", lambda out: merged.append(out) or read_part(out))
     path = write_jsonl(tmp_path / "x.jsonl", _lines(60))
     _assert_same(load_traces(path, workers=3), load_traces(path, workers=1))
-    parts = agentab.traces._parallel.plan_parts(path, 3 * agentab.traces._parallel.CHUNKS_PER_PROCESS)
+    parts = agentab.traces._plan.plan_parts(path, 3 * agentab.traces._plan.CHUNKS_PER_PROCESS)
     assert len(merged) == len(parts) - 1 == 17  # the workers really decoded every part but the first
 
 

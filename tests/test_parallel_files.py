@@ -14,6 +14,7 @@ from conftest import make_record, write_jsonl
 
 import agentab
 import agentab.traces._parallel
+import agentab.traces._plan
 import agentab.traces._reader
 from agentab import TraceError, load_traces
 
@@ -54,7 +55,7 @@ def _folder(tmp_path, n_files=6, per_file=4, bad=None):
 def test_files_in_parallel_equal_serial(tmp_path, files_in_parallel, workers):
     source = _folder(tmp_path)
     _same(load_traces(source, workers=workers), load_traces(source, workers=1))
-    chunks = agentab.traces._parallel.plan_chunks([1] * 12, workers)
+    chunks = agentab.traces._plan.plan_chunks([1] * 12, workers)
     assert len(files_in_parallel) == len(chunks) - 1 >= 7  # the workers really read every chunk but the first
 
 
@@ -72,8 +73,8 @@ def test_claim_gives_each_chunk_to_one_process(tmp_path):
 
 
 def test_plan_chunks_shrink_and_cover_the_files_in_order():
-    plan, shrinking = agentab.traces._parallel.plan_chunks, agentab.traces._parallel.shrinking
-    per = agentab.traces._parallel.CHUNKS_PER_PROCESS
+    plan, shrinking = agentab.traces._plan.plan_chunks, agentab.traces._plan.shrinking
+    per = agentab.traces._plan.CHUNKS_PER_PROCESS
     for processes in (2, 3, 4):
         cuts = shrinking(1.0, processes)
         sizes = [b - a for a, b in zip([0.0, *cuts], [*cuts, 1.0])]
@@ -90,7 +91,7 @@ def test_plan_chunks_shrink_and_cover_the_files_in_order():
 
 
 def test_cuts_keep_order_and_fall_nearest_their_targets():
-    cut = agentab.traces._parallel._cut
+    cut = agentab.traces._plan._cut
 
     def plan(weights, n):  # n groups of about equal weight
         return cut(weights, [sum(weights) * k / n for k in range(1, min(n, len(weights)))])

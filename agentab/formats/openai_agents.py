@@ -336,6 +336,9 @@ def read_file(path: Path, fields: FieldMap | None = None) -> Iterator[Item]:
 
 #: How far past a part's end (and its next part's start) a trace's first line is looked for.
 _REACH = 8 * 2**20
+#: What is read past a part's end first (and of a file's head, to see its first line): the rest of the reach only
+#: if the line looked for is not in it.
+_GLANCE = 256 * 2**10
 _TRACE_LINE = re.compile(rb'"object"\s*:\s*"trace"')
 
 
@@ -343,7 +346,12 @@ def splits(path: Path) -> bool:
     """Whether :func:`read_part` can read ``path`` in parts: JSON Lines whose first line is one exported item (not
     a JSON array, an ingest payload, or one object spread over lines), without a byte-order mark."""
     with open_trace_file(Path(path)) as fh:
-        head = fh.read(_REACH)
+        head = b""
+        while len(head) < _REACH:  # the first line, and something past it (a file's first item is short)
+            block = fh.read(min(_GLANCE, _REACH - len(head)))
+            head += block
+            if not block or (b"\n" in head and head.partition(b"\n")[2].strip(JSON_SPACE)):
+                break
     body = head.lstrip(JSON_SPACE)
     line, newline, rest = body.partition(b"\n")
     if not newline or not rest.strip(JSON_SPACE) or body[:1] != b"{":
@@ -355,18 +363,19 @@ def splits(path: Path) -> bool:
     return first.object in ("trace", "trace.span")
 
 
-def _boundary(data: bytes, at: int, rest: int) -> int:
+def _boundary(data: bytes, at: int, rest: int) -> int | None:
     """The first line at or after offset ``at`` (a line start) that is a ``trace`` item, within :data:`_REACH`
     bytes: where a part ends and the next begins, found alike by both (``rest``: the bytes from ``data``'s start
     to the end of the file). ``at`` when there is no such line that near; the end of the file when it comes
-    first."""
+    first; None when ``data`` stops short of both before such a line (more is to be read)."""
     limit = min(len(data), at + _REACH)
     ends = limit >= rest  # the lines looked at run to the end of the file
+    short = not ends and limit < at + _REACH
     position = at
     while position < limit:
         stop = data.find(b"\n", position, limit)
         if stop < 0:  # a line running past the limit (or, at the end of the file, without a newline)
-            return rest if ends else at
+            break
         line = data[position:stop]
         if _TRACE_LINE.search(line) is not None:
             try:
@@ -375,7 +384,7 @@ def _boundary(data: bytes, at: int, rest: int) -> int:
             except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 pass
         position = stop + 1
-    return rest if ends else at
+    return None if short else rest if ends else at
 
 
 def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMap | None = None) -> Part:
@@ -387,10 +396,14 @@ def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMa
     piece."""
     with open_trace_file(Path(path)) as fh:
         rest = os.fstat(fh.fileno()).st_size - start
-        fh.seek(start)
-        data = fh.read(end - start + _REACH)
-    lo = _boundary(data, 0, rest) if start > 0 else 0
-    hi = _boundary(data, end - start, rest)
+        for reach in (_GLANCE, _REACH):  # the next trace's line is usually near: read further only if it is not
+            fh.seek(start)
+            data = fh.read(end - start + reach)
+            lo = _boundary(data, 0, rest) if start > 0 else 0
+            hi = _boundary(data, end - start, rest)
+            if lo is not None and hi is not None:
+                break
+    assert lo is not None and hi is not None  # (read to the reach: always found)
     if hi <= lo:
         return Part([], frozenset())
     numbered = list(_lines(data[lo:hi], first_line + data.count(b"\n", 0, lo)))

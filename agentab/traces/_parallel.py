@@ -38,6 +38,7 @@ from agentab._write import owned_prefix, sweep_stale
 from agentab.formats import settle
 from agentab.formats.decode import DecodedPart, RecordDecoder, Rejection, gc_paused
 from agentab.formats.files import BOM, JSON_SPACE, open_trace_file
+from agentab.traces._plan import CHUNKS_PER_PROCESS, parts_at, plan_parts, plan_pieces
 
 if TYPE_CHECKING:
     from agentab.formats import Format
@@ -46,17 +47,14 @@ if TYPE_CHECKING:
 _TEMP_PREFIX = "agentab-load-"
 #: Files smaller than this are read by one process.
 PARALLEL_MIN_BYTES = 48 * 2**20
-_BLOCK = 8 * 2**20
 #: A load of several files is read whole file by whole file over several processes when their bytes reach this
-#: (a compressed file's bytes counted :data:`COMPRESSED_WEIGHT` times: it inflates to several times its size).
+#: (a compressed file's bytes counted :data:`~agentab.traces._plan.COMPRESSED_WEIGHT` times).
 PARALLEL_FILES_MIN_BYTES = 16 * 2**20
-COMPRESSED_WEIGHT = 8
+#: A file of such a load may be read in parts by several processes (:func:`read_files`) from this size.
+PIECE_MIN_BYTES = 16 * 2**20
 #: Records of the ``k``-th chunk of files (:func:`read_files`) are numbered from ``k << _ORDINAL_BITS`` past the
 #: load's ordinals so far, so that chunks order their records as one serial read does.
 _ORDINAL_BITS = 40
-#: A file (or a load's files) is cut into about this many parts per process, which the processes claim one by one
-#: (:func:`claim`): whichever is quicker reads more, and the last part is what one process may wait for.
-CHUNKS_PER_PROCESS = 6
 
 
 def claim(claims: str, k: int) -> bool:
@@ -99,30 +97,6 @@ def default_workers() -> int:
     except AttributeError:  # pragma: no cover - not on Linux
         cpus = os.cpu_count() or 1
     return max(1, min(cpus, 8))
-
-
-def plan_parts(path: Path, n: int) -> list[tuple[int, int, int]]:
-    """Cut ``path`` into ``n`` ``(start, end, first_line)`` parts of about equal bytes, at line boundaries."""
-    size = path.stat().st_size
-    cuts = [int(size * k / n) for k in range(n)] + [size]
-    parts: list[tuple[int, int, int]] = []
-    with path.open("rb") as fh:
-        starts = [0]
-        for cut in cuts[1:-1]:  # move each cut to the start of the next line
-            fh.seek(max(cut - 1, starts[-1]))
-            fh.readline()
-            starts.append(max(fh.tell(), starts[-1]))
-        starts.append(size)
-        fh.seek(0)
-        line, position = 1, 0
-        for start, end in zip(starts, starts[1:]):
-            while position < start:  # count the newlines before this part
-                block = fh.read(min(_BLOCK, start - position))
-                line += block.count(b"\n")
-                position += len(block)
-            if end > start:
-                parts.append((start, end, line))
-    return parts
 
 
 #: How a worker starts: ``agentab`` and ``agentab.traces`` as bare packages (their ``__init__`` not run, so neither pandas nor the
@@ -295,61 +269,6 @@ def _awaited(workers: list[tuple[subprocess.Popen | None, Path]], name: str) -> 
 Entry = tuple[Path, "str | None", "Path | None"]
 
 
-def file_weight(path: Path) -> int:
-    """A file's bytes, a compressed one's (gzip, an Inspect ``.eval`` zip) counted :data:`COMPRESSED_WEIGHT` times."""
-    size = path.stat().st_size
-    return size * COMPRESSED_WEIGHT if path.name.lower().endswith((".gz", ".eval")) else size
-
-
-def shrinking(total: float, processes: int) -> list[float]:
-    """Where to cut ``total`` (the inner cuts, as running totals) into chunks for ``processes`` that claim them one
-    by one: each chunk takes ``1 / (2 * processes)`` of what is left, and no less than ``total / (4 * processes *``
-    :data:`CHUNKS_PER_PROCESS` ``)`` (the last one excepted: what is left). Large chunks first cost few hand-overs;
-    small ones last leave a process that finishes early little to wait for (the last chunk is all one process may
-    wait for).
-
-    Examples
-    --------
-    >>> [round(cut, 3) for cut in shrinking(1.0, 2)][:4]
-    [0.25, 0.438, 0.578, 0.684]
-    >>> len(shrinking(1.0, 2)), len(shrinking(1.0, 1))
-    (12, 0)
-    """
-    if processes < 2 or total <= 0:
-        return []
-    smallest = total / (4 * processes * CHUNKS_PER_PROCESS)
-    cuts, done = [], 0.0
-    while total - done > smallest * 1.5:  # the last chunk at most 1.5 times the smallest
-        done += max((total - done) / (2 * processes), smallest)
-        cuts.append(done)
-    return cuts
-
-
-def plan_chunks(weights: list[int], processes: int) -> list[tuple[int, int]]:
-    """Cut files (their weights, in reading order) into contiguous chunks ``[i, j)`` for ``processes`` claiming
-    them one by one, of shrinking weight (:func:`shrinking`)."""
-    total = sum(weights)
-    if processes < 2 or len(weights) < 2 or total <= 0:
-        return [(0, len(weights))]
-    return _cut(weights, shrinking(total, processes))
-
-
-def _cut(weights: list[int], targets: list[float]) -> list[tuple[int, int]]:
-    """Contiguous groups ``[i, j)`` of ``weights``, cut after the file whose end is nearest each target (a running
-    total), at least one file each."""
-    cuts, running, i = [0], 0, 0
-    for target in targets:
-        # the cut after the file whose end is nearest the target (at least one file past the last cut)
-        while i < len(weights) and (i < cuts[-1] + 1 or abs(running + weights[i] - target) <= abs(running - target)):
-            running += weights[i]
-            i += 1
-        if i >= len(weights):
-            break
-        cuts.append(i)
-    cuts.append(len(weights))
-    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
-
-
 class FileWorkers:
     """Worker processes of :func:`read_files`, started before their files are known.
 
@@ -412,27 +331,44 @@ class FileWorkers:
         self.close()
 
 
+#: A chunk of :func:`read_files`: ``[i, j]``, files ``i`` to ``j - 1`` read whole; or ``[i, i + 1, start, end,
+#: first_line, format]``, the lines of file ``i`` in bytes ``[start, end)`` read in that format.
+Chunk = list[Any]
+
+
 def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: int,
                started: FileWorkers | None = None) -> None:
-    """Read whole files (``weights``: :func:`file_weight`) over this process and ``workers - 1`` subprocesses,
-    merged in reading order.
+    """Read whole files (``weights``: :func:`file_weight`), and parts of large ones, over this process and
+    ``workers - 1`` subprocesses, merged in reading order.
 
-    The files are cut into contiguous chunks of about equal weight (:data:`CHUNKS_PER_PROCESS` per process). This
-    process reads the first itself; then each process claims the next chunk not yet taken (:func:`claim`) until
-    none is left, so a process slowed down (by starting later, or by the machine) reads fewer. The chunks are
-    merged in reading order: chunk ``k``'s records are numbered from ``k << _ORDINAL_BITS`` past the ordinals so
-    far, so a strict load raises its earliest problem and duplicates name their first run exactly as a serial
-    read does. A chunk on which the loader itself raised (a file no format reads) is read again here in its turn,
-    which raises the same error at the same place; a chunk a failed worker left unread is read here (a warning).
+    The files are cut into contiguous chunks of shrinking weight (:data:`CHUNKS_PER_PROCESS` per process,
+    :func:`~agentab.traces._plan.plan_pieces`); a large file that can be read in parts (``reader.piece_format``)
+    is cut where the chunks' cuts fall inside it, each of its parts a chunk. This process reads the first chunk
+    itself; then each process claims the next chunk not yet taken (:func:`claim`) until none is left, so a process
+    slowed down (by starting later, or by the machine) reads fewer. The chunks are merged in reading order: chunk
+    ``k``'s records are numbered from ``k << _ORDINAL_BITS`` past the ordinals so far, so a strict load raises its
+    earliest problem and duplicates name their first run exactly as a serial read does. A chunk on which the
+    loader itself raised (a file no format reads) is read again here in its turn, which raises the same error at
+    the same place; a chunk a failed worker left unread is read here (a warning). A file's parts are merged once
+    all are read, and only when no key is in two of them (:func:`read_parallel`); else it is read whole here.
 
     ``reader`` is the loader's file reader (``agentab.traces._reader._Reader``): ``reader.read_here(entries)``
     reads files in this process, ``reader.read_chunk(entries, first_ordinal)`` reads them apart (their part, their
-    formats, or None where the loader raised), ``reader.worker_settings()`` is what a worker needs to read them
-    alike (JSON), ``reader.decoder`` merges the parts and ``reader.chosen`` takes their formats. ``started``: the
-    workers, if the reader started them while listing (:class:`FileWorkers`; closed here), else started here.
+    formats, or None where the loader raised), ``reader.piece_format(path, weight)`` names the format a file is
+    read in parts with (None: whole), ``reader.read_piece(entry, part, format, first_ordinal)`` reads a part apart
+    (its part and keys, or None), ``reader.worker_settings()`` is what a worker needs to read alike (JSON),
+    ``reader.decoder`` merges the parts and ``reader.chosen`` takes their formats. ``started``: the workers, if
+    the reader started them while listing (:class:`FileWorkers`; closed here), else started here.
     """
-    n = min(workers, len(entries))
-    chunks = plan_chunks(weights, n)
+    names = [reader.piece_format(path, weight) for (path, _, _), weight in zip(entries, weights)]
+    n = workers if any(names) else min(workers, len(entries))
+    chunks: list[Chunk] = []
+    for i, j, fractions in plan_pieces(weights, [name is not None for name in names], n):
+        if not fractions:
+            chunks.append([i, j])
+            continue
+        size = entries[i][0].stat().st_size
+        chunks.extend([i, j, *part, names[i]] for part in parts_at(entries[i][0], [int(size * f) for f in fractions]))
     if len(chunks) < 2:
         if started is not None:
             started.close()
@@ -446,31 +382,77 @@ def read_files(reader: Any, entries: list[Entry], weights: list[int], workers: i
         manifest = dict(settings, first_ordinal=base, claims=claims, chunks=chunks,
                         files=[[str(p), arm, None if root is None else str(root)] for p, arm, root in entries])
         given = [pool.send(k, manifest) for k in range(len(pool.slots))]
-        first = chunks[0]
-        reader.read_here(entries[first[0]:first[1]])
-        mine = {}  # chunk -> (its part and formats, or None: the loader raised on it)
+        mine = {}  # chunk -> what read_chunk or read_piece gave (None: the loader raised on it)
+        if len(chunks[0]) == 2:
+            reader.read_here(entries[chunks[0][0]:chunks[0][1]])
+        else:
+            mine[0] = read_chunk_apart(reader, entries, chunks[0], base)
         for k in range(1, len(chunks)):
             if claim(claims, k):
-                i, j = chunks[k]
-                mine[k] = reader.read_chunk(entries[i:j], base + (k << _ORDINAL_BITS))
-        for k in range(1, len(chunks)):  # merged as each is done, not once the workers have exited (30-70 ms later)
-            i, j = chunks[k]
-            folder = None if k in mine else _awaited(pool.slots, f"chunk{k}")
-            found = mine[k] if k in mine else None if folder is None else (
-                _read_part(folder)[0], json.loads((folder / "meta.json").read_text())["chosen"])
-            if found is None:  # the loader raised on it, or a worker left it unread: read here, in its turn
-                reader.decoder.next_ordinal = max(reader.decoder.next_ordinal, base + (k << _ORDINAL_BITS))
-                reader.read_here(entries[i:j])
+                mine[k] = read_chunk_apart(reader, entries, chunks[k], base + (k << _ORDINAL_BITS))
+        pieces: list[tuple[int, Any]] = []  # the parts of the file read in parts, until its last
+        for k in range(0 if 0 in mine else 1, len(chunks)):  # merged as each is done, not once the workers exit
+            chunk = chunks[k]
+            if k in mine:
+                found = mine[k]
             else:
-                part, chosen = found
-                reader.decoder.merge(part)
-                reader.chosen.extend(tuple(pair) for pair in chosen)
-                reader.files_done(entries[i:j])
+                folder = _awaited(pool.slots, f"chunk{k}")
+                found = None if folder is None else _read_part(folder) if len(chunk) > 2 else (
+                    _read_part(folder)[0], json.loads((folder / "meta.json").read_text())["chosen"])
+            if len(chunk) == 2:
+                _merge_files(reader, entries[chunk[0]:chunk[1]], found, base + (k << _ORDINAL_BITS))
+                continue
+            pieces.append((k, found))
+            if k + 1 == len(chunks) or chunks[k + 1][0] != chunk[0]:
+                _merge_pieces(reader, entries[chunk[0]], chunk[5], pieces, base + (pieces[0][0] << _ORDINAL_BITS))
+                pieces = []
         for (proc, out), sent in zip(pool.slots, given):
             if proc is not None:
                 proc.wait()
             if proc is None or not sent or proc.returncode != 0:
                 _warn_failed(proc, out, "its files were")
+
+
+def read_chunk_apart(reader: Any, entries: list[Entry], chunk: Chunk, first_ordinal: int) -> Any:
+    """A chunk of :func:`read_files` read apart from the load (here or in a worker): ``reader.read_chunk``'s result
+    for whole files, ``reader.read_piece``'s for a part of one."""
+    if len(chunk) == 2:
+        return reader.read_chunk(entries[chunk[0]:chunk[1]], first_ordinal)
+    i, _, start, end, first_line, name = chunk
+    return reader.read_piece(entries[i], (start, end, first_line), name, first_ordinal)
+
+
+def _merge_files(reader: Any, entries: list[Entry], found: Any, first_ordinal: int) -> None:
+    """Merge a chunk of whole files read apart (its part and formats); None: read it here, in its turn (the loader
+    raised on it, or a worker left it unread)."""
+    if found is None:
+        reader.decoder.next_ordinal = max(reader.decoder.next_ordinal, first_ordinal)
+        reader.read_here(entries)
+        return
+    part, chosen = found
+    reader.decoder.merge(part)
+    reader.chosen.extend(tuple(pair) for pair in chosen)
+    reader.files_done(entries)
+
+
+def _merge_pieces(reader: Any, entry: Entry, name: str, pieces: list[tuple[int, Any]], first_ordinal: int) -> None:
+    """Merge the parts of a file read in parts (each its part and keys), in order; the file read whole here instead
+    when a part is missing (a worker left it unread, or reading it raised) or two parts share a key (a trace cut
+    in two)."""
+    keys: set[str] = set()
+    whole = True
+    for _, found in pieces:
+        if found is None or not keys.isdisjoint(found[1]):
+            whole = False
+            break
+        keys.update(found[1])
+    if not whole:
+        _merge_files(reader, [entry], None, first_ordinal)
+        return
+    reader.chosen.append((str(entry[0]), name))
+    for _, (part, _) in pieces:
+        reader.decoder.merge(part)
+    reader.files_done([entry])
 
 
 def _read_converted(fmt: Format, fields: dict[str, str] | None, path: Path, arm: str | None,

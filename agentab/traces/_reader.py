@@ -33,17 +33,20 @@ from agentab.traces._overlay import Overlay, PathTemplate
 from agentab.traces._parallel import (
     PARALLEL_FILES_MIN_BYTES,
     PARALLEL_MIN_BYTES,
+    PIECE_MIN_BYTES,
     _ORDINAL_BITS,
     Entry,
     FileWorkers,
+    _read_apart,
     arrow_without_pandas,
     claim,
-    file_weight,
+    read_chunk_apart,
     read_files,
     read_lines,
     read_parallel,
     write_part,
 )
+from agentab.traces._plan import file_weight
 
 __all__ = ["SUFFIXES", "files_worker", "listing", "worker_reader"]
 
@@ -186,6 +189,35 @@ class _Reader:
         finally:
             self.decoder, self.chosen = decoder, chosen
 
+    def piece_format(self, path: Path, weight: int) -> str | None:
+        """The format a file of a load (``weight``: :func:`file_weight`) is read in parts with, over several
+        processes (:func:`agentab.traces._parallel.read_files`); None: read whole (lighter than
+        :data:`PIECE_MIN_BYTES`, a path template or outcomes table to apply here, not JSON Lines that the format
+        reads in parts, a format with a faster whole-file reader, or one the loader cannot tell)."""
+        if weight < PIECE_MIN_BYTES or self.overlay.active:
+            return None
+        try:
+            fmt = self._format_of(path)
+        except (TraceError, OSError):  # raised in its turn, when the file is read whole
+            return None
+        if fmt.name == "record":
+            return "record" if _kind(path) not in ("archive", "array") and self._splits(path, fmt) else None
+        return fmt.name if fmt.read_whole is None and self._splits(path, fmt) else None
+
+    def read_piece(self, entry: Entry, part: tuple[int, int, int], name: str, first_ordinal: int
+                   ) -> tuple[DecodedPart, frozenset[str]] | None:
+        """The lines of a file in bytes ``[start, end)`` (``part``: and the first one's number) read apart in the
+        format ``name`` (:meth:`piece_format`): its part and keys (:func:`agentab.traces._parallel.read_parallel`),
+        or None if reading it failed (the file is then read whole, in its turn, which raises it)."""
+        path, arm, _ = entry
+        fmt = None if name == "record" else formats.get(name)
+        start, _, first_line = part
+        try:
+            return _read_apart(fmt, None if fmt is None else self._fields(fmt), path, arm, part,
+                               first_ordinal + (first_line - 1 if fmt is None else start))
+        except (TraceError, OSError, ValueError):
+            return None
+
     def files_done(self, entries: Sequence[Entry]) -> None:
         """Count files read (for ``progress``)."""
         for path, _, _ in entries:
@@ -218,6 +250,12 @@ class _Reader:
         return fmt
 
     def _file_format(self, path: Path) -> formats.Format:
+        """The format of a file, noted as the one its records were read with (:attr:`chosen`)."""
+        fmt = self._format_of(path)
+        self.chosen.append((str(path), fmt.name))
+        return fmt
+
+    def _format_of(self, path: Path) -> formats.Format:
         """The format of a file: the one asked for, or detected from its first bytes."""
         if self.format != "auto":
             fmt = self._named.get(self.format) or self._named.setdefault(self.format, formats.get(self.format))
@@ -236,7 +274,6 @@ class _Reader:
                 raise TraceError(f"cannot tell the trace format from the file's content (tried {tried}); "
                                  "say which with format=", source=str(path))
             fmt = formats.get(detected)
-        self.chosen.append((str(path), fmt.name))
         return fmt
 
     def _fields(self, fmt: formats.Format) -> dict[str, str]:
@@ -266,7 +303,11 @@ class _Reader:
 
     def _split(self, path: Path, fmt: formats.Format) -> bool:
         """Whether to read a file by several processes: large, uncompressed, JSON Lines the format splits."""
-        if self.workers < 2 or path.name.lower().endswith(".gz") or path.stat().st_size < PARALLEL_MIN_BYTES:
+        return self.workers >= 2 and path.stat().st_size >= PARALLEL_MIN_BYTES and self._splits(path, fmt)
+
+    def _splits(self, path: Path, fmt: formats.Format) -> bool:
+        """Whether a file can be read in parts: uncompressed, JSON Lines the format splits."""
+        if path.name.lower().endswith(".gz"):
             return False
         if self.overlay.active and fmt.name != "record":  # the overlay joins in this process
             return False
@@ -368,17 +409,21 @@ def files_worker(argv: list[str]) -> int:
     files = manifest["files"]  # made Paths chunk by chunk, only those this process claims (20,000: 0.1 s)
     roots = {root: Path(root) for root in {root for _, _, root in files if root is not None}}
     reader = worker_reader(RecordDecoder(strict=False), manifest)
-    for k, (i, j) in enumerate(manifest["chunks"]):
+    for k, chunk in enumerate(manifest["chunks"]):
         if k == 0 or not claim(manifest["claims"], k):  # the first is the parent's
             continue
         folder = out / f"chunk{k}"
         folder.mkdir()
+        i, j = chunk[:2]
         entries = [(Path(p), arm, roots.get(root)) for p, arm, root in files[i:j]]
-        read = reader.read_chunk(entries, manifest["first_ordinal"] + (k << _ORDINAL_BITS))
+        read = read_chunk_apart(reader, entries, [0, j - i, *chunk[2:]], manifest["first_ordinal"] + (k << _ORDINAL_BITS))
         if read is None:  # the loader's own error: the parent reads the chunk again and raises it in its turn
             (folder / "raised").touch()
             break
-        write_part(read[0], folder, chosen=read[1])
+        if len(chunk) == 2:
+            write_part(read[0], folder, chosen=read[1])
+        else:  # a part of a file: its keys
+            write_part(read[0], folder, keys=read[1])
     return 0
 
 
