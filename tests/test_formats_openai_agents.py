@@ -360,3 +360,76 @@ def test_an_object_over_two_lines_is_read_line_by_line(tmp_path: Path) -> None:
     path.write_text("\n".join([lines[0], second + " " + lines[2], *lines[3:]]) + "\n", encoding="utf-8")
     problems = [(item.line, item.reason) for item in FORMAT.read_file(path, FORMAT.fields) if item.record is None]
     assert [line for line, _ in problems][:2] == [2, 3] and all("JSON" in reason for _, reason in problems[:2])
+
+
+def _one_run(spans: list[dict[str, Any]]) -> Any:
+    objs = [{"object": "trace", "id": "t1", "metadata": {"agentab.task_id": "a", "agentab.seed": "0",
+                                                         "agentab.outcome": "true"}}]
+    objs += [{"object": "trace.span", "id": f"s{k}", "trace_id": "t1", "parent_id": None, "error": None, **span}
+             for k, span in enumerate(spans)]
+    (item,) = FORMAT.read_objects(objs, "<test>", FORMAT.fields)
+    return item
+
+
+@pytest.mark.parametrize(("started", "ended", "expected"), [
+    ("2026-01-01T00:00:01.250000+00:00", "2026-01-01T00:00:02+00:00", ("2026-01-01T00:00:01.250000000Z", 0.75)),
+    ("2026-01-01T00:00:01Z", "2026-01-01T00:00:03.5Z", ("2026-01-01T00:00:01.000000000Z", 2.5)),
+    ("2026-01-01T00:00:01", "2026-01-01T02:00:01+02:00", ("2026-01-01T00:00:01.000000000Z", 0.0)),  # naive: UTC
+    ("2026-01-01T05:30:00+05:30", None, ("2026-01-01T00:00:00.000000000Z", None)),
+])
+def test_span_times_as_read(started: str, ended: str | None, expected: tuple[str, float | None]) -> None:
+    # the SDK's own shape, Z, a time without an offset (UTC) and another offset: one instant each
+    rec = record(_one_run([{"started_at": started, "ended_at": ended,
+                            "span_data": {"type": "function", "name": "f", "input": "{}", "output": "x"}}]))
+    assert (rec["steps"][0]["started_at"], rec.get("latency_s")) == expected
+
+
+@pytest.mark.parametrize(("started", "ended", "field", "reason"), [
+    ("2300-01-01T00:00:00+00:00", None, "started_at", "a time out of range (years 1678-2262): 2300-01-01T00:00:00+00:00"),
+    ("2026-01-01T00:00:00+00:00", "2300-01-01T00:00:00+01:00", "ended_at",
+     "a time out of range (years 1678-2262): 2300-01-01T00:00:00+01:00"),
+    ("2026-02-30T00:00:00+00:00", None, "started_at", 'expected an ISO-8601 time, got str "2026-02-30T00:00:00+00:00"'),
+    (1767225600, None, "started_at", "expected an ISO-8601 time, got int 1767225600"),
+    ("2026-01-01T00:00:00+00:00", 5, "ended_at", "expected an ISO-8601 time, got int 5"),
+    ("2026-01-01T00:00:02+00:00", "2026-01-01T00:00:01+00:00", "ended_at", "ended_at precedes started_at"),
+])
+def test_span_times_rejected_by_field(started: Any, ended: Any, field: str, reason: str) -> None:
+    item = _one_run([{"started_at": started, "ended_at": ended,
+                      "span_data": {"type": "function", "name": "f", "input": "{}"}}])
+    assert (item.record, item.field, item.reason) == (None, field, reason)
+
+
+def test_a_time_out_of_range_on_a_span_that_is_no_step_is_kept() -> None:
+    # only a step's times go to the decoder (nanoseconds): an agent span's far-off end is the wall time's
+    rec = record(_one_run([{"started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2300-01-01T00:00:00+00:00",
+                            "span_data": {"type": "agent", "name": "a"}},
+                           {"started_at": "2026-01-01T00:00:01+00:00", "ended_at": "2026-01-01T00:00:02+00:00",
+                            "span_data": {"type": "function", "name": "f", "input": "{}"}}]))
+    wall = (datetime.fromisoformat("2300-01-01T00:00:00+00:00") - datetime.fromisoformat("2026-01-01T00:00:00+00:00"))
+    assert len(rec["steps"]) == 1 and rec["latency_s"] == wall.total_seconds()
+
+
+@pytest.mark.parametrize(("usage", "expected"), [
+    ({"input_tokens": 9, "output_tokens": 4, "input_tokens_details": {"cached_tokens": 3},
+      "output_tokens_details": {"reasoning_tokens": 2}}, (9, 4, 3, 2)),
+    ({"input_tokens": 9, "output_tokens": 4, "input_tokens_details": {"cached_tokens": 10},
+      "output_tokens_details": {"reasoning_tokens": 5}}, (9, 4, None, None)),  # a part above its whole: unknown
+    ({"input_tokens": 9, "output_tokens": 4, "input_tokens_details": {"cached_tokens": True},
+      "output_tokens_details": {"reasoning_tokens": -1}}, (9, 4, None, None)),  # not counts: unknown
+    ({"input_tokens": 9, "output_tokens": 4, "cached_input_tokens": 2, "output_tokens_details": None},
+     (9, 4, 2, None)),
+])
+def test_usage_counts_as_read(usage: dict[str, Any], expected: tuple[Any, ...]) -> None:
+    rec = record(_one_run([{"started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:00:01+00:00",
+                            "span_data": {"type": "generation", "usage": usage}},
+                           {"started_at": "2026-01-01T00:00:01+00:00", "ended_at": "2026-01-01T00:00:02+00:00",
+                            "span_data": {"type": "function", "name": "f", "input": "{}"}}]))
+    step = rec["steps"][0]
+    assert tuple(step.get(k) for k in ("tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning")) == expected
+
+
+@pytest.mark.parametrize("usage", [{"input_tokens": True, "output_tokens": 1}, {"input_tokens": 1},
+                                   {"input_tokens": 1.0, "output_tokens": 1}, [1, 2]])
+def test_usage_without_counts_is_rejected(usage: Any) -> None:
+    item = _one_run([{"started_at": None, "ended_at": None, "span_data": {"type": "generation", "usage": usage}}])
+    assert (item.record, item.field) == (None, "span_data.usage")

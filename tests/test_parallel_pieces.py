@@ -30,7 +30,8 @@ def pieces(monkeypatch):
     monkeypatch.setattr(agentab.traces._parallel, "claim", lambda claims, k: False)
     seen = {"merged": [], "chunks": []}
     read_part = agentab.traces._parallel._read_part
-    monkeypatch.setattr(agentab.traces._parallel, "_read_part", lambda out: seen["merged"].append(out) or read_part(out))
+    monkeypatch.setattr(agentab.traces._parallel, "_read_part",
+                        lambda out: seen["merged"].append(out) or read_part(out))
     send = agentab.traces._parallel.FileWorkers.send
     monkeypatch.setattr(agentab.traces._parallel.FileWorkers, "send", lambda self, k, manifest: (
         seen.__setitem__("chunks", manifest["chunks"]) or send(self, k, manifest)))

@@ -98,26 +98,21 @@ def _ns(moment: datetime | None, line: int, where: str) -> int | None:
     raise AtLine(line, where, f"a time out of range (years 1678-2262): {moment.isoformat()}")
 
 
-def _count(value: Any) -> int | None:
-    """A token count (integer >= 0) or None."""
-    return value if type(value) is int and value >= 0 else None
-
-
 def _usage(usage: Any, line: int) -> tuple[int, int, int | None, int | None] | None:
     """(input, output, cached, reasoning) tokens of a model call's usage; None when it reports none."""
     if usage is None:
         return None
     if type(usage) is not dict:
         raise AtLine(line, "span_data.usage", f"expected a usage object, got {describe(usage)}")
-    tin, tout = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
-    if tin is None or tout is None:
+    tin, tout = usage.get("input_tokens"), usage.get("output_tokens")
+    if type(tin) is not int or type(tout) is not int or tin < 0 or tout < 0:  # counts: integers >= 0
         raise AtLine(line, "span_data.usage", "expected input_tokens and output_tokens (whole numbers >= 0)")
     details_in = usage.get("input_tokens_details")
     details_out = usage.get("output_tokens_details")
-    cached = _count(details_in.get("cached_tokens") if type(details_in) is dict else usage.get("cached_input_tokens"))
-    reasoning = _count(details_out.get("reasoning_tokens")) if type(details_out) is dict else None
-    return (tin, tout, cached if cached is not None and cached <= tin else None,
-            reasoning if reasoning is not None and reasoning <= tout else None)
+    cached = details_in.get("cached_tokens") if type(details_in) is dict else usage.get("cached_input_tokens")
+    reasoning = details_out.get("reasoning_tokens") if type(details_out) is dict else None
+    return (tin, tout, cached if type(cached) is int and 0 <= cached <= tin else None,
+            reasoning if type(reasoning) is int and 0 <= reasoning <= tout else None)
 
 
 class _Call:
@@ -208,34 +203,22 @@ def handoff_tool(target: str) -> str:
 
 
 class _Steps:
-    """The steps of a trace as columns (:class:`~agentab.formats.decode.PreparedSteps`), built span by span."""
+    """The steps of a trace as columns (:class:`~agentab.formats.decode.PreparedSteps`), built span by span (a row
+    each, turned into columns at the end)."""
 
     def __init__(self) -> None:
-        self.tool: list[str] = []
-        self.args: list[dict[str, Any]] = []
-        self.observation: list[dict[str, Any] | None] = []
-        self.tokens_in: list[int | None] = []
-        self.tokens_out: list[int | None] = []
-        self.started: list[int | None] = []
-        self.ended: list[int | None] = []
-        self.metadata: list[dict[str, Any] | None] = []
-        self.kind: list[str] = []
-        self.agent: list[str | None] = []
-        self.parallel: list[Any] = []
-        self.reasoning: list[int | None] = []
-        self.cached: list[int | None] = []
+        self.rows: list[tuple[Any, ...]] = []  # the columns of PreparedSteps up to cost_usd, and parallel
 
     def add(self, line: int, span: Span, times: tuple[int | None, int | None], tool: str,
             args: dict[str, Any], output: Any, agent: str | None, call: _Call | None, kind: str) -> dict[str, Any]:
         """Append a step; its tokens are its model call's when it is the call's first step (its metadata back)."""
-        k = len(self.tool)
         meta: dict[str, Any] = {"line": line, "span_id": span.id}
         usage = None
         parallel = None
         if call is not None:
             parallel = call.id
             if call.first is None:
-                call.first = k
+                call.first = len(self.rows)
                 usage = call.usage
                 if usage is None:
                     meta["tokens_unknown"] = True
@@ -251,38 +234,30 @@ class _Steps:
                 observation["error"] = error.get("message") if type(error) is dict and "message" in error else error
                 if type(error) is dict and error.get("data") is not None:
                     observation["error_data"] = error["data"]
-        self.tool.append(tool)
-        self.args.append(args)
-        self.observation.append(observation)
-        self.started.append(times[0])
-        self.ended.append(times[1])
-        self.metadata.append(meta)
-        self.kind.append(kind)
-        self.agent.append(agent)
-        self.parallel.append(parallel)
         if usage is None:
-            self.tokens_in.append(None)
-            self.tokens_out.append(None)
-            self.cached.append(None)
-            self.reasoning.append(None)
+            self.rows.append((tool, args, observation, None, None, times[0], times[1], meta, kind, agent, None, None,
+                              parallel))
         else:
-            self.tokens_in.append(usage[0])
-            self.tokens_out.append(usage[1])
-            self.cached.append(usage[2])
-            self.reasoning.append(usage[3])
+            self.rows.append((tool, args, observation, usage[0], usage[1], times[0], times[1], meta, kind, agent,
+                              usage[3], usage[2], parallel))
         return meta
 
     def columns(self, calls: list[_Call]) -> PreparedSteps:
         """The columns; a ``parallel`` id only where a model call made two steps or more."""
+        if not self.rows:
+            return PreparedSteps([], [], [], [], [], [], [], [], None, None, None, None, None, None)
+        (tool, args, observation, tokens_in, tokens_out, started, ended, metadata, kind, agent, reasoning, cached,
+         parallel) = map(list, zip(*self.rows))
         lone = {call.id for call in calls if call.n == 1}
-        parallel = [None if p in lone else p for p in self.parallel]
+        if lone:
+            parallel = [None if p in lone else p for p in parallel]
 
         def some(values: list[Any]) -> list[Any] | None:
             return values if values.count(None) != len(values) else None
 
-        return PreparedSteps(self.tool, self.args, self.observation, self.tokens_in, self.tokens_out, self.started,
-                             self.ended, self.metadata, self.kind if "handoff" in self.kind else None,
-                             some(self.agent), some(parallel), some(self.reasoning), some(self.cached), None)
+        return PreparedSteps(tool, args, observation, tokens_in, tokens_out, started, ended, metadata,
+                             kind if "handoff" in kind else None, some(agent), some(parallel), some(reasoning),
+                             some(cached), None)
 
 
 def _order(spans: list[tuple[int, Span]], meta: dict[str, Any]
@@ -299,8 +274,19 @@ def _order(spans: list[tuple[int, Span]], meta: dict[str, Any]
             raise AtLine(line, "span_data", f"expected a span_data object, got {describe(data)}")
         if data.type not in SPAN_TYPES:
             raise AtLine(line, "span_data.type", f"a span type the reader does not know: {describe(data.type)}")
-        start = _moment(span.started_at, line, "started_at")
-        end = _moment(span.ended_at, line, "ended_at")
+        start, end = span.started_at, span.ended_at
+        try:  # the usual time, with its offset (as the SDK writes it), read here; any other by _moment
+            start = _FROM_ISO(start)
+            if start.tzinfo is None:
+                raise ValueError
+        except (TypeError, ValueError):
+            start = _moment(span.started_at, line, "started_at")
+        try:
+            end = _FROM_ISO(end)
+            if end.tzinfo is None:
+                raise ValueError
+        except (TypeError, ValueError):
+            end = _moment(span.ended_at, line, "ended_at")
         if start is not None:
             if end is not None and end < start:
                 raise AtLine(line, "ended_at", "ended_at precedes started_at")
@@ -316,10 +302,16 @@ def _order(spans: list[tuple[int, Span]], meta: dict[str, Any]
 
 
 _START_AND_LINE = itemgetter(0, 1)
+_FROM_ISO = datetime.fromisoformat
 
 
 def _times(line: int, start: datetime | None, end: datetime | None) -> tuple[int | None, int | None]:
-    return _ns(start, line, "started_at"), _ns(end, line, "ended_at")
+    started = None if start is None else (start - _EPOCH) // _MICROSECOND * 1000
+    ended = None if end is None else (end - _EPOCH) // _MICROSECOND * 1000
+    if (started is not None and not -_NS_LIMIT < started < _NS_LIMIT) or (
+            ended is not None and not -_NS_LIMIT < ended < _NS_LIMIT):
+        return _ns(start, line, "started_at"), _ns(end, line, "ended_at")  # (which names the one out of range)
+    return started, ended
 
 
 def _is_turn(kind: str, data: Data) -> bool:
@@ -330,7 +322,7 @@ def walk(spans: list[tuple[int, Span]], meta: dict[str, Any]
           ) -> tuple[PreparedSteps, list[str] | None, dict[str, int] | None]:
     """The steps with their tokens, the run's agents and token totals; the span counts in ``meta``."""
     by_id = {span.id: span for _, span in spans if span.id is not None}
-    memo: dict[Any, str | None] = {}
+    memo: dict[Any, str | None] = {None: None}  # span id -> its agent (:func:`_agent_of`)
     ordered = _order(spans, meta)
     has_model = any(entry[2].span_data.type in _MODEL_TYPES for entry in ordered)
     steps = _Steps()
@@ -349,9 +341,12 @@ def walk(spans: list[tuple[int, Span]], meta: dict[str, Any]
             totals.add(usage)
             call = _Call(span.id, usage)
             calls.append(call)
-            latest[_agent_of(span.parent_id, by_id, memo)] = call
+            agent = memo.get(span.parent_id, _MISS)
+            latest[_agent_of(span.parent_id, by_id, memo) if agent is _MISS else agent] = call
         if kind == "function":
-            agent = _agent_of(span.parent_id, by_id, memo)
+            agent = memo.get(span.parent_id, _MISS)
+            if agent is _MISS:
+                agent = _agent_of(span.parent_id, by_id, memo)
             name = data.name
             if type(name) is not str or not name:
                 raise AtLine(line, "span_data.name", f"expected a tool name (text), got {describe(name)}")

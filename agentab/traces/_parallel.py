@@ -440,13 +440,13 @@ def _merge_pieces(reader: Any, entry: Entry, name: str, pieces: list[tuple[int, 
     when a part is missing (a worker left it unread, or reading it raised) or two parts share a key (a trace cut
     in two)."""
     keys: set[str] = set()
-    whole = True
+    usable = True
     for _, found in pieces:
         if found is None or not keys.isdisjoint(found[1]):
-            whole = False
+            usable = False
             break
         keys.update(found[1])
-    if not whole:
+    if not usable:
         _merge_files(reader, [entry], None, first_ordinal)
         return
     reader.chosen.append((str(entry[0]), name))

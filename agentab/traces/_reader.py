@@ -416,7 +416,8 @@ def files_worker(argv: list[str]) -> int:
         folder.mkdir()
         i, j = chunk[:2]
         entries = [(Path(p), arm, roots.get(root)) for p, arm, root in files[i:j]]
-        read = read_chunk_apart(reader, entries, [0, j - i, *chunk[2:]], manifest["first_ordinal"] + (k << _ORDINAL_BITS))
+        own = [0, j - i, *chunk[2:]]  # the chunk, its files numbered within entries
+        read = read_chunk_apart(reader, entries, own, manifest["first_ordinal"] + (k << _ORDINAL_BITS))
         if read is None:  # the loader's own error: the parent reads the chunk again and raises it in its turn
             (folder / "raised").touch()
             break
