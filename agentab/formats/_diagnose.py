@@ -8,6 +8,8 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from functools import partial
+from operator import is_not
 from typing import Any, Optional
 
 import msgspec
@@ -20,6 +22,7 @@ __all__ = ["diagnose", "step_problem", "run_totals", "overflow", "errors", "step
 
 Problem = Optional[tuple[str, str]]
 _KINDS = frozenset((*STEP_KINDS, None))
+_KNOWN = partial(is_not, None)  # a value that is not None (a C function, for filter)
 #: Where each token count's whole (its ``TOKEN_PARTS`` partner) sits in :data:`TOKEN_FIELDS`.
 _PART_AT = tuple((TOKEN_FIELDS.index(part), TOKEN_FIELDS.index(whole)) for part, whole in TOKEN_PARTS)
 
@@ -216,6 +219,9 @@ def step_problem(kind: Sequence[Any] | None, agent: Sequence[Any] | None, counts
         parts, wholes = counts[at_part], counts[at_whole]
         if parts is None or wholes is None or parts.count(None) == len(parts):
             continue
+        known_wholes = list(filter(_KNOWN, wholes))
+        if not known_wholes or max(filter(_KNOWN, parts)) <= min(known_wholes):
+            continue  # (every known part at most every known whole: the usual case, looked at in C)
         for k, (p, w) in enumerate(zip(parts, wholes)):
             if p is not None and w is not None and p > w:
                 return f"steps[{k}].{part}", f"{part} {p} is more than {whole} {w}, which it is a part of"
@@ -223,7 +229,7 @@ def step_problem(kind: Sequence[Any] | None, agent: Sequence[Any] | None, counts
         if len(set(agents)) != len(agents):
             i = next(i for i, name in enumerate(agents) if name in agents[:i])
             return f"agents[{i}]", f"agent {agents[i]!r} is listed twice"
-        if agent is not None and agent.count(None) != len(agent):
+        if agent is not None and not frozenset((*agents, None)).issuperset(agent):
             listed = frozenset(agents)
             for k, name in enumerate(agent):
                 if name is not None and name not in listed:
