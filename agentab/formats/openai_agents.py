@@ -200,6 +200,11 @@ def trace_items(numbered: Iterator[tuple[int, Any, str | None]], fields: FieldMa
     plan = {**FIELDS, **(fields or {})}
     runs: dict[Any, list[Any]] = {}  # trace id -> [line, trace, spans, problem]
     for number, obj, problem in numbered:
+        if type(obj) is Span and obj.object == "trace.span":  # the usual item: a span of a trace already seen
+            run = runs.get(obj.trace_id) if type(obj.trace_id) is str else None
+            if run is not None:
+                run[2].append((number, obj))
+                continue
         if problem is not None:
             yield Item(number, reason=problem)
             continue
