@@ -42,35 +42,33 @@ large: OTLP/JSON takes 3.8 times the bytes of our record), and
 
 Run: ``python benchmarks/bench_formats.py [--tasks T] [--repeat N] [--formats NAME ...]``.
 
-Last run (2026-12-03 12:21-12:26 UTC, commit 3f1596d, ``python benchmarks/bench_formats.py --repeat 3``, 2 CPUs,
+Last run (2026-12-03 14:31-14:36 UTC, commit 1942f66, ``python benchmarks/bench_formats.py --repeat 3``, 2 CPUs,
 otherwise idle; also in ``benchmarks/results/bench_formats.txt``)::
 
     10,000 runs, 108,405 tool calls; best of 3, interleaved in random order; 2 CPUs
             format      MB  seconds  x record  seconds, 1 process  x record  check
-            record    35.3     0.67      1.00                0.69      1.00  identical
-            openai    44.9     1.83      2.73                1.55      2.24  identical
-         anthropic    45.0     1.46      2.19                1.26      1.81  identical
-              otel   133.3     1.60      2.38                2.01      2.90  identical
-        otel-spans   133.3     1.57      2.35                3.23      4.66  identical
-           inspect     8.2     1.31      1.96                1.71      2.46  identical
-              tau2   181.2     1.44      2.15                1.95      2.82  identical
-         openhands   180.3     1.62      2.42                2.74      3.94  identical
-    mini-swe-agent   127.4     1.62      2.42                2.75      3.97  identical
-         swe-agent   131.6     1.39      2.08                1.96      2.83  identical
-       claude-code   171.8     1.70      2.53                2.79      4.03  identical
-     openai-agents   124.5     1.79      2.67                2.88      4.15  identical
-              atif    92.1     1.79      2.68                2.38      3.43  identical
+            record    35.3     0.83      1.00                0.76      1.00  identical
+            openai    44.9     1.55      1.86                1.40      1.85  identical
+         anthropic    45.0     1.38      1.66                1.62      2.13  identical
+              otel   133.3     1.95      2.35                2.26      2.99  identical
+        otel-spans   133.3     1.84      2.22                2.90      3.83  identical
+           inspect     8.2     1.42      1.71                1.82      2.40  identical
+              tau2   181.2     1.38      1.66                2.49      3.28  identical
+         openhands   180.3     2.09      2.51                2.62      3.46  identical
+    mini-swe-agent   127.4     1.31      1.58                1.92      2.53  identical
+         swe-agent   131.6     1.63      1.96                2.21      2.91  identical
+       claude-code   171.8     1.94      2.33                2.66      3.51  identical
+     openai-agents   124.5     1.88      2.26                2.55      3.36  identical
+              atif    92.1     1.63      1.96                2.68      3.54  identical
 
-The run before it (12:13-12:18 UTC, the same code) had the record at 0.61 s and otel 3.02, openhands 3.19,
-openai-agents 3.31, atif 3.06, claude-code 2.98 (the rest within 3x): on this machine the ratios of two runs
-of the same code differ by up to a quarter. Since the 4951b94 run (below): Claude Code's step times are left
-as written for the decoder to parse with its chunk's (not parsed session by session), its default run fields
-are read off the lines, a parallel load merges each worker's chunk as soon as it is written (not after the
-worker has exited), a worker makes Paths only for the chunks it claims, files are read by their descriptor.
-The run after it (12:26-12:30 UTC): record 0.57 s, openai-agents 3.48, openhands 2.97, claude-code 2.27, the
-rest 1.77-2.74. claude-code by default over six runs of this code: 2.41, 2.42, 2.70, 2.98, 2.53, 2.27;
-openai-agents over three: 3.31, 2.67, 3.48 (at bcb1650, before these changes, 3.76 beside 3.75 here at 12:32,
-``--formats openai-agents``): its two 62 MB files are each cut in parts and read by a worker started per file.
+Over six full runs that afternoon (three at 80c1431, three at 1942f66), by default: openai-agents 2.26-3.21,
+claude-code 1.99-3.17, openhands 2.26-3.13, atif 1.96-2.88, the rest 1.41-2.96 (the record itself 0.64-0.83 s).
+Since the morning: a load of a few large files reads them in parts (``plan_pieces``: before, OpenAI Agents'
+two files went one per process, whole, the worker's start-up added to its file), OpenAI Agents' part reads
+look 256 KiB past a part before 8 MiB, its walk and the decoder's step checks are quicker.
+
+The morning's runs (12:13-12:30 UTC, ac24859 / 3f1596d): record 0.57-0.67 s; openai-agents 3.31, 2.67, 3.48,
+otel 3.02, openhands 3.19, atif 3.06 once each, claude-code 2.27-2.98.
 
 Run of 2026-12-02 16:43-16:52 UTC (commit 4951b94, same command): record 1.03 s; by default every format within
 3x, claude-code 2.97 (2.70-3.39 over five runs); one process: claude-code 5.18, openai-agents 4.53.

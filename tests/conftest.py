@@ -49,6 +49,33 @@ def make_record(run_id: str = "r1", task_id: str = "t1", seed: int = 0, n_steps:
     return record
 
 
+def same_traces(a: Any, b: Any) -> None:
+    """Two loads give the same tables, counts, sources and formats (a parallel load against a serial one)."""
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(a.runs, b.runs)
+    pd.testing.assert_frame_equal(a.steps, b.steps)
+    pd.testing.assert_frame_equal(a.rejected, b.rejected)
+    assert (a.n_read, a.sources, a.formats) == (b.n_read, b.sources, b.formats)
+
+
+def format_files(folder: Path, seed: int, n_tasks: int, n_seeds: int) -> tuple[dict[str, list[Path]], Any]:
+    """The example experiment written in every format as the format benchmark writes it (into ``folder``): each
+    format's paths, and the benchmark's writers module (its ``fields=`` mappings)."""
+    import sys
+
+    import agentab
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    try:
+        import _format_writers as writers
+    finally:
+        sys.path.pop(0)
+    records = list(agentab.datasets.example_records(seed=seed, n_tasks=n_tasks, n_seeds=n_seeds))
+    folder.mkdir()
+    return writers.write_all(records, folder), writers
+
+
 def write_jsonl(path: Path, records: list[Any]) -> Path:
     """Write records (dicts, or raw text lines) as JSON Lines."""
     lines = [r if isinstance(r, str) else json.dumps(r) for r in records]

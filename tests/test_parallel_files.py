@@ -8,16 +8,14 @@ import sys
 import warnings
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from conftest import make_record, write_jsonl
+from conftest import format_files, make_record, same_traces, write_jsonl
 
 import agentab
 import agentab.traces._parallel
 import agentab.traces._plan
 import agentab.traces._reader
 from agentab import TraceError, load_traces
-
 
 
 @pytest.fixture
@@ -30,13 +28,6 @@ def files_in_parallel(monkeypatch):
     read_part = agentab.traces._parallel._read_part
     monkeypatch.setattr(agentab.traces._parallel, "_read_part", lambda out: merged.append(out) or read_part(out))
     return merged
-
-
-def _same(a, b):
-    pd.testing.assert_frame_equal(a.runs, b.runs)
-    pd.testing.assert_frame_equal(a.steps, b.steps)
-    pd.testing.assert_frame_equal(a.rejected, b.rejected)
-    assert (a.n_read, a.sources, a.formats) == (b.n_read, b.sources, b.formats)
 
 
 def _folder(tmp_path, n_files=6, per_file=4, bad=None):
@@ -54,7 +45,7 @@ def _folder(tmp_path, n_files=6, per_file=4, bad=None):
 @pytest.mark.parametrize("workers", [2, 3, 5])
 def test_files_in_parallel_equal_serial(tmp_path, files_in_parallel, workers):
     source = _folder(tmp_path)
-    _same(load_traces(source, workers=workers), load_traces(source, workers=1))
+    same_traces(load_traces(source, workers=workers), load_traces(source, workers=1))
     chunks = agentab.traces._plan.plan_chunks([1] * 12, workers)
     assert len(files_in_parallel) == len(chunks) - 1 >= 7  # the workers really read every chunk but the first
 
@@ -64,7 +55,7 @@ def test_chunks_claimed_by_whichever_process_is_free_equal_serial(tmp_path, monk
     monkeypatch.setattr(agentab.traces._reader, "PARALLEL_FILES_MIN_BYTES", 0)
     source = _folder(tmp_path, n_files=20)
     for workers in (2, 3):
-        _same(load_traces(source, workers=workers), load_traces(source, workers=1))
+        same_traces(load_traces(source, workers=workers), load_traces(source, workers=1))
 
 
 def test_claim_gives_each_chunk_to_one_process(tmp_path):
@@ -113,7 +104,7 @@ def test_lenient_rejections_and_duplicates_across_groups(tmp_path, files_in_para
            ("b", 5, 0): json.dumps(make_record("b5-0", seed="x", arm="b"))}
     source = _folder(tmp_path, bad=bad)
     parallel = load_traces(source, workers=3, strict=False)
-    _same(parallel, load_traces(source, workers=1, strict=False))
+    same_traces(parallel, load_traces(source, workers=1, strict=False))
     assert len(parallel.rejected) == 3
     assert parallel.rejected["reason"].str.contains(r"first seen in .*runs00\.jsonl, line 2\)").sum() == 1
 
@@ -148,7 +139,7 @@ def test_a_crashed_files_worker_costs_only_time(tmp_path, files_in_parallel, mon
     source = _folder(tmp_path)
     with pytest.warns(RuntimeWarning, match=r"worker process failed \(exit code 9\); its files were read"):
         parallel = load_traces(source, workers=2)
-    _same(parallel, load_traces(source, workers=1))
+    same_traces(parallel, load_traces(source, workers=1))
 
 
 def test_a_files_worker_dying_after_claiming_chunks_costs_only_time(tmp_path, files_in_parallel, monkeypatch):
@@ -164,7 +155,7 @@ def test_a_files_worker_dying_after_claiming_chunks_costs_only_time(tmp_path, fi
     source = _folder(tmp_path)
     with pytest.warns(RuntimeWarning, match=r"worker process failed \(exit code 7\); its files were read"):
         parallel = load_traces(source, workers=2)
-    _same(parallel, load_traces(source, workers=1))
+    same_traces(parallel, load_traces(source, workers=1))
     assert files_in_parallel == []  # no part merged: none was written
 
 
@@ -180,21 +171,14 @@ def test_progress_is_reported_for_every_file_in_order(tmp_path, files_in_paralle
 def test_records_in_memory_keep_their_place_among_files(tmp_path, files_in_parallel):
     files = _folder(tmp_path)
     source = [files["a"], make_record("mem1", arm="a"), files["b"], make_record("mem2", arm="b")]
-    _same(load_traces(source, workers=3), load_traces(source, workers=1))
+    same_traces(load_traces(source, workers=3), load_traces(source, workers=1))
 
 
 @pytest.fixture
 def harbor_trials(tmp_path):
     """Harbor trial folders (ATIF trajectory + result.json), two arms, as the format benchmark writes them."""
-    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
-    try:
-        from _format_writers import ATIF_FIELDS, write_all
-    finally:
-        sys.path.pop(0)
-    records = list(agentab.datasets.example_records(seed=3, n_tasks=6, n_seeds=2))
-    (tmp_path / "formats").mkdir()
-    paths = write_all(records, tmp_path / "formats")
-    return {p.name: p for p in paths["atif"]}, dict(ATIF_FIELDS)
+    paths, writers = format_files(tmp_path / "formats", seed=3, n_tasks=6, n_seeds=2)
+    return {p.name: p for p in paths["atif"]}, dict(writers.ATIF_FIELDS)
 
 
 def test_converted_formats_with_a_path_template(harbor_trials, files_in_parallel):
@@ -202,7 +186,7 @@ def test_converted_formats_with_a_path_template(harbor_trials, files_in_parallel
     fields["path"] = "{task_id}__*/**"  # the workers apply the path template
     serial = load_traces(source, format="atif", fields=fields, workers=1)
     parallel = load_traces(source, format="atif", fields=fields, workers=3)
-    _same(parallel, serial)
+    same_traces(parallel, serial)
     assert len(files_in_parallel) >= 2 and len(serial.runs) == 24
 
 
@@ -213,7 +197,7 @@ def test_an_outcomes_table_is_joined_in_this_process(harbor_trials, files_in_par
     outcomes = runs[["run_id"]].assign(outcome=[i % 3 == 0 for i in range(len(runs))])
     serial = load_traces(source, format="atif", fields=fields, outcomes=outcomes, workers=1)
     parallel = load_traces(source, format="atif", fields=fields, outcomes=outcomes, workers=3)
-    _same(parallel, serial)
+    same_traces(parallel, serial)
     assert files_in_parallel == [] and parallel.runs["outcome"].tolist() == outcomes["outcome"].tolist()
 
 
@@ -272,5 +256,5 @@ def test_a_corrupt_gzip_file_raises_as_serial_under_strict(tmp_path, files_in_pa
         load_traces(source, workers=3)
     assert str(parallel.value) == str(serial.value)
     lenient = load_traces(source, workers=3, strict=False)
-    _same(lenient, load_traces(source, workers=1, strict=False))
+    same_traces(lenient, load_traces(source, workers=1, strict=False))
     assert "the rest of the file was left out" in lenient.rejected["reason"].iloc[0]

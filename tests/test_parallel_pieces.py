@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-import pandas as pd
 import pytest
-from conftest import make_record, write_jsonl
+from conftest import format_files, make_record, same_traces, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,13 +36,6 @@ def pieces(monkeypatch):
     return seen
 
 
-def _same(a, b):
-    pd.testing.assert_frame_equal(a.runs, b.runs)
-    pd.testing.assert_frame_equal(a.steps, b.steps)
-    pd.testing.assert_frame_equal(a.rejected, b.rejected)
-    assert (a.n_read, a.sources, a.formats) == (b.n_read, b.sources, b.formats)
-
-
 def _two_files(tmp_path, per_file=40, bad=None):
     """Two record files, one per arm; ``bad``: {(arm, line): text} replaces a line."""
     bad = bad or {}
@@ -59,7 +50,7 @@ def _two_files(tmp_path, per_file=40, bad=None):
 @pytest.mark.parametrize("workers", [2, 3])
 def test_record_files_read_in_parts_equal_serial(tmp_path, pieces, workers):
     source = _two_files(tmp_path)
-    _same(load_traces(source, workers=workers), load_traces(source, workers=1))
+    same_traces(load_traces(source, workers=workers), load_traces(source, workers=1))
     parts = [chunk for chunk in pieces["chunks"] if len(chunk) > 2]
     assert {chunk[0] for chunk in parts} == {0, 1} and len(parts) >= 6  # both files were cut in several parts
     assert len(pieces["merged"]) >= len(parts) - 1  # and the workers read them (all but this process's first)
@@ -70,7 +61,7 @@ def test_parts_lenient_rejections_and_duplicates(tmp_path, pieces):
            ("b", 12): json.dumps(make_record("a-5", arm="b")), ("b", 35): json.dumps(make_record("b-35", seed="x"))}
     source = _two_files(tmp_path, bad=bad)
     parallel = load_traces(source, workers=3, strict=False)
-    _same(parallel, load_traces(source, workers=1, strict=False))
+    same_traces(parallel, load_traces(source, workers=1, strict=False))
     assert list(parallel.rejected["line"]) == [4, 31, 13, 36]
     assert parallel.rejected["reason"].str.contains(r"first seen in .*a\.jsonl, line 6\)").sum() == 1
 
@@ -88,21 +79,14 @@ def test_parts_strict_raises_the_serial_error(tmp_path, pieces):
 @pytest.fixture
 def agents_files(tmp_path):
     """OpenAI Agents SDK exports, one per arm, as the format benchmark writes them."""
-    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
-    try:
-        from _format_writers import write_all
-    finally:
-        sys.path.pop(0)
-    records = list(agentab.datasets.example_records(seed=5, n_tasks=8, n_seeds=3))
-    (tmp_path / "formats").mkdir()
-    paths = write_all(records, tmp_path / "formats")["openai-agents"]
+    paths = format_files(tmp_path / "formats", seed=5, n_tasks=8, n_seeds=3)[0]["openai-agents"]
     return {p.stem.removeprefix("openai-agents-"): p for p in paths}
 
 
 def test_a_converted_format_read_in_parts_equals_serial(agents_files, pieces):
     serial = load_traces(agents_files, format="openai-agents", workers=1)
     parallel = load_traces(agents_files, format="openai-agents", workers=3)
-    _same(parallel, serial)
+    same_traces(parallel, serial)
     assert len(serial.runs) == 48 and len([c for c in pieces["chunks"] if len(c) > 2]) >= 6
     assert len(pieces["merged"]) >= 5
 
@@ -120,7 +104,7 @@ def test_a_trace_cut_between_parts_reads_its_file_whole(agents_files, pieces):
     path.write_text("".join(shuffled))
     serial = load_traces(agents_files, format="openai-agents", workers=1)
     parallel = load_traces(agents_files, format="openai-agents", workers=3)
-    _same(parallel, serial)
+    same_traces(parallel, serial)
     assert serial.runs["arm"].value_counts().to_dict() == {"baseline": 24, "candidate": 24}
 
 
@@ -130,7 +114,7 @@ def test_a_crashed_worker_leaves_its_parts_to_this_process(tmp_path, pieces, mon
     source = _two_files(tmp_path)
     with pytest.warns(RuntimeWarning, match=r"worker process failed \(exit code 9\); its files were read"):
         parallel = load_traces(source, workers=2)
-    _same(parallel, load_traces(source, workers=1))
+    same_traces(parallel, load_traces(source, workers=1))
 
 
 def test_progress_counts_a_file_read_in_parts_once(tmp_path, pieces):
