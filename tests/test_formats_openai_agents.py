@@ -158,6 +158,8 @@ def test_no_steps_tokens_go_to_the_run_totals() -> None:
     ({"span_data": {"type": "function", "name": "f"}, "started_at": "2026-01-01T00:00:05Z",
       "ended_at": "2026-01-01T00:00:04Z"}, "ended_at"),
     ({"span_data": {"type": "function", "name": ""}}, "span_data.name"),
+    ({"span_data": {"type": "function", "name": "f"}, "parent_id": ["s0"]}, "parent_id"),  # (was a TypeError)
+    ({"span_data": {"type": "agent", "name": "a"}, "id": {"n": 1}}, "id"),
     ({"span_data": {"type": "generation", "usage": {"input_tokens": -1, "output_tokens": 0}}}, "span_data.usage"),
 ])
 def test_bad_spans_reject_their_run_by_field(span: dict[str, Any], field: str) -> None:

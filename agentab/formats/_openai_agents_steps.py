@@ -274,6 +274,9 @@ def _order(spans: list[tuple[int, Span]], meta: dict[str, Any]
             raise AtLine(line, "span_data", f"expected a span_data object, got {describe(data)}")
         if data.type not in SPAN_TYPES:
             raise AtLine(line, "span_data.type", f"a span type the reader does not know: {describe(data.type)}")
+        if type(span.id) in _NOT_IDS or type(span.parent_id) in _NOT_IDS:
+            where = "id" if type(span.id) in _NOT_IDS else "parent_id"
+            raise AtLine(line, where, f"expected a span id, got {describe(getattr(span, where))}")
         start, end = span.started_at, span.ended_at
         try:  # the usual time, with its offset (as the SDK writes it), read here; any other by _moment
             start = _FROM_ISO(start)
@@ -302,6 +305,7 @@ def _order(spans: list[tuple[int, Span]], meta: dict[str, Any]
 
 
 _START_AND_LINE = itemgetter(0, 1)
+_NOT_IDS = (list, dict)  # JSON values that cannot be an id (nor a key)
 _FROM_ISO = datetime.fromisoformat
 
 
@@ -321,9 +325,9 @@ def _is_turn(kind: str, data: Data) -> bool:
 def walk(spans: list[tuple[int, Span]], meta: dict[str, Any]
           ) -> tuple[PreparedSteps, list[str] | None, dict[str, int] | None]:
     """The steps with their tokens, the run's agents and token totals; the span counts in ``meta``."""
+    ordered = _order(spans, meta)  # (which checks the ids first)
     by_id = {span.id: span for _, span in spans if span.id is not None}
     memo: dict[Any, str | None] = {None: None}  # span id -> its agent (:func:`_agent_of`)
-    ordered = _order(spans, meta)
     has_model = any(entry[2].span_data.type in _MODEL_TYPES for entry in ordered)
     steps = _Steps()
     calls: list[_Call] = []
