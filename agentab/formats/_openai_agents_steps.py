@@ -310,12 +310,7 @@ _FROM_ISO = datetime.fromisoformat
 
 
 def _times(line: int, start: datetime | None, end: datetime | None) -> tuple[int | None, int | None]:
-    started = None if start is None else (start - _EPOCH) // _MICROSECOND * 1000
-    ended = None if end is None else (end - _EPOCH) // _MICROSECOND * 1000
-    if (started is not None and not -_NS_LIMIT < started < _NS_LIMIT) or (
-            ended is not None and not -_NS_LIMIT < ended < _NS_LIMIT):
-        return _ns(start, line, "started_at"), _ns(end, line, "ended_at")  # (which names the one out of range)
-    return started, ended
+    return _ns(start, line, "started_at"), _ns(end, line, "ended_at")
 
 
 def _is_turn(kind: str, data: Data) -> bool:
@@ -327,7 +322,7 @@ def walk(spans: list[tuple[int, Span]], meta: dict[str, Any]
     """The steps with their tokens, the run's agents and token totals; the span counts in ``meta``."""
     ordered = _order(spans, meta)  # (which checks the ids first)
     by_id = {span.id: span for _, span in spans if span.id is not None}
-    memo: dict[Any, str | None] = {None: None}  # span id -> its agent (:func:`_agent_of`)
+    memo: dict[Any, str | None] = {}  # span id -> its agent (:func:`_agent_of`)
     has_model = any(entry[2].span_data.type in _MODEL_TYPES for entry in ordered)
     steps = _Steps()
     calls: list[_Call] = []
@@ -345,12 +340,9 @@ def walk(spans: list[tuple[int, Span]], meta: dict[str, Any]
             totals.add(usage)
             call = _Call(span.id, usage)
             calls.append(call)
-            agent = memo.get(span.parent_id, _MISS)
-            latest[_agent_of(span.parent_id, by_id, memo) if agent is _MISS else agent] = call
+            latest[_agent_of(span.parent_id, by_id, memo)] = call
         if kind == "function":
-            agent = memo.get(span.parent_id, _MISS)
-            if agent is _MISS:
-                agent = _agent_of(span.parent_id, by_id, memo)
+            agent = _agent_of(span.parent_id, by_id, memo)
             name = data.name
             if type(name) is not str or not name:
                 raise AtLine(line, "span_data.name", f"expected a tool name (text), got {describe(name)}")

@@ -351,14 +351,12 @@ def splits(path: Path) -> bool:
     """Whether :func:`read_part` can read ``path`` in parts: JSON Lines whose first line is one exported item (not
     a JSON array, an ingest payload, or one object spread over lines), without a byte-order mark."""
     with open_trace_file(Path(path)) as fh:
-        head = b""
-        while len(head) < _REACH:  # the first line, and something past it (a file's first item is short)
-            block = fh.read(min(_GLANCE, _REACH - len(head)))
-            head += block
-            if not block or (b"\n" in head and head.partition(b"\n")[2].strip(JSON_SPACE)):
-                break
-    body = head.lstrip(JSON_SPACE)
-    line, newline, rest = body.partition(b"\n")
+        head = fh.read(_GLANCE)  # the first line, and something past it: a file's first item is short
+        body = head.lstrip(JSON_SPACE)
+        line, newline, rest = body.partition(b"\n")
+        if not newline or not rest.strip(JSON_SPACE):  # else as far as the reach
+            body = (head + fh.read(_REACH - len(head))).lstrip(JSON_SPACE)
+            line, newline, rest = body.partition(b"\n")
     if not newline or not rest.strip(JSON_SPACE) or body[:1] != b"{":
         return False
     try:

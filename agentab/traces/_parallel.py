@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -172,9 +173,7 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
     if not parts:  # an empty file
         return True
     base = decoder.next_ordinal
-    # ordinals order records across parts: a record's line (our record), or its part's first byte plus its
-    # position in the part (a converted format: a part holds fewer records than bytes)
-    firsts = [base + (start if fmt is not None else first_line - 1) for start, _, first_line in parts]
+    firsts = [part_ordinal(fmt is None, base, part) for part in parts]
     name = "record" if fmt is None else fmt.name
     here: list[tuple[DecodedPart, frozenset[str]]] = []  # a converted format's parts, merged at the end
     sweep_stale(tempfile.gettempdir(), _TEMP_PREFIX)  # the parts folders of loads that were killed
@@ -223,13 +222,28 @@ def read_parallel(decoder: RecordDecoder, path: Path, arm: str | None, workers: 
                     proc.wait()
     if fmt is None:
         return True
-    keys: set[str] = set()
-    for _, part_keys in here:
-        if not keys.isdisjoint(part_keys):
-            return False
-        keys.update(part_keys)
+    if not disjoint(part_keys for _, part_keys in here):
+        return False
     for decoded, _ in here:
         decoder.merge(decoded)
+    return True
+
+
+def part_ordinal(record: bool, base: int, part: tuple[int, int, int]) -> int:
+    """The ordinal of a part's first record: ordinals order records across parts, by a record's line (our
+    ``record``), or by its part's first byte plus its position in the part (a converted format: a part holds fewer
+    records than bytes)."""
+    start, _, first_line = part
+    return base + (first_line - 1 if record else start)
+
+
+def disjoint(key_sets: Iterable[frozenset[str]]) -> bool:
+    """Whether no key is in two of the sets (parts of a file: no trace cut in two)."""
+    seen: set[str] = set()
+    for keys in key_sets:
+        if not seen.isdisjoint(keys):
+            return False
+        seen.update(keys)
     return True
 
 
@@ -439,14 +453,7 @@ def _merge_pieces(reader: Any, entry: Entry, name: str, pieces: list[tuple[int, 
     """Merge the parts of a file read in parts (each its part and keys), in order; the file read whole here instead
     when a part is missing (a worker left it unread, or reading it raised) or two parts share a key (a trace cut
     in two)."""
-    keys: set[str] = set()
-    usable = True
-    for _, found in pieces:
-        if found is None or not keys.isdisjoint(found[1]):
-            usable = False
-            break
-        keys.update(found[1])
-    if not usable:
+    if any(found is None for _, found in pieces) or not disjoint(found[1] for _, found in pieces):
         _merge_files(reader, [entry], None, first_ordinal)
         return
     reader.chosen.append((str(entry[0]), name))

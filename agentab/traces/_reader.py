@@ -40,6 +40,7 @@ from agentab.traces._parallel import (
     _read_apart,
     arrow_without_pandas,
     claim,
+    part_ordinal,
     read_chunk_apart,
     read_files,
     read_lines,
@@ -211,10 +212,9 @@ class _Reader:
         or None if reading it failed (the file is then read whole, in its turn, which raises it)."""
         path, arm, _ = entry
         fmt = None if name == "record" else formats.get(name)
-        start, _, first_line = part
         try:
             return _read_apart(fmt, None if fmt is None else self._fields(fmt), path, arm, part,
-                               first_ordinal + (first_line - 1 if fmt is None else start))
+                               part_ordinal(fmt is None, first_ordinal, part))
         except (TraceError, OSError, ValueError):
             return None
 
