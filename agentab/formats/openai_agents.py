@@ -74,7 +74,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +197,24 @@ def trace_items(numbered: Iterator[tuple[int, Any, str | None]], fields: FieldMa
     """The items of ``(line, object, problem)`` triples: one per trace, and one per item that belongs to none.
 
     An object is a trace's dict, a span's :class:`Span`, or anything else (a rejection)."""
+    odd, runs = _gather(numbered)
+    yield from odd
+    yield from _run_items(runs, fields)
+
+
+def _run_items(runs: dict[str, list[Any]], fields: FieldMap | None) -> Iterator[Item]:
+    """One item per trace of :func:`_gather`, in order of first appearance."""
     plan = {**FIELDS, **(fields or {})}
-    runs: dict[Any, list[Any]] = {}  # trace id -> [line, trace, spans, problem]
+    for key, (line, trace, spans, problem) in runs.items():
+        yield _trace_item(key, line, trace, spans, problem, plan)
+
+
+def _gather(numbered: Iterable[tuple[int, Any, str | None]]) -> tuple[list[Item], dict[str, list[Any]]]:
+    """The items that belong to no trace (rejections, in line order) and the traces: trace id -> ``[line, trace,
+    spans, problem]`` (the line of its first item, its ``trace`` object or None, its ``(line, span)`` pairs, a
+    problem found while gathering)."""
+    odd: list[Item] = []
+    runs: dict[str, list[Any]] = {}
     for number, obj, problem in numbered:
         if type(obj) is Span and obj.object == "trace.span":  # the usual item: a span of a trace already seen
             run = runs.get(obj.trace_id) if type(obj.trace_id) is str else None
@@ -206,19 +222,19 @@ def trace_items(numbered: Iterator[tuple[int, Any, str | None]], fields: FieldMa
                 run[2].append((number, obj))
                 continue
         if problem is not None:
-            yield Item(number, reason=problem)
+            odd.append(Item(number, reason=problem))
             continue
         if type(obj) is dict:
             obj = _typed(obj)
         kind = obj.object if type(obj) is Span else obj.get("object") if type(obj) is dict else None
         if kind not in ("trace", "trace.span") or (kind == "trace") != (type(obj) is dict):
-            yield Item(number, field="object", reason=f"expected an item with object 'trace' or 'trace.span', "
-                                                       f"got {describe(obj if kind is None and type(obj) is not Span else kind)}")
+            odd.append(Item(number, field="object", reason=f"expected an item with object 'trace' or 'trace.span', "
+                                                         f"got {describe(obj if kind is None and type(obj) is not Span else kind)}"))
             continue
         key = obj.get("id") if kind == "trace" else obj.trace_id
         if type(key) is not str or not key:
-            yield Item(number, field="id" if kind == "trace" else "trace_id",
-                       reason=f"expected a trace id (text), got {describe(key)}")
+            odd.append(Item(number, field="id" if kind == "trace" else "trace_id",
+                            reason=f"expected a trace id (text), got {describe(key)}"))
             continue
         run = runs.get(key)
         if run is None:
@@ -229,8 +245,7 @@ def trace_items(numbered: Iterator[tuple[int, Any, str | None]], fields: FieldMa
             run[1] = obj
         else:
             run[2].append((number, obj))
-    for key, (line, trace, spans, problem) in runs.items():
-        yield _trace_item(key, line, trace, spans, problem, plan)
+    return odd, runs
 
 
 def _trace_item(key: str, line: int, trace: dict[str, Any] | None, spans: list[tuple[int, Span]],
@@ -298,14 +313,18 @@ def _lines(body: bytes, first: int) -> Iterator[tuple[int, Any, str | None]]:
     else:
         pairs = ((number, _line(lines[number - first], number)) for number in numbers)
     for number, obj in pairs:
-        if type(obj) is _Bad:
+        if type(obj) is Span:
+            kind = obj.object
+            if kind == "trace.span":  # the usual line first
+                yield number, obj, None
+            elif kind == "trace":
+                yield number, _decode(lines[number - first]), None
+            elif kind is None and type(obj.data) is list:  # one ingest payload per line
+                yield from ((number, _typed(item), None) for item in _decode(lines[number - first])["data"])
+            else:
+                yield number, obj, None
+        elif type(obj) is _Bad:
             yield number, None, obj.reason
-        elif type(obj) is not Span:
-            yield number, obj, None
-        elif obj.object == "trace":
-            yield number, _decode(lines[number - first]), None
-        elif obj.object is None and type(obj.data) is list:  # one ingest payload per line
-            yield from ((number, _typed(item), None) for item in _decode(lines[number - first])["data"])
         else:
             yield number, obj, None
 
@@ -409,30 +428,11 @@ def read_part(path: Path, start: int, end: int, first_line: int, fields: FieldMa
     assert lo is not None and hi is not None  # (read to the reach: always found)
     if hi <= lo:
         return Part([], frozenset())
-    numbered = list(_lines(data[lo:hi], first_line + data.count(b"\n", 0, lo)))
-    keys, odd = _trace_ids(numbered)
+    odd, runs = _gather(_lines(data[lo:hi], first_line + data.count(b"\n", 0, lo)))
+    keys = set(runs)
     if start == 0 or odd:
         keys.add("\0")
-    return Part(list(trace_items(iter(numbered), fields)), frozenset(keys))
-
-
-def _trace_ids(numbered: list[tuple[int, Any, str | None]]) -> tuple[set[str], bool]:
-    """The trace ids of a part's items, and whether an item belongs to no trace (:func:`trace_items` rejects it
-    by itself)."""
-    keys: set[str] = set()
-    odd = False
-    for _, obj, problem in numbered:
-        key = None
-        if problem is None and type(obj) is Span and obj.object == "trace.span":
-            key = obj.trace_id
-        elif problem is None and type(obj) is dict:
-            key = obj.get("id") if obj.get("object") == "trace" else \
-                obj.get("trace_id") if obj.get("object") == "trace.span" else None
-        if type(key) is str and key:
-            keys.add(key)
-        else:
-            odd = True
-    return keys, odd
+    return Part([*odd, *_run_items(runs, fields)], frozenset(keys))
 
 
 def read_objects(objects: Sequence[Any], name: str, fields: FieldMap | None = None) -> Iterator[Item]:
