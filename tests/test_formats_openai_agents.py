@@ -435,3 +435,66 @@ def test_usage_counts_as_read(usage: dict[str, Any], expected: tuple[Any, ...]) 
 def test_usage_without_counts_is_rejected(usage: Any) -> None:
     item = _one_run([{"started_at": None, "ended_at": None, "span_data": {"type": "generation", "usage": usage}}])
     assert (item.record, item.field) == (None, "span_data.usage")
+
+
+def _with_prompts(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items with what the SDK's own models record on a generation span: the prompt (every message so far) as
+    ``input``, the completion as ``output``; a response span's ``input`` too."""
+    out = json.loads(json.dumps(objs))
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You fix bugs."}]
+    for obj in out:
+        data = obj.get("span_data") or {}
+        if data.get("type") in ("generation", "response"):
+            history = [*history, {"role": "user", "content": [{"type": "text", "text": f"turn {len(history)}"}]}]
+            data["input"] = history
+            data["output"] = [{"role": "assistant", "content": None,
+                               "tool_calls": [{"id": "c1", "type": "function",
+                                               "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}]}]
+    return out
+
+
+def test_prompts_and_completions_change_nothing(tmp_path: Path) -> None:
+    """A generation's prompt and completion are kept undecoded (never read): every form of the file, and the same
+    items in memory, give the runs they give without them."""
+    objs = raw()
+    fuller = _with_prompts(objs)
+    assert sum(isinstance((o.get("span_data") or {}).get("input"), list) for o in fuller) == 6
+    plain = [(i.line, record(i)) for i in FORMAT.read_objects(objs, "<test>", FORMAT.fields)]
+    assert [(i.line, record(i)) for i in FORMAT.read_objects(fuller, "<test>", FORMAT.fields)] == plain
+    def forms(items: list[dict[str, Any]]) -> dict[str, str]:
+        return {"a.jsonl": "".join(json.dumps(o) + "\n" for o in items), "b.json": json.dumps(items),
+                "c.json": json.dumps({"data": items}),
+                "d.jsonl": "".join(json.dumps({"data": items[i:i + 5]}) + "\n" for i in range(0, len(items), 5)),
+                "e.jsonl": "".join(json.dumps(o) + "\n" for o in items) + "{not json\n"}  # read line by line
+
+    for (name, text), without in zip(forms(fuller).items(), forms(objs).values()):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        (tmp_path / f"plain-{name}").write_text(without, encoding="utf-8")
+        items = [(i.line, i.reason, i.record and record(i)) for i in FORMAT.read_file(tmp_path / name, FORMAT.fields)]
+        assert items == [(i.line, i.reason, i.record and record(i))
+                         for i in FORMAT.read_file(tmp_path / f"plain-{name}", FORMAT.fields)], name
+        runs = [rec for _, _, rec in items if rec is not None]
+        assert len(runs) == 2 and [tool_steps(rec)[0]["args"] for rec in runs] == [{"path": "src/app.py"}] * 2, name
+        assert len(items) == 2 + (name == "e.jsonl")
+
+
+def test_a_function_span_with_object_input_and_output_reads_them_whole() -> None:
+    """A function span's ``input`` and ``output`` are read whole whatever their JSON type (the SDK writes text)."""
+    objs = raw()
+    span = next(o for o in objs if o.get("span_data", {}).get("type") == "function")
+    span["span_data"]["input"] = {"path": "src/a.py", "lines": [1, {"to": 9}]}
+    span["span_data"]["output"] = {"status": "ok", "bytes": [1, 2]}
+    for items in (FORMAT.read_objects(objs, "<test>", FORMAT.fields),):
+        first = next(i for i in items if i.record is not None)
+        step = next(s for s in tool_steps(record(first)) if s["metadata"]["span_id"] == span["id"])
+        assert step["args"] == {"path": "src/a.py", "lines": [1, {"to": 9}]}
+        assert step["observation"]["output"] == {"status": "ok", "bytes": [1, 2]}
+
+
+def test_an_in_memory_span_that_is_not_json_is_a_rejection() -> None:
+    objs = raw()
+    span = next(o for o in objs if o.get("span_data", {}).get("type") == "function")
+    span["span_data"]["input"] = {"path": object()}
+    items = list(FORMAT.read_objects(objs, "<test>", FORMAT.fields))
+    bad = [i for i in items if i.record is None]
+    assert len(bad) == 1 and "not JSON" in bad[0].reason

@@ -1,8 +1,9 @@
 """The spans of one OpenAI Agents SDK trace -> steps in columns, the run's agents and token totals.
 
 The rules are in :mod:`agentab.formats.openai_agents` ("Steps", "Tokens"). Spans are
-decoded into :class:`Span` (only the fields read; a generation's prompt and
-completion are skipped), walked in start order by :func:`walk`.
+decoded into :class:`Span` (only the fields read; the members of an array or
+object in ``input`` / ``output``, such as a generation's prompt and completion,
+kept undecoded: :data:`Shallow`), walked in start order by :func:`walk`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 from operator import itemgetter
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
@@ -20,7 +21,7 @@ from agentab.formats._message_parts import call_arguments
 from agentab.formats.decode import PreparedSteps
 from agentab.formats.record import TOKENS_WITH_STEP
 
-__all__ = ["SPAN_TYPES", "AtLine", "Data", "Span", "handoff_tool", "span_decoder", "walk"]
+__all__ = ["SPAN_TYPES", "AtLine", "Data", "Shallow", "Span", "handoff_tool", "span_decoder", "walk", "whole"]
 
 #: The span types the SDK writes.
 SPAN_TYPES = frozenset({"agent", "function", "generation", "response", "handoff", "guardrail", "custom",
@@ -32,13 +33,34 @@ _NS_LIMIT = 2**63
 _NEVER = datetime.max.replace(tzinfo=timezone.utc)  # sorts spans never started last
 
 
+#: A JSON value decoded one level deep: text, numbers, true/false/null as they are; an array's or an object's members
+#: left as undecoded JSON (``msgspec.Raw``) until :func:`whole` reads them. A generation span's ``input`` and
+#: ``output`` (the prompt and the completion, which the SDK records unless told not to, the prompt growing with every
+#: turn) are the bulk of a real export, and the reader reads neither: kept so, they cost no Python objects.
+Shallow = Union[str, int, float, bool, None, list[msgspec.Raw], dict[str, msgspec.Raw]]
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.decode
+
+
+def whole(value: Shallow) -> Any:
+    """A :data:`Shallow` value decoded whole.
+
+    Examples
+    --------
+    >>> shallow = msgspec.json.decode(b'[{"role": "user"}]', type=Shallow)
+    >>> type(shallow[0]).__name__, whole(shallow)
+    ('Raw', [{'role': 'user'}])
+    """
+    return _decode(_encode(value)) if type(value) is list or type(value) is dict else value
+
+
 class Data(msgspec.Struct):
     """The ``span_data`` fields the reader uses (any other is skipped when decoding)."""
 
     type: Any = None
     name: Any = None
-    input: Any = None
-    output: Any = None
+    input: Shallow = None
+    output: Shallow = None
     usage: Any = None
     model: Any = None
     from_agent: Any = None
@@ -60,7 +82,7 @@ class Span(msgspec.Struct):
     ended_at: Any = None
     span_data: Data | str | int | float | bool | list[Any] | None = None
     error: Any = None
-    data: Any = None
+    data: Shallow = None
 
 
 span_decoder = msgspec.json.Decoder(Span)
@@ -347,10 +369,11 @@ def walk(spans: list[tuple[int, Span]], meta: dict[str, Any]
             if type(name) is not str or not name:
                 raise AtLine(line, "span_data.name", f"expected a tool name (text), got {describe(name)}")
             try:
-                args = call_arguments(data.input, "span_data.input")
+                args = call_arguments(whole(data.input), "span_data.input")
             except Reject as problem:
                 raise AtLine(line, problem.field, problem.reason) from None
-            step_meta = steps.add(line, span, _times(line, start, end), name, args, data.output, agent, latest.get(agent),
+            step_meta = steps.add(line, span, _times(line, start, end), name, args, whole(data.output), agent,
+                                  latest.get(agent),
                                   "tool")
             if data.mcp_data is not None:
                 step_meta["mcp_data"] = data.mcp_data

@@ -76,7 +76,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
@@ -86,6 +86,7 @@ from agentab.formats._missing import absent
 from agentab.formats._openai_agents_steps import (
     SPAN_TYPES,
     AtLine,
+    Shallow,
     Span,
     handoff_tool,
     span_decoder,
@@ -109,6 +110,7 @@ FIELDS: dict[str, str] = {"run_id": "id", "task_id": "agentab.task_id", "seed": 
                           "outcome": "agentab.outcome"}
 _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict"}
 _decode = msgspec.json.decode
+_encode = msgspec.json.Encoder().encode
 
 
 def _is_int(value: Any) -> bool:
@@ -226,6 +228,9 @@ def _gather(numbered: Iterable[tuple[int, Any, str | None]]) -> tuple[list[Item]
             continue
         if type(obj) is dict:
             obj = _typed(obj)
+            if type(obj) is _Bad:
+                odd.append(Item(number, reason=obj.reason))
+                continue
         kind = obj.object if type(obj) is Span else obj.get("object") if type(obj) is dict else None
         if kind not in ("trace", "trace.span") or (kind == "trace") != (type(obj) is dict):
             odd.append(Item(number, field="object", reason=f"expected an item with object 'trace' or 'trace.span', "
@@ -269,10 +274,24 @@ def _trace_item(key: str, line: int, trace: dict[str, Any] | None, spans: list[t
 
 
 def _typed(obj: Any) -> Any:
-    """A span's dict as a :class:`Span` (other objects as they are)."""
+    """An in-memory span's dict as a :class:`Span` (through its JSON: a Span holds the members of its ``input`` and
+    ``output`` as JSON), or :class:`_Bad` when it is not JSON; other objects as they are."""
     if type(obj) is dict and obj.get("object") == "trace.span":
-        return msgspec.convert(obj, Span)
+        try:
+            return span_decoder.decode(_encode(obj))
+        except (TypeError, ValueError, OverflowError, RecursionError, msgspec.MsgspecError) as err:
+            return _Bad(f"a span that is not JSON: {err}")
     return obj
+
+
+class _Top(msgspec.Struct):
+    """A JSON object document's keys the reader looks at: an ingest payload's ``data`` (and no ``object``)."""
+
+    data: Shallow = None
+    object: Any = msgspec.UNSET
+
+
+_TOP = msgspec.json.Decoder(Union[list[msgspec.Raw], _Top])
 
 
 def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
@@ -281,23 +300,36 @@ def _numbered(fh: Any) -> Iterator[tuple[int, Any, str | None]]:
     body = fh.read().removeprefix(BOM)
     opener = body.lstrip(JSON_SPACE)[:1]
     if opener in (b"[", b"{"):
-        try:
-            whole = _decode(body)
+        try:  # the document's items as undecoded JSON, each decoded by itself below
+            top = _TOP.decode(body)
         except (msgspec.DecodeError, RecursionError) as err:
-            whole = _Bad(str(err))  # not the exception: its traceback would hold this frame in a reference cycle
-        if type(whole) is list:
-            yield from ((i, _typed(obj), None) for i, obj in enumerate(whole, start=1))
+            top = _Bad(str(err))  # not the exception: its traceback would hold this frame in a reference cycle
+        if type(top) is list:
+            yield from (_member(i, raw) for i, raw in enumerate(top, start=1))
             return
-        if type(whole) is dict and type(whole.get("data")) is list and "object" not in whole:
-            yield from ((i, _typed(obj), None) for i, obj in enumerate(whole["data"], start=1))
+        if type(top) is _Top and type(top.data) is list and top.object is msgspec.UNSET:
+            yield from (_member(i, raw) for i, raw in enumerate(top.data, start=1))
             return
-        if type(whole) is dict:  # one item (a one-line file, or one object spread over lines)
-            yield 1, _typed(whole), None
+        if type(top) is _Top:  # one item (a one-line file, or one object spread over lines)
+            yield _member(1, body)
             return
         if opener == b"[":
-            yield 1, None, f"malformed JSON array: {whole.reason}"
+            yield 1, None, f"malformed JSON array: {top.reason}"
             return
     yield from _lines(body, 1)
+
+
+def _member(number: int, raw: Any) -> tuple[int, Any, str | None]:
+    """``(number, object, problem)`` of an item of a JSON array or an ingest payload (valid JSON): a span as a
+    :class:`Span`, anything else decoded whole."""
+    try:
+        try:
+            obj = span_decoder.decode(raw)
+        except msgspec.ValidationError:  # not an object
+            return number, _decode(raw), None
+        return number, obj if obj.object == "trace.span" else _decode(raw), None
+    except RecursionError:
+        return number, None, "JSON nested too deeply to read"
 
 
 def _lines(body: bytes, first: int) -> Iterator[tuple[int, Any, str | None]]:
@@ -320,7 +352,7 @@ def _lines(body: bytes, first: int) -> Iterator[tuple[int, Any, str | None]]:
             elif kind == "trace":
                 yield number, _decode(lines[number - first]), None
             elif kind is None and type(obj.data) is list:  # one ingest payload per line
-                yield from ((number, _typed(item), None) for item in _decode(lines[number - first])["data"])
+                yield from (_member(number, raw) for raw in obj.data)
             else:
                 yield number, obj, None
         elif type(obj) is _Bad:
