@@ -498,3 +498,21 @@ def test_an_in_memory_span_that_is_not_json_is_a_rejection() -> None:
     items = list(FORMAT.read_objects(objs, "<test>", FORMAT.fields))
     bad = [i for i in items if i.record is None]
     assert len(bad) == 1 and "not JSON" in bad[0].reason
+
+
+def test_a_turns_usage_counts_when_no_generation_is_recorded() -> None:
+    """A custom ``Model`` records no generation span: the SDK's ``turn`` custom spans give the tokens (their usage
+    a plain object of the span's data, ``cached_input_tokens`` its cached count)."""
+    turn = {"type": "custom", "name": "turn",
+            "data": {"sdk_span_type": "turn", "usage": {"input_tokens": 9, "output_tokens": 4,
+                                                         "cached_input_tokens": 3, "requests": 1}}}
+    rec = record(_one_run([{"started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:00:01+00:00",
+                            "span_data": turn},
+                           {"started_at": "2026-01-01T00:00:01+00:00", "ended_at": "2026-01-01T00:00:02+00:00",
+                            "span_data": {"type": "function", "name": "f", "input": "{}"}}]))
+    step = rec["steps"][0]
+    assert tuple(step.get(k) for k in ("tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning")) == (9, 4, 3,
+                                                                                                            None)
+    bad = {**turn, "data": {"sdk_span_type": "turn", "usage": "many"}}
+    item = _one_run([{"started_at": None, "ended_at": None, "span_data": bad}])
+    assert (item.record, item.field) == (None, "span_data.usage")

@@ -21,7 +21,7 @@ from agentab.formats._message_parts import call_arguments
 from agentab.formats.decode import PreparedSteps
 from agentab.formats.record import TOKENS_WITH_STEP
 
-__all__ = ["SPAN_TYPES", "AtLine", "Data", "Shallow", "Span", "handoff_tool", "span_decoder", "walk", "whole"]
+__all__ = ["SPAN_TYPES", "AtLine", "Data", "Shallow", "Span", "Usage", "handoff_tool", "span_decoder", "walk", "whole"]
 
 #: The span types the SDK writes.
 SPAN_TYPES = frozenset({"agent", "function", "generation", "response", "handoff", "guardrail", "custom",
@@ -54,6 +54,28 @@ def whole(value: Shallow) -> Any:
     return _decode(_encode(value)) if type(value) is list or type(value) is dict else value
 
 
+#: A JSON value that is not an object.
+_NOT_OBJECT = Union[str, int, float, bool, None, list[Any]]
+
+
+class _TokenDetails(msgspec.Struct):
+    """``input_tokens_details`` / ``output_tokens_details``: the counts read."""
+
+    cached_tokens: Any = None
+    reasoning_tokens: Any = None
+
+
+class Usage(msgspec.Struct):
+    """A model call's ``usage`` (a generation's or response's; a turn's, ``cached_input_tokens`` its cached count):
+    the counts read (any other key skipped when decoding)."""
+
+    input_tokens: Any = None
+    output_tokens: Any = None
+    input_tokens_details: _TokenDetails | _NOT_OBJECT = None
+    output_tokens_details: _TokenDetails | _NOT_OBJECT = None
+    cached_input_tokens: Any = None
+
+
 class Data(msgspec.Struct):
     """The ``span_data`` fields the reader uses (any other is skipped when decoding)."""
 
@@ -61,7 +83,7 @@ class Data(msgspec.Struct):
     name: Any = None
     input: Shallow = None
     output: Shallow = None
-    usage: Any = None
+    usage: Usage | _NOT_OBJECT = None
     model: Any = None
     from_agent: Any = None
     to_agent: Any = None
@@ -121,18 +143,21 @@ def _ns(moment: datetime | None, line: int, where: str) -> int | None:
 
 
 def _usage(usage: Any, line: int) -> tuple[int, int, int | None, int | None] | None:
-    """(input, output, cached, reasoning) tokens of a model call's usage; None when it reports none."""
+    """(input, output, cached, reasoning) tokens of a model call's usage (a :class:`Usage`, or a turn's as a dict);
+    None when it reports none."""
     if usage is None:
         return None
-    if type(usage) is not dict:
+    if type(usage) is dict:  # a turn's (in a custom span's data)
+        usage = msgspec.convert(usage, Usage)
+    if type(usage) is not Usage:
         raise AtLine(line, "span_data.usage", f"expected a usage object, got {describe(usage)}")
-    tin, tout = usage.get("input_tokens"), usage.get("output_tokens")
+    tin, tout = usage.input_tokens, usage.output_tokens
     if type(tin) is not int or type(tout) is not int or tin < 0 or tout < 0:  # counts: integers >= 0
         raise AtLine(line, "span_data.usage", "expected input_tokens and output_tokens (whole numbers >= 0)")
-    details_in = usage.get("input_tokens_details")
-    details_out = usage.get("output_tokens_details")
-    cached = details_in.get("cached_tokens") if type(details_in) is dict else usage.get("cached_input_tokens")
-    reasoning = details_out.get("reasoning_tokens") if type(details_out) is dict else None
+    details_in = usage.input_tokens_details
+    details_out = usage.output_tokens_details
+    cached = details_in.cached_tokens if type(details_in) is _TokenDetails else usage.cached_input_tokens
+    reasoning = details_out.reasoning_tokens if type(details_out) is _TokenDetails else None
     return (tin, tout, cached if type(cached) is int and 0 <= cached <= tin else None,
             reasoning if type(reasoning) is int and 0 <= reasoning <= tout else None)
 
