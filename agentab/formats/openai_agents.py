@@ -10,7 +10,10 @@ endpoint (``trace.export()`` / ``span.export()``): objects with ``"object":
 JSON Lines, a JSON array, or the ingest payload ``{"data": [...]}`` (also one
 per line). One
 trace (its ``id``; a span's ``trace_id``) is one run, whatever the order of
-its items; the item's line is the line of the trace's first item.
+its items; the item's line is the line of the trace's first item. A model
+call's prompt and completion (a ``generation`` span's ``input`` / ``output``,
+which the SDK records by default) are not read: their messages are left
+undecoded, so they cost little beyond their bytes.
 
 Run-level fields
 ----------------
