@@ -484,11 +484,10 @@ def test_a_function_span_with_object_input_and_output_reads_them_whole() -> None
     span = next(o for o in objs if o.get("span_data", {}).get("type") == "function")
     span["span_data"]["input"] = {"path": "src/a.py", "lines": [1, {"to": 9}]}
     span["span_data"]["output"] = {"status": "ok", "bytes": [1, 2]}
-    for items in (FORMAT.read_objects(objs, "<test>", FORMAT.fields),):
-        first = next(i for i in items if i.record is not None)
-        step = next(s for s in tool_steps(record(first)) if s["metadata"]["span_id"] == span["id"])
-        assert step["args"] == {"path": "src/a.py", "lines": [1, {"to": 9}]}
-        assert step["observation"]["output"] == {"status": "ok", "bytes": [1, 2]}
+    first = next(i for i in FORMAT.read_objects(objs, "<test>", FORMAT.fields) if i.record is not None)
+    step = next(s for s in tool_steps(record(first)) if s["metadata"]["span_id"] == span["id"])
+    assert step["args"] == {"path": "src/a.py", "lines": [1, {"to": 9}]}
+    assert step["observation"]["output"] == {"status": "ok", "bytes": [1, 2]}
 
 
 def test_an_in_memory_span_that_is_not_json_is_a_rejection() -> None:
