@@ -21,7 +21,8 @@ from agentab.formats._message_parts import call_arguments
 from agentab.formats.decode import PreparedSteps
 from agentab.formats.record import TOKENS_WITH_STEP
 
-__all__ = ["SPAN_TYPES", "AtLine", "Data", "Shallow", "Span", "Usage", "handoff_tool", "span_decoder", "walk", "whole"]
+__all__ = ["SPAN_TYPES", "AtLine", "Data", "Shallow", "Span", "Usage", "handoff_tool", "span_decoder", "span_of", "walk",
+           "whole"]
 
 #: The span types the SDK writes.
 SPAN_TYPES = frozenset({"agent", "function", "generation", "response", "handoff", "guardrail", "custom",
@@ -108,6 +109,12 @@ class Span(msgspec.Struct):
 
 
 span_decoder = msgspec.json.Decoder(Span)
+
+
+def span_of(obj: dict[str, Any]) -> Span:
+    """An in-memory span's dict as a :class:`Span`, through its JSON (a Span keeps the members of ``input`` /
+    ``output`` as JSON); raises what encoding raises when it is not JSON."""
+    return span_decoder.decode(_encode(obj))
 
 
 class AtLine(Reject):
@@ -398,8 +405,7 @@ def walk(spans: list[tuple[int, Span]], meta: dict[str, Any]
             except Reject as problem:
                 raise AtLine(line, problem.field, problem.reason) from None
             step_meta = steps.add(line, span, _times(line, start, end), name, args, whole(data.output), agent,
-                                  latest.get(agent),
-                                  "tool")
+                                  latest.get(agent), "tool")
             if data.mcp_data is not None:
                 step_meta["mcp_data"] = data.mcp_data
             if agent is not None:

@@ -93,6 +93,7 @@ from agentab.formats._openai_agents_steps import (
     Span,
     handoff_tool,
     span_decoder,
+    span_of,
     walk,
 )
 from agentab.formats.decode import Prepared
@@ -113,7 +114,6 @@ FIELDS: dict[str, str] = {"run_id": "id", "task_id": "agentab.task_id", "seed": 
                           "outcome": "agentab.outcome"}
 _HOW = {"task_id": "the task", "seed": "a seed", "outcome": "an external verdict"}
 _decode = msgspec.json.decode
-_encode = msgspec.json.Encoder().encode
 
 
 def _is_int(value: Any) -> bool:
@@ -281,7 +281,7 @@ def _typed(obj: Any) -> Any:
     ``output`` as JSON), or :class:`_Bad` when it is not JSON; other objects as they are."""
     if type(obj) is dict and obj.get("object") == "trace.span":
         try:
-            return span_decoder.decode(_encode(obj))
+            return span_of(obj)
         except (TypeError, ValueError, OverflowError, RecursionError, msgspec.MsgspecError) as err:
             return _Bad(f"a span that is not JSON: {err}")
     return obj
